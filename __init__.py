@@ -1,0 +1,10 @@
+"""mockgpu: run the unmodified tinygrad GPU runtime (PyPI tinygrad==0.14.0) on emulated GPUs.
+
+Layers, in hardware order: `mockgpu.pcode` (ISA semantics compiled from AMD's pseudocode), `mockgpu.emu` (the compute
+units), `mockgpu.mock` (driver interfaces, command processor, DMA), `mockgpu.tinygrad` (activation, pytest plugin, fuzzers).
+"""
+from mockgpu.errors import MockGPUError
+
+__version__ = "0.1.0"
+TINYGRAD_VERSION = "0.14.0"
+__all__ = ["MockGPUError", "__version__", "TINYGRAD_VERSION"]

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One-stop set-up and entry point on a fresh Debian 12 machine (run as root or with sudo available):
+#   ./dev.sh demo         tinygrad on the mock AMD GPU, with a short report
+#   ./dev.sh test         the default test suite (what CI runs)
+#   ./dev.sh slow         the slow suites (long fuzz campaigns, full-size workloads)
+#   ./dev.sh bench        benchmarks (emulator throughput, full-stack ratios)
+# Installs system packages (LLVM 19 for tinygrad's AMD compiler, a C compiler, clang for tinygrad's CPU backend) and a
+# virtualenv in .venv with mockgpu installed editable, then runs the command.
+set -euo pipefail
+cd "$(dirname "$0")"
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+need_apt=()
+ldconfig -p 2>/dev/null | grep -q 'libLLVM.so.19\|libLLVM-19' || need_apt+=(libllvm19)
+command -v cc >/dev/null || need_apt+=(gcc libc6-dev)
+command -v clang >/dev/null || command -v clang-19 >/dev/null || need_apt+=(clang-19)
+python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+# tinygrad's CPU backend runs $CC or `clang`
+command -v clang >/dev/null || export CC="${CC:-clang-19}"
+if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
+if ! .venv/bin/python -c 'import mockgpu, pytest, xdist' 2>/dev/null || [ pyproject.toml -nt .venv/.installed ] || [ setup.py -nt .venv/.installed ]; then
+  .venv/bin/pip install -q --upgrade pip >/dev/null
+  .venv/bin/pip install -q -e ".[test]"
+  touch .venv/.installed
+fi
+export PATH="$PWD/.venv/bin:$PATH"
+cmd="${1:-test}"; shift || true
+case "$cmd" in
+  demo)  exec mockgpu demo "$@" ;;
+  test)  exec python -m pytest -n 2 -q "$@" ;;
+  slow)  exec python -m pytest -n 2 -q -m slow "$@" ;;
+  bench) exec mockgpu bench "$@" ;;
+  *) echo "usage: ./dev.sh demo|test|slow|bench [args]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,1 @@
+def install(): print("ACTIVATED")
