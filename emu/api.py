@@ -1,0 +1,128 @@
+"""Public API of the emulator: run one dispatch (a whole grid) the way a command processor starts it.
+
+    from mockgpu.emu.api import Dispatch, run
+    from mockgpu.emu.memory import MemoryMap
+    stats = run(Dispatch("gfx1100", code_addr, grid=(4,1,1), block=(64,1,1), user_sgprs=(lo, hi), rsrc2=0x9e), memory)
+"""
+from __future__ import annotations
+import ctypes, os
+from dataclasses import dataclass, field
+from mockgpu.emu.arch import ArchSpec, get_arch
+from mockgpu.emu.errors import UnsupportedDispatch, BackendUnavailable
+from mockgpu.emu.memory import MemoryMap
+
+__all__ = ["Dispatch", "Stats", "WaveState", "run", "run_code", "DEFAULT_BUDGET"]
+
+DEFAULT_BUDGET = int(os.environ.get("MOCKGPU_EMU_BUDGET", str(4_000_000_000)))
+
+@dataclass(frozen=True)
+class Dispatch:
+  """The state a command processor has at DISPATCH_DIRECT (contract-kfd.md section 6).
+
+  arch: "gfx1100" | "gfx1201" | "gfx950". code_addr: host address of the first instruction (must lie in the MemoryMap).
+  grid: workgroups (x, y, z). block: threads per workgroup (x, y, z). user_sgprs: COMPUTE_USER_DATA_0.. as u32, loaded
+  into s0.. (only the first RSRC2.USER_SGPR_COUNT are used; missing ones read as 0). rsrc1/rsrc2/rsrc3: COMPUTE_PGM_RSRC*.
+  wave64: wave size 64 instead of 32 (always True on gfx9). lds_bytes: LDS per workgroup (0: from RSRC2 LDS_SIZE x 512).
+  scratch_bytes_per_lane: private memory per lane (descriptor private_segment_fixed_size)."""
+  arch: str
+  code_addr: int
+  grid: tuple[int, int, int] = (1, 1, 1)
+  block: tuple[int, int, int] = (32, 1, 1)
+  user_sgprs: tuple[int, ...] = ()
+  rsrc1: int = 0
+  rsrc2: int = 0
+  rsrc3: int = 0
+  wave64: bool = False
+  lds_bytes: int = 0
+  scratch_bytes_per_lane: int = 0
+
+  @property
+  def user_sgpr_count(self) -> int: return (self.rsrc2 >> 1) & 0x1f
+  @property
+  def wave_size(self) -> int: return 64 if self.wave64 else 32
+  @property
+  def lds_size(self) -> int: return self.lds_bytes or ((self.rsrc2 >> 15) & 0x1ff) * 512
+
+@dataclass(frozen=True)
+class WaveState:
+  """Registers of one wave at S_ENDPGM (captured for workgroup (0,0,0), wave 0 when `capture=True`).
+  vgprs[r][lane] as u32; sgprs[i] as u32; exec/vcc 64-bit; pc is the byte offset of the S_ENDPGM."""
+  sgprs: tuple[int, ...]
+  vgprs: tuple[tuple[int, ...], ...]
+  exec: int
+  vcc: int
+  scc: int
+  m0: int
+  pc: int
+
+@dataclass(frozen=True)
+class Stats:
+  """What a dispatch did. `instructions` counts wave-instructions (one per wave per executed instruction, VOPD = 1).
+  `op_counts` maps "FORMAT OPNAME" to counts when requested. `seconds` is wall time of the backend call."""
+  instructions: int
+  workgroups: int
+  waves: int
+  seconds: float
+  backend: str
+  op_counts: dict[str, int] | None = None
+  state: WaveState | None = None
+  extra: dict = field(default_factory=dict)
+
+def check_dispatch(d: Dispatch) -> ArchSpec:
+  """Validate a Dispatch against its arch. Returns the ArchSpec. Raises UnsupportedDispatch naming the bad field."""
+  a = get_arch(d.arch)
+  if d.wave_size not in a.wave_sizes: raise UnsupportedDispatch(f"arch={a.name} has no wave{d.wave_size}; supported: {a.wave_sizes}")
+  if len(d.grid) != 3 or len(d.block) != 3 or min(d.grid) < 1 or min(d.block) < 1:
+    raise UnsupportedDispatch(f"grid={d.grid} block={d.block}: need three positive dims each (grid counts workgroups)")
+  if (n := d.block[0]*d.block[1]*d.block[2]) > a.max_threads:
+    raise UnsupportedDispatch(f"block={d.block} has {n} threads > {a.max_threads} per workgroup on {a.name}")
+  if d.lds_size > a.max_lds: raise UnsupportedDispatch(f"lds={d.lds_size} bytes > {a.max_lds} per workgroup on {a.name}")
+  if d.user_sgpr_count > len(d.user_sgprs) and d.user_sgpr_count > 16:
+    raise UnsupportedDispatch(f"RSRC2.USER_SGPR_COUNT={d.user_sgpr_count} is more than the hardware's 16")
+  if any(not 0 <= v < 1 << 32 for v in d.user_sgprs): raise UnsupportedDispatch(f"user_sgprs={d.user_sgprs}: each must be a u32")
+  if d.scratch_bytes_per_lane < 0 or d.scratch_bytes_per_lane > 1 << 20:
+    raise UnsupportedDispatch(f"scratch_bytes_per_lane={d.scratch_bytes_per_lane}: must be in [0, 1 MiB]")
+  return a
+
+def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, timeout: float | None = None, backend: str = "c",
+        op_counts: bool = False, capture: bool = False) -> Stats:
+  """Execute a whole dispatch synchronously (all workgroups, all waves, barriers) and return its statistics.
+
+  Args:
+    dispatch: the command processor state (see Dispatch).
+    memory: the host ranges the kernel may touch; global accesses and instruction fetches are checked against a snapshot
+      taken at the start of the call.
+    budget: maximum wave-instructions before WatchdogExpired (default MOCKGPU_EMU_BUDGET or 4e9).
+    timeout: optional wall-clock limit in seconds, also reported as WatchdogExpired.
+    backend: "c" (generated C, compiled once per arch and cached) or "python" (reference, slow).
+    op_counts: also count executed wave-instructions per opcode (Stats.op_counts).
+    capture: record the registers of workgroup 0 / wave 0 at S_ENDPGM (Stats.state).
+  Returns: Stats.
+  Raises: GPUFault (memory violation, with a FaultReport), InvalidInstruction, WatchdogExpired, UnsupportedDispatch,
+    BackendUnavailable (no C compiler / arch not supported by the backend)."""
+  arch = check_dispatch(dispatch)
+  budget = DEFAULT_BUDGET if budget is None else budget
+  if backend == "c":
+    try: from mockgpu.emu import cbackend
+    except ImportError as e: raise BackendUnavailable(f"the C backend is not available in this build ({e}); use backend='python'") from e
+    return cbackend.run(arch, dispatch, memory, budget=budget, timeout=timeout, op_counts=op_counts, capture=capture)
+  if backend == "python":
+    try: from mockgpu.emu import pybackend
+    except ImportError as e: raise BackendUnavailable(f"the Python backend is not available in this build ({e}); use backend='c'") from e
+    return pybackend.run(arch, dispatch, memory, budget=budget, timeout=timeout, op_counts=op_counts, capture=capture)
+  raise BackendUnavailable(f"backend={backend!r}: choose 'c' or 'python'")
+
+def run_code(code: bytes, memory: MemoryMap | None = None, *, arch: str = "gfx1100", name: str = "code", **kw) -> Stats:
+  """Test/CLI helper: copy `code` into a fresh 256-byte aligned host buffer, register it in `memory` for the duration of
+  the call, and run it. Keyword arguments are Dispatch fields (grid, block, user_sgprs, rsrc2, ...) or run() options.
+
+  Returns: Stats. Raises: whatever run() raises."""
+  memory = MemoryMap() if memory is None else memory
+  run_keys = {"budget", "timeout", "backend", "op_counts", "capture"}
+  rkw = {k: kw.pop(k) for k in list(kw) if k in run_keys}
+  buf = ctypes.create_string_buffer(len(code) + 512)
+  addr = (ctypes.addressof(buf) + 255) & ~255
+  ctypes.memmove(addr, code, len(code))
+  memory.add(addr, len(code), name)
+  try: return run(Dispatch(arch=arch, code_addr=addr, **kw), memory, **rkw)
+  finally: memory.remove(addr)

@@ -1,0 +1,40 @@
+"""Every arch-specific fact the emulator uses, as one frozen dataclass per target. Code branches on these fields, never
+on arch-name strings."""
+from __future__ import annotations
+from dataclasses import dataclass
+from mockgpu.emu.errors import UnsupportedDispatch
+
+__all__ = ["ArchSpec", "ARCHS", "get_arch"]
+
+@dataclass(frozen=True)
+class ArchSpec:
+  name: str                 # LLVM target name, e.g. "gfx1100"
+  family: str               # tinygrad autogen folder: tinygrad.runtime.autogen.amd.<family>
+  wave_sizes: tuple[int, ...]
+  num_sgprs: int            # addressable SGPRs s0..s(n-1)
+  num_vgprs: int            # VGPRs per lane
+  num_agprs: int            # CDNA accumulation VGPRs per lane (0: none)
+  max_lds: int              # LDS bytes per workgroup
+  max_threads: int          # threads per workgroup
+  tgid_in_ttmp: bool        # gfx12: workgroup ids in TTMP9 (x) and TTMP7 (y | z<<16) instead of SGPRs after the user SGPRs
+  enc_m0: int               # scalar operand encodings that differ between families
+  enc_null: int
+  enc_dpp8: int             # src0 value selecting DPP8 (and +1: DPP8 with fetch-inactive), -1 if none
+  enc_dpp16: int
+  enc_sdwa: int             # -1 if the family has no SDWA
+  trap_temps: tuple[int, int] = (108, 124)   # TTMP0..TTMP15 encodings
+  c_backend: bool = True    # the generated-C backend supports this arch
+  notes: str = ""
+
+ARCHS: dict[str, ArchSpec] = {a.name: a for a in (
+  ArchSpec("gfx1100", "rdna3", (32, 64), 106, 256, 0, 65536, 1024, False, 125, 124, 233, 250, -1),
+  ArchSpec("gfx1201", "rdna4", (32, 64), 106, 256, 0, 65536, 1024, True, 125, 124, 233, 250, -1, c_backend=False,
+           notes="RDNA4 decode tables generate, execution not integrated yet (docs/emu.md)"),
+  ArchSpec("gfx950", "cdna", (64,), 102, 256, 256, 163840, 1024, False, 124, -1, -1, 250, 249, c_backend=False,
+           notes="CDNA (wave64, AccVGPRs, MUBUF, SDWA, MFMA) not integrated yet (docs/emu.md)"),
+)}
+
+def get_arch(name: str) -> ArchSpec:
+  """The ArchSpec for an LLVM target name. Raises UnsupportedDispatch naming the known targets."""
+  if name not in ARCHS: raise UnsupportedDispatch(f"unknown arch {name!r}; known: {', '.join(ARCHS)}")
+  return ARCHS[name]

@@ -1,0 +1,75 @@
+"""Errors of the emulator layer (`mockgpu.emu`). All derive from `mockgpu.errors.MockGPUError` through `EmuError`.
+
+Faults carry a structured `FaultReport` so callers (the KFD model, tests) can read the fields instead of parsing text."""
+from __future__ import annotations
+from dataclasses import dataclass, field
+from mockgpu.errors import MockGPUError
+
+__all__ = ["EmuError", "GPUFault", "FaultReport", "InvalidInstruction", "WatchdogExpired", "UnsupportedDispatch", "BackendUnavailable"]
+
+class EmuError(MockGPUError):
+  """Base class of every error the emulator raises."""
+
+@dataclass(frozen=True)
+class FaultReport:
+  """Where and how a wave faulted. `pc` is the byte offset from the dispatch's code address, `pc_addr` the absolute address.
+
+  kind: "read" | "write" | "atomic" | "fetch" (instruction fetch) | "invalid" | "watchdog".
+  space: "global" | "lds" | "scratch" | "code" | "none". `nearest` is (name, start, size) of the closest registered
+  allocation (global faults only) and `offset` the fault address minus its start (negative: below it)."""
+  kind: str
+  space: str
+  address: int
+  size: int
+  arch: str
+  pc: int
+  pc_addr: int
+  raw: bytes
+  disasm: str
+  lane: int = -1
+  wave: int = -1
+  workgroup: tuple[int, int, int] = (0, 0, 0)
+  nearest: tuple[str, int, int] | None = None
+  offset: int | None = None
+  limit: int | None = None
+  extra: dict = field(default_factory=dict)
+
+  def describe(self) -> str:
+    s = (f"{self.kind} fault in {self.space}: addr={self.address:#x} size={self.size} arch={self.arch} pc={self.pc:#x} "
+         f"(abs {self.pc_addr:#x}) lane={self.lane} wave={self.wave} workgroup={self.workgroup} inst={self.disasm!r} raw={self.raw.hex()}")
+    if self.limit is not None: s += f" limit={self.limit:#x}"
+    if self.nearest is not None:
+      name, start, size = self.nearest
+      s += f"; nearest allocation {name!r} [{start:#x}, {start+size:#x}) offset={self.offset:+#x}"
+    elif self.space == "global": s += "; no allocation is registered in the MemoryMap"
+    return s
+
+class GPUFault(EmuError):
+  """A wave accessed memory it may not touch (global outside every registered range, LDS or scratch out of bounds, or an
+  instruction fetch outside mapped memory). `report` holds the structured fields; host memory was not touched."""
+  def __init__(self, report: FaultReport, hint: str = "check the kernel's indexing or register the buffer with MemoryMap.add"):
+    self.report = report
+    super().__init__(f"{report.describe()}. Next step: {hint}")
+
+class InvalidInstruction(EmuError):
+  """The decoder met bytes that are not a valid (or not a supported) instruction for the arch. Names arch, PC, raw bytes
+  and the closest decode (format and opcode number) in `report`."""
+  def __init__(self, report: FaultReport, reason: str):
+    self.report, self.reason = report, reason
+    super().__init__(f"invalid instruction arch={report.arch} pc={report.pc:#x} (abs {report.pc_addr:#x}) raw={report.raw.hex()} "
+                     f"closest decode: {report.disasm}: {reason}. Next step: check the code object targets {report.arch} "
+                     f"and that code_addr points at its first instruction; unsupported encodings are listed in docs/emu.md")
+
+class WatchdogExpired(EmuError):
+  """The dispatch executed more wave-instructions than its budget (runaway loop or a too small `budget`)."""
+  def __init__(self, report: FaultReport, budget: int):
+    self.report, self.budget = report, budget
+    super().__init__(f"watchdog: budget of {budget} wave-instructions exceeded at pc={report.pc:#x} (abs {report.pc_addr:#x}) "
+                     f"wave={report.wave} workgroup={report.workgroup} inst={report.disasm!r}. Next step: raise `budget` "
+                     f"(api.run(..., budget=N) or MOCKGPU_EMU_BUDGET) if the kernel is just long, else look for a loop that never exits")
+
+class UnsupportedDispatch(EmuError):
+  """The dispatch asks for something this emulator does not model (unknown arch, zero-sized grid, too many threads...)."""
+
+class BackendUnavailable(EmuError):
+  """The requested execution backend cannot run here (no C compiler, build failure, unsupported arch for the backend)."""
