@@ -1,0 +1,80 @@
+"""The fuzz framework on a toy fuzzer with a known bug: determinism, sharding, jobs, minimisation, failure dirs, replay, CLI."""
+import json, random, subprocess, sys
+import pytest
+from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure, CampaignConfig, case_rng, minimise, run_campaign, replay, safe_check
+from mockgpu.tinygrad.fuzz.errors import BadFailureDir, UnknownKind, KindUnavailable, FuzzError
+from mockgpu.tinygrad.fuzz import registry, cli
+
+class Toy(Fuzzer):
+  """'sums' lists of ints; the bug: any element >= 97 that is odd crashes, and a list of length >= 9 gives a wrong sum."""
+  name = "toy"
+  def generate(self, rng): return [rng.randrange(100) for _ in range(rng.randrange(1, 10))]
+  def check(self, case):
+    if any(x >= 97 and x % 2 for x in case): raise ZeroDivisionError("odd big element")
+    return Failure("mismatch", f"len={len(case)}") if len(case) >= 9 else None
+  def shrink(self, case):
+    for i in range(len(case)): yield case[:i] + case[i+1:]
+    for i, x in enumerate(case):
+      if x: yield case[:i] + [x // 2] + case[i+1:]
+      if x: yield case[:i] + [x - 1] + case[i+1:]
+  def repro(self, case): return f"import sys\ncase = {case!r}\nsys.exit(1 if len(case) >= 9 or any(x >= 97 and x % 2 for x in case) else 0)\n"
+
+def loader(kind, options): return Toy()
+
+def test_case_rng_is_deterministic_and_distinct():
+  assert [case_rng(3, 7).random() for _ in range(2)] == [case_rng(3, 7).random()] * 2
+  assert case_rng(3, 7).random() != case_rng(3, 8).random() != case_rng(4, 7).random()
+
+def test_safe_check_classifies_exceptions():
+  f = safe_check(Toy(), [99])
+  assert f is not None and f.cls == "exception:ZeroDivisionError" and "odd big element" in f.message
+
+def test_minimise_keeps_failure_class():
+  case, f, n = minimise(Toy(), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], Failure("mismatch", ""))
+  assert case == [0] * 9 and f.cls == "mismatch" and n > 0
+  case, f, _ = minimise(Toy(), [3, 99, 4], Failure("exception:ZeroDivisionError", ""))
+  assert case == [99] and f.cls == "exception:ZeroDivisionError"
+
+def _cfg(tmp_path, **kw): return CampaignConfig(**{"seed": 5, "time": None, "cases": 40, "out": tmp_path, "max_failures": 100, **kw})
+
+def test_campaign_deterministic_over_jobs_and_shards(tmp_path):
+  one = run_campaign(Toy(), _cfg(tmp_path / "a"))
+  two = run_campaign(Toy(), _cfg(tmp_path / "b", jobs=2))
+  assert one.cases == two.cases == 40 and one.failures
+  key = lambda rep: [(r.index, r.case, r.minimised, r.minimised_failure.cls) for r in rep.failures]
+  assert key(one) == key(two)
+  # shards 0/2 and 1/2 of 20 cases each together cover the first 40 indices
+  sh = [run_campaign(Toy(), _cfg(tmp_path / f"s{i}", cases=20, shard=(i, 2))) for i in range(2)]
+  assert sorted(sum((key(s) for s in sh), [])) == key(one)
+  assert all(r.index % 2 == i for i, s in enumerate(sh) for r in s.failures)
+
+def test_failure_dir_and_replay(tmp_path):
+  rep = run_campaign(Toy(), _cfg(tmp_path, max_failures=1))
+  assert len(rep.failures) == 1
+  r = rep.failures[0]
+  meta = json.loads(open(f"{r.path}/failure.json").read())
+  assert meta["seed"] == 5 and meta["index"] == r.index and meta["kind"] == "toy"
+  assert json.loads(open(f"{r.path}/case.json").read()) == r.case
+  assert json.loads(open(f"{r.path}/minimised.json").read()) == r.minimised
+  assert subprocess.run([sys.executable, f"{r.path}/repro.py"]).returncode == 1
+  res = replay(tmp_path, loader)
+  assert [x.reproduced for x in res] == [True]
+  with pytest.raises(BadFailureDir): replay(tmp_path / "nothing", loader)
+
+def test_campaign_without_failures_and_bad_config(tmp_path):
+  class Fine(Toy):
+    def check(self, case): return None
+  rep = run_campaign(Fine(), _cfg(tmp_path, cases=25))
+  assert rep.cases == 25 and rep.failures == [] and "failures=0" in rep.summary()
+  with pytest.raises(ValueError): run_campaign(Fine(), _cfg(tmp_path, cases=None))
+  with pytest.raises(ValueError): run_campaign(Fine(), _cfg(tmp_path, shard=(2, 2)))
+
+def test_registry_and_cli_errors(capsys):
+  with pytest.raises(UnknownKind): registry.load("nope")
+  assert issubclass(KindUnavailable, FuzzError)
+  assert set(registry.KINDS) >= {"symbolic", "idiv", "oob", "render"}
+  assert cli.main(["nope"]) == 2 and "unknown fuzzer kind" in capsys.readouterr().err
+  assert cli.main(["--list"]) == 0
+  out = capsys.readouterr().out
+  assert all(k in out for k in registry.KINDS)
+  assert cli.main([]) == 2

@@ -1,0 +1,81 @@
+"""`mockgpu fuzz`: run a campaign of one fuzzer kind, or replay saved failures.
+
+  mockgpu fuzz KIND [--time S] [--cases N] [--seed N] [--jobs N] [--shard i/n] [--out DIR] [--opt key=value ...]
+  mockgpu fuzz --replay DIR
+  mockgpu fuzz --list
+"""
+from __future__ import annotations
+import argparse, json, sys
+from pathlib import Path
+from mockgpu.tinygrad.fuzz.core import CampaignConfig, run_campaign, replay
+from mockgpu.tinygrad.fuzz.errors import FuzzError
+from mockgpu.tinygrad.fuzz.registry import KINDS, load, available
+
+__all__ = ["main", "parser"]
+
+def _shard(s:str) -> tuple[int, int]:
+  try: i, n = (int(x) for x in s.split("/"))
+  except ValueError: raise argparse.ArgumentTypeError(f"--shard {s!r}: expected i/n, e.g. 0/4") from None
+  if not 0 <= i < n: raise argparse.ArgumentTypeError(f"--shard {s!r}: need 0 <= i < n")
+  return i, n
+
+def _opt(s:str) -> tuple[str, object]:
+  if "=" not in s: raise argparse.ArgumentTypeError(f"--opt {s!r}: expected key=value (value parsed as JSON, else a string)")
+  k, v = s.split("=", 1)
+  try: return k, json.loads(v)
+  except ValueError: return k, v
+
+def parser() -> argparse.ArgumentParser:
+  """Returns: the argument parser of `mockgpu fuzz`."""
+  p = argparse.ArgumentParser(prog="mockgpu fuzz", description="fuzz tinygrad: " + ", ".join(KINDS),
+                              epilog="kinds:\n" + "\n".join(f"  {k:9s} {h}" for k, (_, h) in KINDS.items()),
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+  p.add_argument("kind", nargs="?", help="fuzzer kind")
+  p.add_argument("--time", type=float, default=None, help="time budget in seconds (default 60 unless --cases is given)")
+  p.add_argument("--cases", type=int, default=None, help="number of cases of this shard (deterministic campaigns)")
+  p.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
+  p.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+  p.add_argument("--shard", type=_shard, default=(0, 1), help="run shard i of n of the case space, e.g. 2/8")
+  p.add_argument("--out", type=Path, default=Path("fuzz-failures"), help="failure directory (default fuzz-failures/)")
+  p.add_argument("--max-failures", type=int, default=5, help="stop after this many failures (default 5)")
+  p.add_argument("--shrink-time", type=float, default=60.0, help="seconds of minimisation per failure (default 60)")
+  p.add_argument("--opt", type=_opt, action="append", default=[], help="fuzzer option key=value (see docs/fuzz.md)")
+  p.add_argument("--quiet", action="store_true", help="no progress line")
+  p.add_argument("--replay", type=Path, default=None, help="rerun the saved failures under DIR instead of fuzzing")
+  p.add_argument("--list", action="store_true", help="list kinds and whether they are available")
+  return p
+
+def main(argv:list[str]|None=None) -> int:
+  """Entry point of `mockgpu fuzz`.
+
+  Args:
+    argv: arguments after `fuzz`.
+  Returns:
+    0 when no failure was found (or none reproduced on replay), 1 when some were, 2 on a usage or setup error.
+  """
+  args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+  try:
+    if args.list:
+      for k, why in available().items(): print(f"{k:9s} {'available' if why is None else 'unavailable: ' + why}")
+      return 0
+    if args.replay is not None:
+      res = replay(args.replay, load)
+      for r in res:
+        state = "REPRODUCED" if r.reproduced else "fails differently" if r.failure else "passes now"
+        print(f"{state:17s} {r.kind} [{r.expected_cls}] {r.path}" + (f"\n  {r.failure.message.splitlines()[0][:200]}" if r.failure else ""))
+      print(f"replay: {len(res)} failures, {sum(r.failure is not None for r in res)} still failing")
+      return int(any(r.failure is not None for r in res))
+    if args.kind is None:
+      parser().print_usage(sys.stderr)
+      print("mockgpu fuzz: give a KIND, --replay DIR or --list", file=sys.stderr)
+      return 2
+    fuzzer = load(args.kind, dict(args.opt))
+    cfg = CampaignConfig(seed=args.seed, time=args.time if args.time is not None or args.cases is not None else 60.0, cases=args.cases,
+                         jobs=args.jobs, shard=args.shard, out=args.out, max_failures=args.max_failures, shrink_time=args.shrink_time,
+                         progress=None if args.quiet else sys.stderr)
+    rep = run_campaign(fuzzer, cfg)
+  except (FuzzError, ValueError, TypeError) as e:
+    print(f"mockgpu fuzz: {e}", file=sys.stderr)
+    return 2
+  print(rep.summary())
+  return int(bool(rep.failures))

@@ -1,0 +1,41 @@
+"""The table of fuzzer kinds. A kind is a module under `mockgpu.tinygrad.fuzz` defining one `Fuzzer` subclass whose `name` is
+the kind; the class is found by that name, so adding a kind is one row here plus the module (see docs/fuzz.md)."""
+from __future__ import annotations
+import importlib, inspect
+from mockgpu.tinygrad.fuzz.core import Fuzzer
+from mockgpu.tinygrad.fuzz.errors import UnknownKind, KindUnavailable
+
+__all__ = ["KINDS", "load", "available"]
+
+# kind -> (module, one-line help)
+KINDS: dict[str, tuple[str, str]] = {
+  "symbolic": ("mockgpu.tinygrad.fuzz.symbolic", "random integer expressions through UOp.simplify; brute-force/z3 equivalence, vmin/vmax"),
+  "idiv": ("mockgpu.tinygrad.fuzz.idiv", "fast_idiv magic-number division, bit-exact at 8/16/32/64 bits; CPU kernels vs numpy"),
+  "oob": ("mockgpu.tinygrad.fuzz.oob", "OOB indexing: static CHECK_OOB against dynamic execution"),
+  "render": ("mockgpu.tinygrad.fuzz.render", "the same programs on several renderers/backends, compared bit for bit"),
+}
+
+def fuzzer_class(kind:str) -> type[Fuzzer]:
+  """Returns: the `Fuzzer` subclass of `kind`.
+  Raises: UnknownKind: not in `KINDS`. KindUnavailable: its module is missing, fails to import or defines no such class."""
+  if kind not in KINDS: raise UnknownKind(kind, list(KINDS))
+  modname = KINDS[kind][0]
+  try: mod = importlib.import_module(modname)
+  except ImportError as e: raise KindUnavailable(kind, modname, f"cannot be imported ({type(e).__name__}: {e})") from e
+  found = [c for _, c in inspect.getmembers(mod, inspect.isclass) if issubclass(c, Fuzzer) and c is not Fuzzer and c.__module__ == modname
+           and getattr(c, "name", None) == kind]
+  if len(found) != 1: raise KindUnavailable(kind, modname, f"defines {len(found)} Fuzzer subclasses with name={kind!r}, need exactly 1")
+  return found[0]
+
+def load(kind:str, options:dict|None=None) -> Fuzzer:
+  """Args: kind: a key of `KINDS`. options: constructor keywords (as saved by `Fuzzer.options`).
+  Returns: a fuzzer instance. Raises: UnknownKind, KindUnavailable."""
+  return fuzzer_class(kind)(**(options or {}))
+
+def available() -> dict[str, str|None]:
+  """Returns: kind -> None if usable, else the reason it is unavailable."""
+  out: dict[str, str|None] = {}
+  for k in KINDS:
+    try: fuzzer_class(k); out[k] = None
+    except KindUnavailable as e: out[k] = str(e)
+  return out
