@@ -1,0 +1,195 @@
+"""Compile one kernel AST with one tinygrad renderer and run it on numpy arrays: the executors the oob and render fuzzers share.
+
+An `Executor` names a renderer (how the AST is lowered) and a runner (where the program runs). The table `EXECUTORS` holds
+the ones available on an x86 host with tinygrad 0.14.0: the PYTHON emulator (tinygrad's definition of the uops, with bounds
+checks), the CPU device with the CLANG, LLVM and X86 renderers, and the same C and LLVM code cross-compiled for aarch64 and
+run under unicorn. A backend (e.g. the mock AMD GPU) is added by appending an `Executor`; tests pass their own (a renderer
+with an injected bug) to the fuzzers instead of patching tinygrad.
+"""
+from __future__ import annotations
+import os, shutil, contextlib, io
+from dataclasses import dataclass
+from typing import Callable
+import numpy as np
+from tinygrad.dtype import dtypes, DType
+from tinygrad.helpers import Target
+from tinygrad.uop.ops import UOp, Ops, ParamArg
+from tinygrad.renderer import Renderer
+from mockgpu.tinygrad.errors import IntegrationError
+
+__all__ = ["Executor", "ExecFault", "ExecutorUnavailable", "EXECUTORS", "executor", "param", "compile_ast", "np_dtype", "DTYPES",
+           "python_executor", "cpu_executor", "unicorn_executor", "quiet"]
+
+class ExecFault(IntegrationError):
+  """A kernel faulted while running on an executor (out-of-bounds access reported by the PYTHON emulator, unicorn memory fault)."""
+  def __init__(self, executor:str, detail:str):
+    self.executor, self.detail = executor, detail
+    super().__init__(f"executor={executor} faulted: {detail}")
+
+class ExecutorUnavailable(IntegrationError):
+  """The executor's toolchain is missing (no clang, no unicorn). Install it or drop the executor from the list."""
+
+# the dtypes the fuzzers generate, by tinygrad name; half/bfloat16 are left out (PYTHON needs Python 3.12 for half)
+DTYPES: dict[str, DType] = {d.name: d for d in (dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32,
+                                                 dtypes.uint32, dtypes.int64, dtypes.uint64, dtypes.float32, dtypes.float64)}
+def np_dtype(dt:DType) -> np.dtype: return np.dtype(dt.fmt) if dt != dtypes.bool else np.dtype(np.bool_)
+
+def param(slot:int, size:int, dt:DType) -> UOp:
+  """A global buffer argument of a kernel AST, as tinygrad's scheduler emits it (`PARAM` with its element count as source)."""
+  return UOp(Ops.PARAM, dt, (UOp.const(size, dtypes.weakint),), ParamArg(slot, dt, device="CPU"))
+
+@contextlib.contextmanager
+def quiet():
+  """Silence tinygrad's prints to stdout (CHECK_OOB prints the z3 model of every violation)."""
+  with contextlib.redirect_stdout(io.StringIO()): yield
+
+def compile_ast(ast:UOp, renderer:Renderer) -> UOp:
+  """Lower, render and compile `ast` with `renderer`, bypassing tinygrad's program cache (which ignores CHECK_OOB).
+
+  Args:
+    ast: a kernel AST (SINK with KernelInfo).
+    renderer: any tinygrad Renderer instance (a test may pass a subclass with an injected bug).
+  Returns:
+    The PROGRAM UOp (src: SINK, LINEAR, SOURCE, BINARY).
+  """
+  from tinygrad.codegen import do_to_program
+  with quiet(): return do_to_program(ast, renderer)
+
+@dataclass(frozen=True)
+class Executor:
+  """A renderer plus a place to run what it produces.
+
+  Attributes:
+    name: stable name used in reports and on the command line (`PYTHON`, `CLANG`, `LLVM`, `X86`, `CLANG-A64`, `LLVM-A64`).
+    renderer: zero-argument factory of the tinygrad Renderer.
+    runner: `runner(program, arrays)` runs the compiled PROGRAM on the arrays (one per PARAM slot, updated in place);
+      raises ExecFault when the kernel faults.
+  """
+  name: str
+  renderer: Callable[[], Renderer]
+  runner: Callable[[UOp, list[np.ndarray]], None]
+  def run(self, ast:UOp, arrays:list[np.ndarray]) -> str:
+    """Compile and run `ast` on `arrays` (updated in place). Returns the rendered source, for reports."""
+    prg = compile_ast(ast, self.renderer())
+    self.runner(prg, arrays)
+    return prg.src[2].arg if isinstance(prg.src[2].arg, str) else ""
+
+# *** PYTHON: tinygrad's uop emulator, which raises IndexError on out-of-bounds loads and stores ***
+
+def _run_python(prg:UOp, arrays:list[np.ndarray]) -> None:
+  from tinygrad.device import Device
+  rt = Device["PYTHON"].runtime(prg.to_elf())
+  mvs = [memoryview(arrays[i].view(np.uint8) if arrays[i].dtype == np.bool_ else arrays[i]).cast("B") for i in prg.arg.globals]
+  try: rt(*mvs, global_size=prg.arg.global_size, local_size=prg.arg.local_size or (1, 1, 1), vals=prg.arg.vals({}))
+  except IndexError as e: raise ExecFault("PYTHON", str(e)) from e
+
+def python_executor(name:str="PYTHON", renderer:Callable[[], Renderer]|None=None) -> Executor:
+  """The PYTHON emulator executor (optionally with another renderer class producing PYTHON programs)."""
+  from tinygrad.runtime.ops_python import PythonRenderer
+  return Executor(name, renderer or (lambda: PythonRenderer(Target("PYTHON"))), _run_python)
+
+# *** CPU: the host, through tinygrad's own loader (CPUProgram) ***
+
+def ensure_cc() -> str:
+  """tinygrad's CPU compiler runs `$CC` or `clang`; point CC at a versioned clang when plain `clang` is missing.
+
+  Raises:
+    ExecutorUnavailable: no clang at all (apt-get install clang-19).
+  """
+  if (cc:=os.environ.get("CC")) and shutil.which(cc): return cc
+  for cand in ("clang", *(f"clang-{v}" for v in range(22, 13, -1))):
+    if shutil.which(cand):
+      if cand != "clang": os.environ["CC"] = cand
+      return cand
+  raise ExecutorUnavailable("no clang found for tinygrad's CPU backend: apt-get install clang-19 (or set CC)")
+
+@dataclass(frozen=True)
+class _HostBuf:
+  va_addr: int
+
+def _aligned_copy(arr:np.ndarray, align:int=64) -> np.ndarray:
+  # the LLVM renderer declares every buffer `align 32`, tinygrad's allocator hands out pages: numpy's 16 bytes are not enough
+  raw = np.zeros(arr.nbytes + align, np.uint8)
+  ret = raw[(-raw.ctypes.data) % align:][:arr.nbytes].view(arr.dtype).reshape(arr.shape)
+  ret[...] = arr
+  return ret
+
+def _run_cpu(prg:UOp, arrays:list[np.ndarray]) -> None:
+  from tinygrad.device import Device
+  rt = Device["CPU"].runtime(prg.to_elf())
+  bufs = {i: _aligned_copy(arrays[i]) for i in prg.arg.globals}
+  rt(*[_HostBuf(bufs[i].ctypes.data) for i in prg.arg.globals], global_size=prg.arg.global_size, vals=prg.arg.vals({}))
+  for i, b in bufs.items(): arrays[i][...] = b
+
+def cpu_executor(name:str, renderer:Callable[[], Renderer]|None=None) -> Executor:
+  """A host CPU executor. `name` is CLANG, LLVM or X86 (the renderer tinygrad's `DEV=CPU:<name>` selects)."""
+  ensure_cc()
+  from tinygrad.device import Device
+  if renderer is None:
+    from tinygrad.renderer.cstyle import ClangRenderer
+    from tinygrad.renderer.llvmir import CPULLVMRenderer
+    from tinygrad.renderer.isa.x86 import X86Renderer
+    cls = {"CLANG": ClangRenderer, "LLVM": CPULLVMRenderer, "X86": X86Renderer}[name]
+    def renderer(): return cls(Target("CPU", name, Device["CPU"].arch))
+  return Executor(name, renderer, _run_cpu)
+
+# *** aarch64 under unicorn: the CPU renderers' code cross-compiled, relocated by tinygrad's jit_loader ***
+
+_CODE, _STACK, _STOP, _DATA, _PAGE = 0x10000000, 0x20000000, 0x2ff00000, 0x40000000, 0x1000
+def _up(x:int) -> int: return (x + _PAGE - 1) // _PAGE * _PAGE
+
+def _run_unicorn(prg:UOp, arrays:list[np.ndarray]) -> None:
+  from unicorn import Uc, UcError, UC_ARCH_ARM64, UC_MODE_ARM
+  from unicorn import arm64_const as a
+  from tinygrad.runtime.support.elf import jit_loader
+  img = jit_loader(prg.src[3].arg, base=_CODE)
+  uc = Uc(UC_ARCH_ARM64, UC_MODE_ARM)
+  uc.mem_map(_CODE, _up(len(img))+_PAGE)
+  uc.mem_write(_CODE, img)
+  uc.mem_map(_STACK, 0x100000)
+  uc.mem_map(_STOP, _PAGE)
+  addrs, off = [], _DATA
+  for i in prg.arg.globals:
+    addrs.append(off)
+    uc.mem_map(off, n:=_up(max(arrays[i].nbytes, 1)))
+    uc.mem_write(off, arrays[i].tobytes())
+    off += n + _PAGE  # an unmapped guard page between buffers
+  elf = prg.to_elf()
+  args: list[int] = addrs + [0] * (len(elf.signature) - len(addrs))
+  core = {slot for nm, slot, *_ in elf.signature if nm == "core_id"}
+  for tid in range(int(prg.arg.global_size[0])):
+    for s in core: args[s] = tid
+    regs = [a.UC_ARM64_REG_X0 + k for k in range(8)]
+    if len(args) > 8: raise ExecutorUnavailable(f"unicorn runner passes at most 8 arguments, kernel has {len(args)}")
+    for r, v in zip(regs, args): uc.reg_write(r, v)
+    uc.reg_write(a.UC_ARM64_REG_SP, _STACK + 0xff000)
+    uc.reg_write(a.UC_ARM64_REG_LR, _STOP)
+    try: uc.emu_start(_CODE, _STOP, count=50_000_000)
+    except UcError as e: raise ExecFault("unicorn", f"{e} at pc=0x{uc.reg_read(a.UC_ARM64_REG_PC):x}") from e
+    if uc.reg_read(a.UC_ARM64_REG_PC) != _STOP: raise ExecFault("unicorn", "instruction budget exhausted (runaway kernel)")
+  for i, addr in zip(prg.arg.globals, addrs):
+    arrays[i][...] = np.frombuffer(bytes(uc.mem_read(addr, arrays[i].nbytes)), dtype=arrays[i].dtype).reshape(arrays[i].shape)
+
+def unicorn_executor(name:str, renderer:Callable[[], Renderer]|None=None) -> Executor:
+  """An aarch64 executor under unicorn. `name` is CLANG-A64 (clang --target=aarch64) or LLVM-A64 (LLVM's AArch64 target)."""
+  ensure_cc()
+  if renderer is None:
+    from tinygrad.renderer.cstyle import ClangRenderer
+    from tinygrad.renderer.llvmir import CPULLVMRenderer
+    cls, rn = {"CLANG-A64": (ClangRenderer, "CLANG"), "LLVM-A64": (CPULLVMRenderer, "LLVM")}[name]
+    def renderer(): return cls(Target("CPU", rn, "arm64,generic"))
+  return Executor(name, renderer, _run_unicorn)
+
+_FACTORIES: dict[str, Callable[[], Executor]] = {
+  "PYTHON": python_executor, **{n: (lambda n=n: cpu_executor(n)) for n in ("CLANG", "LLVM", "X86")},
+  **{n: (lambda n=n: unicorn_executor(n)) for n in ("CLANG-A64", "LLVM-A64")}}
+EXECUTORS: tuple[str, ...] = tuple(_FACTORIES)
+
+def executor(name:str) -> Executor:
+  """The executor called `name` (one of EXECUTORS).
+
+  Raises:
+    ExecutorUnavailable: unknown name, or its toolchain is missing.
+  """
+  if name not in _FACTORIES: raise ExecutorUnavailable(f"unknown executor {name!r}: pick from {', '.join(EXECUTORS)}")
+  return _FACTORIES[name]()
