@@ -1,0 +1,78 @@
+"""Activation (mockgpu.tinygrad.activate): the .pth hook serves tinygrad's `test.mockgpu.*` imports when DEV names a MOCK
+interface, wins over a checkout's own test/mockgpu, imports nothing otherwise, and is off with MOCKGPU=0."""
+import os, subprocess, sys, textwrap
+import pytest
+from mockgpu.tinygrad import activate
+
+def run_py(code:str, cwd, **env) -> subprocess.CompletedProcess:
+  full = {k: v for k, v in os.environ.items() if k not in ("DEV", "MOCKGPU", "PYTHONPATH")} | env
+  return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, env=full, capture_output=True, text=True, timeout=120)
+
+@pytest.mark.parametrize("env,want", [({}, False), ({"DEV": "AMD"}, False), ({"DEV": "MOCKKFD+AMD"}, True), ({"DEV": "MOCK+AMD"}, True),
+                                      ({"DEV": "MOCKKFD+AMD", "MOCKGPU": "0"}, False), ({"DEV": "MOCKKFD+AMD", "MOCKGPU": "1"}, True)])
+def test_enabled(env, want): assert activate.enabled(env) is want
+
+def test_nothing_imported_without_mock(tmp_path):
+  code = """
+    import sys
+    print(sorted(m for m in sys.modules if m.startswith(("mockgpu", "tinygrad", "test"))), [type(f).__name__ for f in sys.meta_path])"""
+  for env in ({}, {"DEV": "AMD"}, {"DEV": "CPU"}):
+    out = run_py(code, tmp_path, **env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("[] ") and "MockGPUFinder" not in out.stdout, (env, out.stdout)
+
+def test_enabled_costs_only_the_finder(tmp_path):
+  out = run_py("""
+    import sys
+    print(type(sys.meta_path[0]).__name__, sorted(m for m in sys.modules if m.startswith(("mockgpu", "tinygrad", "test"))))""",
+    tmp_path, DEV="MOCKKFD+AMD")
+  assert out.returncode == 0, out.stderr
+  finder, mods = out.stdout.split(" ", 1)
+  assert finder == "MockGPUFinder"
+  assert not [m for m in eval(mods) if m.startswith(("tinygrad", "test", "mockgpu.mock", "mockgpu.emu"))], mods
+
+def test_mockgpu0_disables(tmp_path):
+  out = run_py("import tinygrad.runtime.support.hcq", tmp_path, DEV="MOCKKFD+AMD", MOCKGPU="0")
+  assert out.returncode != 0 and "test.mockgpu" in out.stderr
+
+def test_hook_wins_over_a_checkouts_test_mockgpu(tmp_path):
+  (tmp_path / "test" / "mockgpu").mkdir(parents=True)
+  (tmp_path / "test" / "__init__.py").write_text("CHECKOUT = True\n")
+  (tmp_path / "test" / "mockgpu" / "mockgpu.py").write_text("raise ImportError('the checkout mock was imported')\n")
+  (tmp_path / "test" / "mockgpu" / "usb.py").write_text("raise ImportError('the checkout mock was imported')\n")
+  out = run_py("""
+    import test, tinygrad.runtime.support.hcq as hcq, tinygrad.runtime.support.usb as usb
+    print(getattr(test, "CHECKOUT", False), hcq.FileIOInterface.__module__, usb.USB3.__module__)""", tmp_path, DEV="MOCKKFD+AMD", PYTHONPATH=str(tmp_path))
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.split() == ["True", "mockgpu.mock.fileio", "mockgpu.tinygrad.compat.usb"]
+
+def test_served_from_any_directory_over_the_stdlib_test_package(tmp_path):
+  out = run_py("import tinygrad.runtime.support.hcq as hcq; print(hcq.FileIOInterface.__name__)", tmp_path, DEV="MOCK+AMD")
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.strip() == "MockFileIOInterface"
+
+def test_mockusb_is_a_clear_error(tmp_path):
+  out = run_py("from tinygrad import Device; Device['AMD']", tmp_path, DEV="MOCKUSB+AMD")
+  assert out.returncode != 0 and "MOCKUSB+AMD is not supported yet" in out.stderr
+
+def test_mock_cuda_is_a_clear_error(tmp_path):
+  out = run_py("""
+    from test.mockgpu.cuda import cuda
+    assert not hasattr(cuda, "__path__")
+    cuda.cuInit(0)""", tmp_path, DEV="MOCK+CUDA")
+  assert out.returncode != 0 and "NotSupportedYet: MOCK+CUDA is not supported yet" in out.stderr
+
+def test_synthetic_test_package_only_when_none_exists(monkeypatch):
+  finder = activate.MockGPUFinder()
+  assert finder.find_spec("test") is None   # the stdlib (or a checkout) provides one
+  monkeypatch.setattr(sys, "meta_path", [finder])
+  spec = finder.find_spec("test")
+  assert spec is not None and spec.origin == "mockgpu" and spec.submodule_search_locations == []
+  assert finder.find_spec("unrelated") is None
+
+def test_install_is_idempotent_and_first(monkeypatch):
+  monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+  activate.uninstall()
+  f = activate.install()
+  assert sys.meta_path[0] is f and activate.install() is f
+  assert sum(isinstance(x, activate.MockGPUFinder) for x in sys.meta_path) == 1

@@ -1,0 +1,13 @@
+"""Errors of the tinygrad integration layer (activation and the modules tinygrad imports)."""
+from mockgpu.errors import MockGPUError
+
+__all__ = ["IntegrationError", "NotSupportedYet"]
+
+class IntegrationError(MockGPUError):
+  """Base class of errors raised by mockgpu's tinygrad integration."""
+
+class NotSupportedYet(IntegrationError):
+  """DEV names a mock target that mockgpu does not emulate yet (e.g. MOCKUSB+AMD). Pick a supported one (MOCKKFD+AMD)."""
+  def __init__(self, target:str, hint:str="use DEV=MOCKKFD+AMD (or MOCK+AMD) for an emulated AMD GPU"):
+    self.target = target
+    super().__init__(f"{target} is not supported yet by mockgpu: {hint}")
