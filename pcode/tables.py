@@ -1,0 +1,45 @@
+"""The pseudocode tables shipped in the tinygrad wheel, with `corrections.FIXES` applied. One place that knows where they live."""
+import functools, hashlib, importlib
+from dataclasses import dataclass
+__all__ = ["ARCHS", "Entry", "entries", "operands", "source_hash"]
+
+ARCHS = ("rdna3", "rdna4", "cdna")
+
+@dataclass(frozen=True)
+class Entry:
+  """One pseudocode entry: `name` is '<EnumClass>_<MEMBER>' (the C function suffix), `op` the enum member."""
+  arch: str
+  op: object
+  text: str
+  fixed: bool   # True if `corrections.FIXES` replaced AMD's text
+  @property
+  def cls(self) -> str: return type(self.op).__name__
+  @property
+  def name(self) -> str: return f"{self.cls}_{self.op.name}"
+
+def _mod(arch:str, what:str):
+  if arch not in ARCHS: raise ValueError(f"unknown arch {arch!r}: expected one of {', '.join(ARCHS)}")
+  return importlib.import_module(f"tinygrad.runtime.autogen.amd.{arch}.{what}")
+
+@functools.cache
+def entries(arch:str) -> dict[str, Entry]:
+  """All pseudocode entries of `arch`, keyed by '<EnumClass>_<MEMBER>', in the wheel's order, corrections applied."""
+  from mockgpu.pcode.corrections import FIXES
+  out = {}
+  for op, text in _mod(arch, "str_pcode").PCODE.items():
+    name = f"{type(op).__name__}_{op.name}"
+    fix = FIXES.get((arch, name))
+    out[name] = Entry(arch, op, fix.text if fix else text, fix is not None)
+  return out
+
+@functools.cache
+def operands(arch:str) -> dict:
+  """`OPERANDS` of `arch`: {op: {field: (Fmt, size_bits, OpType)}}."""
+  return _mod(arch, "operands").OPERANDS
+
+@functools.cache
+def source_hash(arch:str) -> str:
+  """sha256 over the (corrected) pseudocode of `arch`; part of the C emitter's cache key."""
+  h = hashlib.sha256()
+  for name, e in entries(arch).items(): h.update(f"{name}\0{e.text}\0".encode())
+  return h.hexdigest()
