@@ -7,7 +7,8 @@ run under unicorn. A backend (e.g. the mock AMD GPU) is added by appending an `E
 with an injected bug) to the fuzzers instead of patching tinygrad.
 """
 from __future__ import annotations
-import os, shutil, contextlib, io
+import os, shutil, contextlib, io, mmap, signal
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 import numpy as np
@@ -17,7 +18,7 @@ from tinygrad.uop.ops import UOp, Ops, ParamArg
 from tinygrad.renderer import Renderer
 from mockgpu.tinygrad.errors import IntegrationError
 
-__all__ = ["Executor", "ExecFault", "ExecutorUnavailable", "EXECUTORS", "executor", "param", "compile_ast", "np_dtype", "DTYPES",
+__all__ = ["Executor", "ExecFault", "ExecutorUnavailable", "ParamSlotCollision", "check_param_slots", "EXECUTORS", "executor", "param", "compile_ast", "np_dtype", "DTYPES",
            "python_executor", "cpu_executor", "unicorn_executor", "quiet"]
 
 class ExecFault(IntegrationError):
@@ -25,6 +26,26 @@ class ExecFault(IntegrationError):
   def __init__(self, executor:str, detail:str):
     self.executor, self.detail = executor, detail
     super().__init__(f"executor={executor} faulted: {detail}")
+
+class ParamSlotCollision(IntegrationError):
+  """tinygrad 0.14.0 numbered a variable PARAM (e.g. the CPU thread id `core_id`) into a slot a buffer already holds: the kernel
+  ABI is broken (CLANG passes a pointer as the thread id and segfaults, LLVM rejects the duplicate argument). Not run."""
+  def __init__(self, executor:str, slots:list[int], names:list[str]):
+    self.executor, self.slots = executor, slots
+    super().__init__(f"executor={executor}: PARAM slots {slots} are used twice ({', '.join(names)}); tinygrad's pm_number_params numbers "
+                     "variables from the count of buffers, not past the highest slot, so a buffer dropped by simplification collides")
+
+def check_param_slots(ast:UOp, renderer:Renderer, name:str) -> None:
+  """Lower `ast` for `renderer` and check that no two PARAMs share a slot.
+
+  Raises:
+    ParamSlotCollision: two PARAMs share a slot.
+  """
+  from tinygrad.codegen import full_rewrite_to_sink
+  with quiet(): sink = full_rewrite_to_sink(ast, renderer, optimize=ast.tag is None)
+  params = {u for u in sink.toposort() if u.op is Ops.PARAM}
+  if dups:=sorted(s for s, c in Counter(u.arg.slot for u in params).items() if c > 1):
+    raise ParamSlotCollision(name, dups, sorted(f"{u.arg.name or 'buffer'}@{u.arg.slot}" for u in params if u.arg.slot in dups))
 
 class ExecutorUnavailable(IntegrationError):
   """The executor's toolchain is missing (no clang, no unicorn). Install it or drop the executor from the list."""
@@ -64,13 +85,21 @@ class Executor:
     renderer: zero-argument factory of the tinygrad Renderer.
     runner: `runner(program, arrays)` runs the compiled PROGRAM on the arrays (one per PARAM slot, updated in place);
       raises ExecFault when the kernel faults.
+    threads: the renderer splits kernels over CPU threads (a `core_id` PARAM), so `run` checks the PARAM slots first.
   """
   name: str
   renderer: Callable[[], Renderer]
   runner: Callable[[UOp, list[np.ndarray]], None]
+  threads: bool = False
   def run(self, ast:UOp, arrays:list[np.ndarray]) -> str:
-    """Compile and run `ast` on `arrays` (updated in place). Returns the rendered source, for reports."""
-    prg = compile_ast(ast, self.renderer())
+    """Compile and run `ast` on `arrays` (updated in place). Returns the rendered source, for reports.
+
+    Raises:
+      ExecFault: the kernel faulted. ParamSlotCollision: the lowered kernel's ABI is broken (not run).
+    """
+    ren = self.renderer()
+    if self.threads: check_param_slots(ast, ren, self.name)
+    prg = compile_ast(ast, ren)
     self.runner(prg, arrays)
     return prg.src[2].arg if isinstance(prg.src[2].arg, str) else ""
 
@@ -107,19 +136,22 @@ def ensure_cc() -> str:
 class _HostBuf:
   va_addr: int
 
-def _aligned_copy(arr:np.ndarray, align:int=64) -> np.ndarray:
-  # the LLVM renderer declares every buffer `align 32`, tinygrad's allocator hands out pages: numpy's 16 bytes are not enough
-  raw = np.zeros(arr.nbytes + align, np.uint8)
-  ret = raw[(-raw.ctypes.data) % align:][:arr.nbytes].view(arr.dtype).reshape(arr.shape)
-  ret[...] = arr
-  return ret
-
-def _run_cpu(prg:UOp, arrays:list[np.ndarray]) -> None:
+def _run_cpu(prg:UOp, arrays:list[np.ndarray], name:str="CPU") -> None:
+  # native code may crash the process: run it in a forked child on shared pages (page-aligned: LLVM declares buffers `align 32`)
   from tinygrad.device import Device
   rt = Device["CPU"].runtime(prg.to_elf())
-  bufs = {i: _aligned_copy(arrays[i]) for i in prg.arg.globals}
-  rt(*[_HostBuf(bufs[i].ctypes.data) for i in prg.arg.globals], global_size=prg.arg.global_size, vals=prg.arg.vals({}))
-  for i, b in bufs.items(): arrays[i][...] = b
+  maps = {i: mmap.mmap(-1, max(arrays[i].nbytes, 1)) for i in prg.arg.globals}
+  views = {i: np.frombuffer(m, arrays[i].dtype, arrays[i].size).reshape(arrays[i].shape) for i, m in maps.items()}
+  for i, v in views.items(): v[...] = arrays[i]
+  if (pid:=os.fork()) == 0:
+    code = 0
+    try: rt(*[_HostBuf(views[i].ctypes.data) for i in prg.arg.globals], global_size=prg.arg.global_size, vals=prg.arg.vals({}))
+    except BaseException: code = 3
+    os._exit(code)
+  _, status = os.waitpid(pid, 0)
+  if os.WIFSIGNALED(status): raise ExecFault(name, f"the kernel was killed by {signal.Signals(os.WTERMSIG(status)).name}")
+  if os.WEXITSTATUS(status): raise ExecFault(name, "the kernel raised in the child process")
+  for i, v in views.items(): arrays[i][...] = v
 
 def cpu_executor(name:str, renderer:Callable[[], Renderer]|None=None) -> Executor:
   """A host CPU executor. `name` is CLANG, LLVM or X86 (the renderer tinygrad's `DEV=CPU:<name>` selects)."""
@@ -131,7 +163,7 @@ def cpu_executor(name:str, renderer:Callable[[], Renderer]|None=None) -> Executo
     from tinygrad.renderer.isa.x86 import X86Renderer
     cls = {"CLANG": ClangRenderer, "LLVM": CPULLVMRenderer, "X86": X86Renderer}[name]
     def renderer(): return cls(Target("CPU", name, Device["CPU"].arch))
-  return Executor(name, renderer, _run_cpu)
+  return Executor(name, renderer, lambda prg, arrays: _run_cpu(prg, arrays, name), threads=True)
 
 # *** aarch64 under unicorn: the CPU renderers' code cross-compiled, relocated by tinygrad's jit_loader ***
 
@@ -178,7 +210,7 @@ def unicorn_executor(name:str, renderer:Callable[[], Renderer]|None=None) -> Exe
     from tinygrad.renderer.llvmir import CPULLVMRenderer
     cls, rn = {"CLANG-A64": (ClangRenderer, "CLANG"), "LLVM-A64": (CPULLVMRenderer, "LLVM")}[name]
     def renderer(): return cls(Target("CPU", rn, "arm64,generic"))
-  return Executor(name, renderer, _run_unicorn)
+  return Executor(name, renderer, _run_unicorn, threads=True)
 
 _FACTORIES: dict[str, Callable[[], Executor]] = {
   "PYTHON": python_executor, **{n: (lambda n=n: cpu_executor(n)) for n in ("CLANG", "LLVM", "X86")},

@@ -1,0 +1,208 @@
+"""The render fuzzer: the same random program on every renderer/backend, judged against a reference with per-op ULP classes.
+
+Programs are small SSA lists over one loop (see `render_ir`), lowered by tinygrad 0.14.0 for each executor of
+`mockgpu.tinygrad.fuzz.kexec` (PYTHON, CPU with CLANG/LLVM/X86, and aarch64 under unicorn). Integers, bools and
+exactly-determined floats must match the reference bit for bit (+0.0 and -0.0 are equal: the LLVM renderer emits `nsz`);
+other floats must lie within the error bound the reference carries. Failure classes: `mismatch:<EXEC>` (a value outside its
+class), `fault:<EXEC>` (the kernel faulted), `crash:<EXEC>` (lowering, rendering or compiling raised).
+"""
+from __future__ import annotations
+import copy, inspect, json, math, random
+from typing import Any, Iterator, Sequence
+import numpy as np
+from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure
+from mockgpu.tinygrad.fuzz import render_ir as ir
+from mockgpu.tinygrad.fuzz.kexec import Executor, ExecFault, EXECUTORS, executor
+
+__all__ = ["RenderFuzzer", "DEFAULT_EXECUTORS", "lane_ok"]
+
+DEFAULT_EXECUTORS: tuple[str, ...] = EXECUTORS
+
+def lane_ok(got:Any, ref:Any, dt:str) -> bool:
+  """Args: got: a backend's value; ref: the reference (None, bool/int, or (float, err)); dt: the dtype name.
+  Returns: whether `got` is within the class of `ref` (None accepts anything)."""
+  if ref is None: return True
+  if dt not in ir.FLOATS: return ir.to_bits(got, dt) == ir.to_bits(ref, dt)
+  v, e = ref
+  got = float(got)
+  if math.isnan(v) or math.isnan(got): return math.isnan(v) and math.isnan(got)
+  if e == 0 or math.isinf(v) or math.isinf(got): return got == v
+  return abs(got - v) <= 2 * e
+
+class RenderFuzzer(Fuzzer):
+  """Differential fuzzer of tinygrad's renderers.
+
+  Args:
+    executors: names from `kexec.EXECUTORS` (default: all of them).
+    max_nodes: the most ALU/CAST nodes per program.
+    extra: additional `Executor` objects (tests inject a renderer with a known bug here; not saved in `options`).
+  """
+  name = "render"
+  def __init__(self, executors:Sequence[str]=DEFAULT_EXECUTORS, max_nodes:int=10, extra:Sequence[Executor]=()):
+    self.executor_names, self.max_nodes, self.extra = tuple(executors), max_nodes, tuple(extra)
+    self._executors: list[Executor]|None = None
+  def options(self) -> dict: return {"executors": list(self.executor_names), "max_nodes": self.max_nodes}
+  def executors(self) -> list[Executor]:
+    """Returns: the executors, built on first use (so forked campaign workers build their own)."""
+    if self._executors is None: self._executors = [executor(n) for n in self.executor_names] + list(self.extra)
+    return self._executors
+
+  def generate(self, rng:random.Random) -> dict: return ir.generate(rng, self.max_nodes)
+
+  def check(self, case:dict) -> Failure|None:
+    ref, out_dts = ir.evaluate(case), [case["nodes"][o][1] for o in case["outs"]]
+    ast = ir.build_ast(case)
+    for ex in self.executors():
+      arrays = ir.to_arrays(case, out_dts)
+      try: ex.run(ast, arrays)
+      except ExecFault as e: return Failure(f"fault:{ex.name}", f"{ex.name} faulted: {e.detail}")
+      except Exception as e: return Failure(f"crash:{ex.name}", f"{ex.name} raised {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
+      for j, (dt, col) in enumerate(zip(out_dts, ref)):
+        for lane in range(case["n"]):
+          got = arrays[j][lane].item()
+          if not lane_ok(got, col[lane], dt):
+            want = col[lane] if dt not in ir.FLOATS else f"{ir.value_str(col[lane][0])} +- {2*col[lane][1]:.3g}"
+            return Failure(f"mismatch:{ex.name}", f"{ex.name} out{j}[{lane}] ({dt}) = {ir.value_str(got)}, reference {want}")
+    return None
+
+  def shrink(self, case:dict) -> Iterator[dict]:
+    if len(case["outs"]) > 1:
+      for o in case["outs"]: yield ir.gc({**case, "outs": [o]})
+    n = case["n"]
+    if n > 1:
+      spans = [(0, n//2), (n//2, n)] + [(i, i+1) for i in range(n)]
+      for a, b in spans: yield self._lanes(case, a, b)
+    if case["axis"] == "GLOBAL": yield {**case, "axis": "LOOP"}
+    nodes = case["nodes"]
+    for i in reversed(range(len(nodes))):
+      nd = nodes[i]
+      if nd[0] in ("in", "idx", "const"): continue
+      for a in dict.fromkeys(nd[2:]):
+        if nodes[a][1] == nd[1]: yield self._replace(case, i, a)
+      for v in (0, 1):
+        yield self._set(case, i, ["const", nd[1], ir.to_bits(v if nd[1] not in ir.FLOATS else float(v), nd[1])])
+    for i, nd in enumerate(nodes):
+      if nd[0] == "const" and nd[2] != 0: yield self._set(case, i, ["const", nd[1], 0])
+      if nd[0] == "idx" and nd[2] != 0: yield self._set(case, i, ["idx", nd[1], 0])
+      if nd[0] == "in" and n == 1: yield self._set(case, i, ["const", nd[1], case["inputs"][nd[2]]["bits"][0]])
+    for k, inp in enumerate(case["inputs"]):
+      for lane, b in enumerate(inp["bits"]):
+        for simple in (0, ir.to_bits(1.0 if inp["dtype"] in ir.FLOATS else 1, inp["dtype"])):
+          if b != simple:
+            c = copy.deepcopy(case)
+            c["inputs"][k]["bits"][lane] = simple
+            yield c
+
+  @staticmethod
+  def _lanes(case:dict, a:int, b:int) -> dict:
+    c = copy.deepcopy(case)
+    c["n"] = b - a
+    for inp in c["inputs"]: inp["bits"] = inp["bits"][a:b]
+    for nd in c["nodes"]:
+      if nd[0] == "idx": nd[2] += a
+    return c
+  @staticmethod
+  def _replace(case:dict, i:int, j:int) -> dict:
+    c = copy.deepcopy(case)
+    for nd in c["nodes"][i+1:]:
+      if nd[0] not in ("in", "idx", "const"): nd[2:] = [j if x == i else x for x in nd[2:]]
+    c["outs"] = [j if o == i else o for o in c["outs"]]
+    return ir.gc(c)
+  @staticmethod
+  def _set(case:dict, i:int, nd:list) -> dict:
+    c = copy.deepcopy(case)
+    c["nodes"][i] = nd
+    return ir.gc(c)
+
+  def describe(self, case:dict) -> str:
+    return f"n={case['n']} " + " ".join(f"%{i}={nd[0]}.{nd[1]}{tuple(nd[2:])}" for i, nd in enumerate(case["nodes"])) + f" outs={case['outs']}"
+
+  def repro(self, case:dict) -> str:
+    f = self.check(case)
+    bad = f.cls.split(":", 1)[1] if f is not None and ":" in f.cls else "CLANG"
+    ref = ir.evaluate(case)
+    expect = [[None if r is None else (list(r) if isinstance(r, tuple) else r) for r in col] for col in ref]
+    return _REPRO.format(msg=f.message if f else "passes now", build=inspect.getsource(ir.build_ast), case=json.dumps(case),
+                         expect=json.dumps(expect), executor=json.dumps(bad), to_arrays=_TO_ARRAYS)
+
+_TO_ARRAYS = '''
+def arrays(case):
+  import numpy as np, struct
+  def val(b, name):
+    if name == "bool": return bool(b & 1)
+    if name in ("float32", "float64"): return struct.unpack("<f" if name == "float32" else "<d", struct.pack("<I" if name == "float32" else "<Q", b))[0]
+    nb = np.dtype(name).itemsize * 8
+    m = b & ((1 << nb) - 1)
+    return m - (1 << nb) if name.startswith("int") and m >> (nb - 1) else m
+  npd = lambda n: np.bool_ if n == "bool" else np.dtype(n)
+  outs = [np.zeros(case["n"], npd(case["nodes"][o][1])) for o in case["outs"]]
+  return outs + [np.array([val(b, i["dtype"]) for b in i["bits"]], npd(i["dtype"])) for i in case["inputs"]]
+'''
+
+_REPRO = '''"""Standalone repro of a mockgpu render-fuzzer failure (needs tinygrad; numpy; clang for CPU executors, unicorn for *-A64).
+{msg}
+"""
+import json, math, os, shutil, sys
+import numpy as np
+if not shutil.which(os.environ.get("CC", "clang")): os.environ["CC"] = next(c for c in ("clang-19", "clang-18", "clang-17", "clang") if shutil.which(c))
+{build}
+{to_arrays}
+def run(name, ast, arrs):
+  from tinygrad.codegen import do_to_program
+  from tinygrad.device import Device
+  from tinygrad.helpers import Target
+  if name == "PYTHON":
+    from tinygrad.runtime.ops_python import PythonRenderer
+    prg = do_to_program(ast, PythonRenderer(Target("PYTHON")))
+    Device["PYTHON"].runtime(prg.to_elf())(*[memoryview(arrs[i].view(np.uint8)).cast("B") for i in prg.arg.globals],
+                                            global_size=prg.arg.global_size, local_size=prg.arg.local_size or (1, 1, 1), vals=prg.arg.vals({{}}))
+    return
+  from tinygrad.renderer.cstyle import ClangRenderer
+  from tinygrad.renderer.llvmir import CPULLVMRenderer
+  from tinygrad.renderer.isa.x86 import X86Renderer
+  base = name.removesuffix("-A64")
+  cls = {{"CLANG": ClangRenderer, "LLVM": CPULLVMRenderer, "X86": X86Renderer}}[base]
+  arch = "arm64,generic" if name.endswith("-A64") else Device["CPU"].arch
+  prg = do_to_program(ast, cls(Target("CPU", base, arch)))
+  print(prg.src[2].arg if isinstance(prg.src[2].arg, str) else "")
+  if name.endswith("-A64"):
+    from unicorn import Uc, UC_ARCH_ARM64, UC_MODE_ARM, arm64_const as a
+    from tinygrad.runtime.support.elf import jit_loader
+    img, uc = jit_loader(prg.src[3].arg, base=0x10000000), Uc(UC_ARCH_ARM64, UC_MODE_ARM)
+    uc.mem_map(0x10000000, (len(img) + 0x1fff) & ~0xfff); uc.mem_write(0x10000000, img)
+    uc.mem_map(0x20000000, 0x100000); uc.mem_map(0x2ff00000, 0x1000)
+    addrs = [0x40000000 + k * 0x100000 for k in range(len(prg.arg.globals))]
+    for ad, i in zip(addrs, prg.arg.globals): uc.mem_map(ad, 0x80000); uc.mem_write(ad, arrs[i].tobytes())
+    for tid in range(int(prg.arg.global_size[0])):
+      args = addrs + [tid] * (len(prg.to_elf().signature) - len(addrs))
+      for k, v in enumerate(args): uc.reg_write(a.UC_ARM64_REG_X0 + k, v)
+      uc.reg_write(a.UC_ARM64_REG_SP, 0x200ff000); uc.reg_write(a.UC_ARM64_REG_LR, 0x2ff00000)
+      uc.emu_start(0x10000000, 0x2ff00000)
+    for ad, i in zip(addrs, prg.arg.globals): arrs[i][...] = np.frombuffer(bytes(uc.mem_read(ad, arrs[i].nbytes)), arrs[i].dtype)
+    return
+  class Buf:
+    def __init__(self, arr): self.arr = arr; self.va_addr = arr.ctypes.data
+  al = {{i: (lambda r: r[(-r.ctypes.data) % 64:][:arrs[i].nbytes].view(arrs[i].dtype))(np.zeros(arrs[i].nbytes + 64, np.uint8))
+        for i in prg.arg.globals}}
+  for i in al: al[i][...] = arrs[i]
+  Device["CPU"].runtime(prg.to_elf())(*[Buf(al[i]) for i in prg.arg.globals], global_size=prg.arg.global_size, vals=prg.arg.vals({{}}))
+  for i in al: arrs[i][...] = al[i]
+
+case = json.loads({case!r})
+expect = json.loads({expect!r})  # per output lane: null (any), an int/bool, or [float, abs error bound]
+bad = False
+for name in ("PYTHON", {executor}):
+  arrs = arrays(case)
+  run(name, build_ast(case), arrs)
+  for j, col in enumerate(expect):
+    for lane, want in enumerate(col):
+      got = arrs[j][lane].item()
+      if want is None: continue
+      if isinstance(want, list):
+        v, e = want
+        ok = (math.isnan(v) and math.isnan(got)) if math.isnan(v) or math.isnan(got) else got == v if e == 0 or math.isinf(v) else abs(got - v) <= 2 * e
+      else: ok = got == want
+      print(f"{{name:9s}} out{{j}}[{{lane}}] = {{got!r}} reference {{want!r}} {{'ok' if ok else 'MISMATCH'}}")
+      bad |= not ok
+sys.exit(1 if bad else 0)
+'''

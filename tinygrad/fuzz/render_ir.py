@@ -1,0 +1,308 @@
+"""The program format of the render fuzzer: a small SSA list of scalar ops over one loop, turned into a tinygrad kernel AST,
+plus a reference evaluator that knows how exact each value must be.
+
+A case (JSON) is `{"n": lanes, "axis": "LOOP"|"GLOBAL", "inputs": [{"dtype", "bits"}], "nodes": [[op, dtype, *args]], "outs": [node]}`.
+Element values are stored as raw bit patterns (so NaN, -0.0 and denormals survive JSON). Node forms:
+  ["in", dt, k]          input buffer k at the loop index
+  ["idx", dt, off]       the loop index plus `off`, cast to the integer dtype dt
+  ["const", dt, bits]    a constant
+  [ALU, dt, a, b, ...]   a tinygrad ALU op (names of `Ops`) on earlier nodes
+  ["CAST"|"BITCAST", dt, a]
+Output j is stored to buffer slot j, inputs follow in slots len(outs)+k.
+
+The reference (`evaluate`) gives every output lane either `None` (not determined: the backends may legitimately differ, e.g. a
+comparison of two floats closer than their error bounds) or `(value, err)`: integers and bools exact (err 0), floats with an
+absolute error bound that every conforming backend must meet. The per-op ULP classes are in `ULP` and docs/fuzz_oob_render.md.
+"""
+from __future__ import annotations
+import math, random, struct
+from typing import Any
+import numpy as np
+
+__all__ = ["INTS", "FLOATS", "ULP", "generate", "evaluate", "build_ast", "to_arrays", "from_bits", "to_bits", "gc", "value_str"]
+
+INTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+FLOATS = ("float32", "float64")
+BITS = {"bool": 1, "int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32, "int64": 64, "uint64": 64,
+        "float32": 32, "float64": 64}
+NP = {"bool": np.bool_, **{d: np.dtype(d) for d in INTS + FLOATS}}
+# ULP class of the approximated float ops: allowed error in ulps of the result (rel) plus ulps of 1.0 (abs), see the doc
+ULP: dict[str, tuple[float, float]] = {"EXP2": (4, 0), "LOG2": (4, 2), "SIN": (4, 4), "RECIPROCAL": (1, 0), "SQRT": (1, 0)}
+FMAX = {"float32": float(np.finfo(np.float32).max), "float64": float(np.finfo(np.float64).max)}
+INT_BIN, FLOAT_UN, CMP = ("ADD", "MUL", "MAX", "AND", "OR", "XOR"), ("NEG", "SQRT", "EXP2", "LOG2", "SIN", "RECIPROCAL", "TRUNC"), \
+  ("CMPLT", "CMPNE", "CMPEQ")
+
+# *** bits <-> values ***
+
+def signed(dt:str) -> bool: return dt.startswith("int")
+def wrap(x:int, dt:str) -> int:
+  """Wrap an integer to dtype `dt` (two's complement), as tinygrad's PYTHON backend does."""
+  m = x & ((1 << BITS[dt]) - 1)
+  return m - (1 << BITS[dt]) if signed(dt) and m >> (BITS[dt] - 1) else m
+def from_bits(bits:int, dt:str) -> Any:
+  """Returns: the Python value (bool/int/float) of raw `bits` in dtype `dt`."""
+  if dt == "bool": return bool(bits & 1)
+  if dt in FLOATS: return struct.unpack("<f" if dt == "float32" else "<d", struct.pack("<I" if dt == "float32" else "<Q", bits))[0]
+  return wrap(bits, dt)
+def to_bits(v:Any, dt:str) -> int:
+  """Returns: the raw bits of Python value `v` in dtype `dt`."""
+  if dt == "bool": return int(bool(v))
+  if dt in FLOATS: return struct.unpack("<I" if dt == "float32" else "<Q", struct.pack("<f" if dt == "float32" else "<d", v))[0]
+  return int(v) & ((1 << BITS[dt]) - 1)
+def to_arrays(case:dict, out_dtypes:list[str]) -> list[np.ndarray]:
+  """Returns: the buffers of a case in slot order (zeroed outputs, then inputs)."""
+  n = case["n"]
+  outs = [np.zeros(n, NP[d]) for d in out_dtypes]
+  ins = [np.array([from_bits(b, i["dtype"]) for b in i["bits"]], NP[i["dtype"]]) for i in case["inputs"]]
+  return outs + ins
+def value_str(v:Any) -> str: return repr(v) if not isinstance(v, float) else f"{v!r}({v.hex()})"
+
+# *** generation ***
+
+def _rand_val(rng:random.Random, dt:str) -> Any:
+  if dt == "bool": return rng.random() < 0.5
+  if dt in FLOATS:
+    r = rng.random()
+    if r < 0.04: return rng.choice([0.0, -0.0, math.inf, -math.inf, math.nan])
+    if r < 0.07: return rng.choice([1, -1]) * rng.randint(1, 2**20) * 2.0**(-149 if dt == "float32" else -1074)  # denormals
+    if r < 0.35: return float(rng.randint(-16, 16)) / rng.choice([1, 2, 4])
+    if r < 0.75: return rng.uniform(-8, 8)
+    return math.ldexp(rng.uniform(-1, 1), rng.randint(-40, 40))
+  lo, hi = (-(1 << (BITS[dt]-1)), (1 << (BITS[dt]-1)) - 1) if signed(dt) else (0, (1 << BITS[dt]) - 1)
+  r = rng.random()
+  if r < 0.3: return wrap(rng.randint(-10, 10), dt)
+  if r < 0.45: return rng.choice([lo, hi, lo+1, hi-1, 0, wrap(-1, dt)])
+  if r < 0.6: return wrap(rng.choice([1, -1]) * (1 << rng.randint(0, BITS[dt]-1)) + rng.randint(-1, 1), dt)
+  return rng.randint(lo, hi)
+
+def generate(rng:random.Random, max_nodes:int=10) -> dict:
+  """Draw a random program.
+
+  Args:
+    rng: the only randomness.
+    max_nodes: the most ALU/CAST nodes the program gets (leaves are extra).
+  Returns:
+    a case dict (see the module docstring).
+  """
+  n = rng.choice([1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33])
+  pool = rng.sample(["int32", "float32", "uint32", "int64", "float64", "int8", "uint8", "int16", "uint64", "uint16"], rng.randint(1, 3))
+  if rng.random() < 0.5: pool.insert(0, rng.choice(["int32", "float32"]))
+  case: dict = {"n": n, "axis": rng.choice(["LOOP", "LOOP", "GLOBAL"]), "inputs": [], "nodes": [], "outs": []}
+  nodes, dts = case["nodes"], lambda: [nd[1] for nd in nodes]
+  def add(nd:list) -> int:
+    nodes.append(nd)
+    return len(nodes) - 1
+  def leaf(dt:str) -> int:
+    r = rng.random()
+    if r < 0.55:
+      case["inputs"].append({"dtype": dt, "bits": [to_bits(_rand_val(rng, dt), dt) for _ in range(n)]})
+      return add(["in", dt, len(case["inputs"]) - 1])
+    if r < 0.7 and dt in INTS: return add(["idx", dt, rng.choice([0, 0, 1, 3, 100])])
+    return add(["const", dt, to_bits(_rand_val(rng, dt), dt)])
+  def get(dt:str) -> int:
+    have = [i for i, d in enumerate(dts()) if d == dt]
+    if have and rng.random() < 0.6: return rng.choice(have)
+    return leaf(dt)
+  def positive(dt:str) -> int:  # a divisor that is never 0 (and never -1): (x & mask) | 1, or a constant
+    if rng.random() < 0.5: return add(["const", dt, to_bits(rng.choice([1, 2, 3, 5, 7, 8, 10, 16, 100, 255]), dt)])
+    return add(["OR", dt, add(["AND", dt, get(dt), add(["const", dt, rng.choice([3, 7, 15, 127])])]), add(["const", dt, 1])])
+  for _ in range(rng.randint(1, max_nodes)):
+    dt = rng.choice(pool + ["bool"] * (rng.random() < 0.15))
+    r = rng.random()
+    if dt == "bool":
+      if r < 0.6: src = rng.choice(pool); add([rng.choice(CMP), "bool", get(src), get(src)])
+      else: add([rng.choice(["AND", "OR", "XOR", "CMPNE"]), "bool", get("bool"), get("bool")])
+    elif r < 0.12: add(["WHERE", dt, get("bool") if any(d == "bool" for d in dts()) else
+                        add([rng.choice(CMP), "bool", get(dt), get(dt)]), get(dt), get(dt)])
+    elif r < 0.24:
+      src = rng.choice([d for d in pool + ["bool"] if d != dt] or [dt])
+      bc = [d for d in INTS + FLOATS if BITS[d] == BITS[dt] and d != dt and d in pool]
+      add(["BITCAST", dt, get(bc[0])] if bc and rng.random() < 0.3 else ["CAST", dt, get(src)])
+    elif dt in FLOATS:
+      if r < 0.5: add([rng.choice(FLOAT_UN), dt, get(dt)])
+      else: add([rng.choice(("ADD", "MUL", "MAX")), dt, get(dt), get(dt)])
+    else:
+      if r < 0.35: add([rng.choice(("CDIV", "CMOD")), dt, get(dt), positive(dt)])
+      elif r < 0.5: add([rng.choice(("SHL", "SHR")), dt, get(dt), add(["const", dt, rng.randint(0, BITS[dt]-1)])
+                         if rng.random() < 0.6 else add(["AND", dt, get(dt), add(["const", dt, BITS[dt]-1])])])
+      elif r < 0.55: add(["NEG", dt, get(dt)])
+      else: add([rng.choice(INT_BIN), dt, get(dt), get(dt)])
+  last = len(nodes) - 1
+  extra = [i for i, nd in enumerate(nodes) if nd[0] not in ("in", "const", "idx") and i != last]
+  case["outs"] = [last] + rng.sample(extra, min(len(extra), rng.randint(0, 2)))
+  return gc(case)
+
+def gc(case:dict) -> dict:
+  """Drop nodes no output reaches and inputs no node reads, renumbering what is left. Returns: a new case."""
+  nodes, keep = case["nodes"], set()
+  def mark(i:int):
+    if i in keep: return
+    keep.add(i)
+    if nodes[i][0] not in ("in", "idx", "const"):
+      for a in nodes[i][2:]: mark(a)
+  for o in case["outs"]: mark(o)
+  order = sorted(keep)
+  remap = {old: new for new, old in enumerate(order)}
+  used_in = sorted({nodes[i][2] for i in order if nodes[i][0] == "in"})
+  inmap = {old: new for new, old in enumerate(used_in)}
+  new_nodes = []
+  for i in order:
+    nd = nodes[i]
+    if nd[0] == "in": new_nodes.append(["in", nd[1], inmap[nd[2]]])
+    elif nd[0] in ("idx", "const"): new_nodes.append(list(nd))
+    else: new_nodes.append([nd[0], nd[1], *[remap[a] for a in nd[2:]]])
+  return {"n": case["n"], "axis": case["axis"], "inputs": [case["inputs"][k] for k in used_in], "nodes": new_nodes,
+          "outs": [remap[o] for o in case["outs"]]}
+
+# *** reference evaluation ***
+
+def _rnd(x:float, dt:str) -> float: return float(np.float32(x)) if dt == "float32" else float(x)
+def _ulp(x:float, dt:str) -> float:
+  return float(np.spacing(np.float32(abs(x)) if dt == "float32" else np.float64(abs(x)))) if math.isfinite(x) else 0.0
+def _np(fn, *a):
+  with np.errstate(all="ignore"): return float(fn(*[np.float64(x) for x in a]))
+
+_F2 = {"ADD": lambda a, b: a + b, "MUL": lambda a, b: a * b}
+_F1 = {"SQRT": np.sqrt, "EXP2": np.exp2, "LOG2": np.log2, "SIN": np.sin, "RECIPROCAL": lambda x: np.float64(1.0) / x}
+_D1 = {"SQRT": lambda x: 0.5 / math.sqrt(x) if x > 0 else math.inf, "EXP2": lambda x: math.log(2) * 2.0**min(x, 1024),
+       "LOG2": lambda x: 1 / (x * math.log(2)) if x > 0 else math.inf, "SIN": lambda x: 1.0, "RECIPROCAL": lambda x: 1 / (x*x) if x else math.inf}
+
+def _fadd_like(op:str, a, b, dt:str, fused:bool):
+  (va, ea), (vb, eb) = a, b
+  if ea == 0 and eb == 0 or not (math.isfinite(va) and math.isfinite(vb)):
+    if (ea or eb) and not all(math.isfinite(x) for x in (va, vb)):
+      corners = {_np(_F2[op], x, y) for x in (va-ea, va+ea) for y in (vb-eb, vb+eb)}
+      if len({("nan" if math.isnan(c) else c) for c in corners}) != 1: return None
+    v = _rnd(_np(_F2[op], va, vb), dt)
+    return (v, 0.0 if not fused or not math.isfinite(v) else _ulp(v, dt))
+  v = _rnd(_np(_F2[op], va, vb), dt)
+  err = (ea + eb) if op != "MUL" else abs(vb)*ea + abs(va)*eb + ea*eb
+  return (v, err + _ulp(v, dt))
+
+def _feval(op:str, xs:list, dt:str, fusable:bool):
+  if op in _F2: return _fadd_like(op, xs[0], xs[1], dt, fusable)
+  (va, ea) = xs[0]
+  if op == "NEG": return (-va, ea)
+  if op == "MAX":
+    (vb, eb) = xs[1]
+    if math.isnan(va) or math.isnan(vb): return None
+    return (max(va, vb), max(ea, eb))
+  if op == "TRUNC":
+    if not math.isfinite(va): return (va, 0.0)
+    if math.trunc(va - ea) != math.trunc(va + ea): return None
+    return (float(math.trunc(va)), 0.0)
+  if op == "RECIPROCAL" and ea and abs(va) <= ea: return None
+  if op in ("SQRT", "LOG2") and ea and va - ea <= 0 < va + ea: return None
+  v = _rnd(_np(_F1[op], va), dt)
+  if not math.isfinite(v): return (v, 0.0) if ea == 0 and (op != "EXP2" or va > 200 or math.isinf(va)) else None
+  rel, ab = ULP[op]
+  prop = ea * max(_D1[op](va - ea) if op in ("SQRT", "LOG2", "RECIPROCAL") and va - ea > 0 else 0, _D1[op](va), _D1[op](va + ea))
+  if op == "SIN" and abs(va) > 1e4: ab *= abs(va) / 1e4  # argument reduction loses absolute accuracy with the argument's ulp
+  return (v, prop + rel * _ulp(v, dt) + ab * _ulp(1.0, dt))
+
+def _cast(x, src:str, dt:str):
+  if src in FLOATS:
+    v, e = x
+    if dt in FLOATS:
+      r = _rnd(v, dt)
+      return (r, 0.0 if e == 0 and r == v or math.isnan(v) else e + (_ulp(r, dt) if dt == "float32" and src == "float64" else 0))
+    if dt == "bool":
+      if math.isnan(v): return True
+      return None if e and abs(v) <= e else v != 0
+    if not math.isfinite(v) or math.trunc(v - e) != math.trunc(v + e): return None
+    t = math.trunc(v)
+    lo, hi = (-(1 << (BITS[dt]-1)), (1 << (BITS[dt]-1)) - 1) if signed(dt) else (0, (1 << BITS[dt]) - 1)
+    return t if lo <= t <= hi else None
+  iv = int(x)
+  if dt == "bool": return iv != 0
+  if dt in FLOATS: return (float(NP[dt].type(iv)) if abs(iv) < 2**63 or src == "uint64" else float(iv), 0.0)
+  return wrap(iv, dt)
+
+def _bitcast(x, src:str, dt:str):
+  if src in FLOATS and x[1] != 0: return None
+  b = to_bits(x[0] if src in FLOATS else x, src)
+  v = from_bits(b, dt)
+  return (v, 0.0) if dt in FLOATS else v
+
+def _ieval(op:str, xs:list, dt:str):
+  if op == "NEG": return wrap(-xs[0], dt)
+  a, b = xs
+  if op in ("CDIV", "CMOD"):
+    if b == 0 or (signed(dt) and b == -1 and a == -(1 << (BITS[dt]-1))): return None
+    q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+    return wrap(q if op == "CDIV" else a - q*b, dt)
+  if op in ("SHL", "SHR"):
+    if not 0 <= b < BITS[dt]: return None
+    return wrap(a << b if op == "SHL" else a >> b, dt)
+  return wrap({"ADD": a+b, "MUL": a*b, "MAX": max(a, b), "AND": a & b, "OR": a | b, "XOR": a ^ b}[op], dt)
+
+def _cmp(op:str, a, b, is_float:bool):
+  if is_float:
+    (va, ea), (vb, eb) = a, b
+    if (ea or eb) and not (math.isnan(va) or math.isnan(vb)) and abs(va - vb) <= ea + eb: return None
+    a, b = va, vb
+  return {"CMPLT": a < b, "CMPNE": a != b, "CMPEQ": a == b}[op]
+
+_ARITH = ("ADD", "MUL")
+def evaluate(case:dict) -> list[list[Any]]:
+  """The reference value of every output lane.
+
+  Returns:
+    outs[j][lane]: None (undetermined) or a bool/int, or (float value, absolute error bound) for float outputs.
+  """
+  nodes, n = case["nodes"], case["n"]
+  vals: list[list[Any]] = []
+  for nd in nodes:
+    op, dt, args = nd[0], nd[1], nd[2:]
+    if op == "in": col = [from_bits(b, dt) for b in case["inputs"][args[0]]["bits"]]
+    elif op == "idx": col = [wrap(i + args[0], dt) for i in range(n)]
+    elif op == "const": col = [from_bits(args[0], dt)] * n
+    else: col = [None] * n
+    if dt in FLOATS and op in ("in", "const"): col = [(v, 0.0) for v in col]
+    if op not in ("in", "idx", "const"):
+      srcs = [vals[a] for a in args]
+      # a float op whose operand is itself arithmetic may be fused (fma contraction) or reassociated: not exact any more
+      fusable = op in _ARITH and any(nodes[a][0] in _ARITH + ("RECIPROCAL",) for a in args)
+      for i in range(n):
+        xs = [s[i] for s in srcs]
+        if op == "WHERE": col[i] = (xs[1] if xs[0] else xs[2]) if xs[0] is not None else xs[1] if xs[1] == xs[2] else None
+        elif any(x is None for x in xs): col[i] = None
+        elif op == "CAST": col[i] = _cast(xs[0], nodes[args[0]][1], dt)
+        elif op == "BITCAST": col[i] = _bitcast(xs[0], nodes[args[0]][1], dt)
+        elif op in CMP: col[i] = _cmp(op, xs[0], xs[1], nodes[args[0]][1] in FLOATS)
+        elif dt in FLOATS:
+          col[i] = _feval(op, xs, dt, fusable)
+          if col[i] is not None and math.isfinite(col[i][0]) and abs(col[i][0]) + col[i][1] >= FMAX[dt]: col[i] = None
+        elif dt == "bool": col[i] = {"AND": xs[0] and xs[1], "OR": xs[0] or xs[1], "XOR": xs[0] != xs[1], "CMPNE": xs[0] != xs[1]}[op]
+        else: col[i] = _ieval(op, xs, dt)
+    vals.append(col)
+  return [vals[o] for o in case["outs"]]
+
+def build_ast(case):
+  """Build the tinygrad kernel AST of a render case (self-contained: repro scripts embed this function's source)."""
+  from tinygrad.dtype import dtypes
+  from tinygrad.uop.ops import UOp, Ops, KernelInfo, AxisType, ParamArg
+  import struct
+  def dtype(name): return getattr(dtypes, name)
+  def param(slot, size, dt): return UOp(Ops.PARAM, dt, (UOp.const(size, dtypes.weakint),), ParamArg(slot, dt, device="CPU"))
+  def value(bits, name):
+    if name == "bool": return bool(bits & 1)
+    if name in ("float32", "float64"):
+      return struct.unpack("<f" if name == "float32" else "<d", struct.pack("<I" if name == "float32" else "<Q", bits))[0]
+    nb = dtype(name).itemsize * 8
+    m = bits & ((1 << nb) - 1)
+    return m - (1 << nb) if name.startswith("int") and m >> (nb - 1) else m
+  n, nodes, outs = case["n"], case["nodes"], case["outs"]
+  rng = UOp.range(n, 0, AxisType.LOOP if case["axis"] == "LOOP" else AxisType.GLOBAL)
+  ins = [param(len(outs) + k, n, dtype(i["dtype"])) for k, i in enumerate(case["inputs"])]
+  u: list = []
+  for nd in nodes:
+    op, dt, args = nd[0], dtype(nd[1]), nd[2:]
+    if op == "in": u.append(ins[args[0]].index(rng))
+    elif op == "idx": u.append((rng + args[0]).cast(dt))
+    elif op == "const": u.append(UOp.const(value(args[0], nd[1]), dt))
+    elif op == "CAST": u.append(u[args[0]].cast(dt))
+    elif op == "BITCAST": u.append(u[args[0]].bitcast(dt))
+    else: u.append(UOp(getattr(Ops, op), dt, tuple(u[a] for a in args)))
+  stores = [param(j, n, dtype(nodes[o][1])).index(rng).store(u[o]) for j, o in enumerate(outs)]
+  return UOp.group(*stores).end(rng).sink(arg=KernelInfo(name="fuzz_render"))
