@@ -1,0 +1,96 @@
+"""Build the generated-C library of one arch: pcode's emitted C + the generated handlers/decoder + the hand-written core,
+compiled with the system C compiler (`cc`, or $MOCKGPU_CC) into one shared library per arch, cached on disk in
+$MOCKGPU_CACHE (default ~/.cache/mockgpu), keyed by arch, pcode source hash, emitter and generator versions, and compiler."""
+from __future__ import annotations
+import fcntl, functools, hashlib, json, os, pathlib, re, shlex, shutil, subprocess, tempfile, time
+from dataclasses import dataclass
+from mockgpu.emu.arch import ArchSpec
+from mockgpu.emu.errors import BackendUnavailable
+
+__all__ = ["Library", "cache_dir", "compiler", "build", "CFLAGS"]
+
+HERE = pathlib.Path(__file__).resolve().parent
+CSRC = HERE / "csrc"
+PCODE_DIR = HERE.parent / "pcode"
+CFLAGS = ("-O2", "-fPIC", "-shared", "-std=gnu11", "-fno-strict-aliasing", "-fwrapv", "-w")
+
+@dataclass(frozen=True)
+class Library:
+  path: pathlib.Path
+  handlers: tuple[str, ...]
+  hbase: dict
+  missing: dict
+  built: bool          # True if this call compiled it (cold build), False if it came from the cache
+  build_seconds: float
+
+def cache_dir() -> pathlib.Path:
+  """$MOCKGPU_CACHE or ~/.cache/mockgpu (created)."""
+  d = pathlib.Path(os.environ.get("MOCKGPU_CACHE") or pathlib.Path.home() / ".cache" / "mockgpu")
+  d.mkdir(parents=True, exist_ok=True)
+  return d
+
+@functools.cache
+def compiler() -> tuple[list[str], str]:
+  """(argv prefix, identity string) of the C compiler: $MOCKGPU_CC or `cc`. Raises BackendUnavailable if missing."""
+  cmd = shlex.split(os.environ.get("MOCKGPU_CC", "cc"))
+  if not cmd or shutil.which(cmd[0]) is None:
+    raise BackendUnavailable(f"C compiler {cmd[0] if cmd else '(empty)'!r} not found; install gcc or clang (apt-get install gcc), "
+                             "set MOCKGPU_CC, or run with backend='python'")
+  try: ver = subprocess.run(cmd + ["--version"], capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
+  except (OSError, subprocess.SubprocessError, IndexError) as e: raise BackendUnavailable(f"C compiler {cmd!r} does not run: {e}") from e
+  return cmd, f"{shutil.which(cmd[0])}|{ver}"
+
+def _files_hash(paths) -> str:
+  h = hashlib.sha256()
+  for p in sorted(paths): h.update(p.name.encode()); h.update(p.read_bytes())
+  return h.hexdigest()
+
+def _pcode_emitter():
+  try:
+    from mockgpu.pcode import cemit, tables
+  except ImportError as e:
+    raise BackendUnavailable(f"mockgpu.pcode's C emitter is not available ({e}); the C backend needs it (docs/emu.md)") from e
+  return cemit, tables
+
+def _key(arch: ArchSpec) -> str:
+  cemit, tables = _pcode_emitter()
+  from importlib.metadata import version
+  own = [*CSRC.glob("*.[ch]"), *(HERE / n for n in ("gen_c.py", "isa.py", "pcinfo.py", "build.py"))]
+  parts = [arch.name, arch.family, tables.source_hash(arch.family), str(getattr(cemit, "EMITTER_VERSION", getattr(cemit, "VERSION", ""))),
+           _files_hash(p for p in PCODE_DIR.glob("*") if p.suffix in (".py", ".h")), _files_hash(own), compiler()[1], " ".join(CFLAGS),
+           version("tinygrad")]
+  return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
+
+def _emit(arch: ArchSpec) -> str:
+  cemit, _ = _pcode_emitter()
+  return cemit.emit(arch.family)
+
+def build(arch: ArchSpec, force: bool = False) -> Library:
+  """The library for `arch`, compiled now if not cached. Safe against concurrent builds (file lock).
+
+  Raises: BackendUnavailable (no compiler, no emitter, compile error with the compiler's first lines of output)."""
+  if not arch.c_backend: raise BackendUnavailable(f"arch={arch.name}: the C backend does not support it yet ({arch.notes})")
+  from mockgpu.emu.gen_c import generate
+  d, key = cache_dir(), _key(arch)
+  so, meta = d / f"emu-{arch.name}-{key}.so", d / f"emu-{arch.name}-{key}.json"
+  with open(d / f"emu-{arch.name}.lock", "w") as lk:
+    fcntl.flock(lk, fcntl.LOCK_EX)
+    if so.exists() and meta.exists() and not force:
+      m = json.loads(meta.read_text())
+      return Library(so, tuple(m["handlers"]), m["hbase"], m["missing"], False, 0.0)
+    t0 = time.perf_counter()
+    pc = _emit(arch)
+    fns = set(re.findall(r"\bvoid\s+(pc_\w+)\s*\(\s*PcState\s*\*", pc))
+    gen = generate(arch, pc, fns)
+    src = d / f"emu-{arch.name}-{key}.c"
+    src.write_text(gen.source)
+    cmd, _ = compiler()
+    with tempfile.NamedTemporaryFile(dir=d, suffix=".so", delete=False) as tmp: pass
+    r = subprocess.run(cmd + list(CFLAGS) + ["-I", str(CSRC), "-I", str(PCODE_DIR), "-o", tmp.name, str(src), "-lm"], capture_output=True, text=True)
+    if r.returncode != 0:
+      os.unlink(tmp.name)
+      raise BackendUnavailable(f"compiling the {arch.name} emulator failed ({' '.join(cmd)}): {(r.stderr or r.stdout)[:3000]}\n"
+                               f"generated source kept at {src}; report it with the compiler output")
+    os.replace(tmp.name, so)
+    meta.write_text(json.dumps({"handlers": gen.handlers, "hbase": gen.hbase, "missing": gen.missing}))
+    return Library(so, gen.handlers, gen.hbase, gen.missing, True, time.perf_counter() - t0)

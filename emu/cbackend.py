@@ -1,0 +1,72 @@
+"""The generated-C backend: load the per-arch library (building it once, see build.py) and run a dispatch inside C with
+the GIL released (ctypes releases it for CDLL calls)."""
+from __future__ import annotations
+import ctypes, functools, time
+from mockgpu.emu.api import Dispatch, Stats, WaveState
+from mockgpu.emu.arch import ArchSpec
+from mockgpu.emu.build import Library, build
+from mockgpu.emu.errors import GPUFault, FaultReport
+from mockgpu.emu.memory import MemoryMap
+from mockgpu.emu.report import raise_status
+
+__all__ = ["run", "load"]
+
+class MRange(ctypes.Structure): _fields_ = [("start", ctypes.c_uint64), ("end", ctypes.c_uint64)]
+
+class EmuArgs(ctypes.Structure):
+  """Mirror of EmuArgs in csrc/emu_core.h (same order, natural alignment)."""
+  _fields_ = [("code_addr", ctypes.c_uint64), ("ranges", ctypes.POINTER(MRange)), ("nranges", ctypes.c_int64),
+    ("grid", ctypes.c_uint32 * 3), ("block", ctypes.c_uint32 * 3), ("user_sgprs", ctypes.c_uint32 * 32), ("nuser", ctypes.c_uint32),
+    ("rsrc1", ctypes.c_uint32), ("rsrc2", ctypes.c_uint32), ("rsrc3", ctypes.c_uint32),
+    ("wave_size", ctypes.c_uint32), ("lds_bytes", ctypes.c_uint32), ("scratch_per_lane", ctypes.c_uint32), ("tgid_in_ttmp", ctypes.c_uint32),
+    ("budget", ctypes.c_uint64), ("timeout", ctypes.c_double), ("op_counts", ctypes.POINTER(ctypes.c_uint64)),
+    ("cap_sgpr", ctypes.POINTER(ctypes.c_uint32)), ("cap_vgpr", ctypes.POINTER(ctypes.c_uint32)), ("cap_misc", ctypes.c_uint64 * 6),
+    ("instructions", ctypes.c_uint64), ("waves", ctypes.c_uint64), ("workgroups", ctypes.c_uint64),
+    *[(n, ctypes.c_int32) for n in ("status", "f_kind", "f_space", "f_size", "f_lane", "f_wave", "f_fmt", "f_op", "f_len", "f_pad")],
+    ("f_addr", ctypes.c_uint64), ("f_pc", ctypes.c_uint64), ("f_limit", ctypes.c_uint64),
+    ("f_wg", ctypes.c_uint32 * 3), ("f_raw", ctypes.c_uint32 * 4), ("f_msg", ctypes.c_char * 160)]
+
+@functools.cache
+def load(arch: ArchSpec) -> tuple[ctypes.CDLL, Library]:
+  """(CDLL, Library) for `arch`, built on first use in this process (or taken from the disk cache)."""
+  lib = build(arch)
+  dll = ctypes.CDLL(str(lib.path))
+  dll.emu_run.argtypes, dll.emu_run.restype = [ctypes.POINTER(EmuArgs), ctypes.c_uint64], ctypes.c_int
+  return dll, lib
+
+def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout: float | None, op_counts: bool, capture: bool) -> Stats:
+  """Run `d` on the C backend. See mockgpu.emu.api.run for the contract."""
+  dll, lib = load(arch)
+  rs = memory.ranges()
+  code = next((r for r in rs if r.start <= d.code_addr < r.end), None)
+  if code is None:
+    near = memory.nearest(d.code_addr)
+    raise GPUFault(FaultReport("fetch", "code", d.code_addr, 4, arch.name, 0, d.code_addr, b"", "(code not mapped)",
+                               nearest=(near.name, near.start, near.size) if near else None, offset=d.code_addr - near.start if near else None),
+                   "register the code object's buffer in the MemoryMap before dispatching")
+  a = EmuArgs()
+  arr = (MRange * max(1, len(rs)))(*[MRange(r.start, r.end) for r in rs])
+  a.code_addr, a.ranges, a.nranges = d.code_addr, arr, len(rs)
+  a.grid[:], a.block[:] = d.grid, d.block
+  us = list(d.user_sgprs)[:32]
+  a.user_sgprs[:len(us)] = us
+  a.nuser, a.rsrc1, a.rsrc2, a.rsrc3 = len(us), d.rsrc1, d.rsrc2, d.rsrc3
+  a.wave_size, a.lds_bytes, a.scratch_per_lane, a.tgid_in_ttmp = d.wave_size, d.lds_size, d.scratch_bytes_per_lane, int(arch.tgid_in_ttmp)
+  a.budget, a.timeout = budget, float(timeout or 0.0)
+  counts = (ctypes.c_uint64 * len(lib.handlers))() if op_counts else None
+  if counts is not None: a.op_counts = counts
+  if capture:
+    cs, cv = (ctypes.c_uint32 * 128)(), (ctypes.c_uint32 * (256 * 64))()
+    a.cap_sgpr, a.cap_vgpr = cs, cv
+  t0 = time.perf_counter()
+  st = dll.emu_run(ctypes.byref(a), code.end)
+  dt = time.perf_counter() - t0
+  raise_status(arch, st, code_addr=d.code_addr, memory=memory, budget=budget, timeout=timeout, pc=a.f_pc,
+               raw=bytes(a.f_raw)[:max(0, min(a.f_len, 16))], fmt=a.f_fmt, op=a.f_op, wave=a.f_wave, wg=tuple(a.f_wg), kind=a.f_kind,
+               space=a.f_space, addr=a.f_addr, size=a.f_size, lane=a.f_lane, limit=a.f_limit, msg=a.f_msg.decode(errors="replace"))
+  oc = {lib.handlers[i]: int(n) for i, n in enumerate(counts) if n} if counts is not None else None
+  state = None
+  if capture and a.cap_misc[5]:
+    ws = d.wave_size
+    state = WaveState(tuple(cs), tuple(tuple(cv[r*64:r*64+ws]) for r in range(256)), a.cap_misc[0], a.cap_misc[1], a.cap_misc[2], a.cap_misc[3], a.cap_misc[4])
+  return Stats(a.instructions, a.workgroups, a.waves, dt, "c", oc, state)

@@ -1,0 +1,189 @@
+/* emu_core.h: machine state of the mockgpu AMD emulator (hand-written; see docs/emu.md).
+ * Included by the generated translation unit after EMU_INST_FIELDS (the decoded fields, from the wheel's encoding tables)
+ * and before pcode_rt.h, so the memory/register macros of contract 1 are defined here. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <time.h>
+
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MAXLANES 64
+#define NSREG 128            /* scalar encodings 0..127: SGPRs, VCC 106/107, TTMP 108..123, NULL 124, M0 125, EXEC 126/127 */
+
+enum { ST_OK = 0, ST_FAULT = 1, ST_INVALID = 2, ST_WATCHDOG = 3, ST_UNSUPPORTED = 4, ST_TIMEOUT = 5, ST_NOMEM = 6 };
+enum { K_READ = 1, K_WRITE = 2, K_ATOMIC = 3, K_FETCH = 4 };
+enum { SP_GLOBAL = 1, SP_LDS = 2, SP_SCRATCH = 3, SP_CODE = 4 };
+enum { W_RUN = 0, W_BARRIER = 1, W_DONE = 2 };
+
+typedef struct Ctx Ctx;
+typedef struct Wave Wave;
+typedef struct Inst Inst;
+typedef void (*Handler)(Wave *w, const Inst *in);
+
+struct Inst {
+  Handler fn;
+  int32_t fmt, hid, size, dpp_kind, has_lit, valid;   /* dpp_kind: 0 none, 1 DPP16, 2 DPP8, 3 DPP8 with FI */
+  uint32_t lit, raw[4];
+  EMU_INST_FIELDS
+};
+
+typedef struct { uint64_t start, end; } MRange;
+
+/* what the caller (Python) passes in and reads back; layout mirrored in cbackend.py */
+typedef struct {
+  uint64_t code_addr;
+  const MRange *ranges; int64_t nranges;
+  uint32_t grid[3], block[3];
+  uint32_t user_sgprs[32]; uint32_t nuser;
+  uint32_t rsrc1, rsrc2, rsrc3;
+  uint32_t wave_size, lds_bytes, scratch_per_lane, tgid_in_ttmp;
+  uint64_t budget; double timeout;
+  uint64_t *op_counts;          /* NULL or [EMU_NHANDLERS] */
+  uint32_t *cap_sgpr;           /* NULL or [128]: wg 0 / wave 0 at S_ENDPGM */
+  uint32_t *cap_vgpr;           /* [256 * 64] (reg-major) */
+  uint64_t cap_misc[6];         /* exec, vcc, scc, m0, pc, captured */
+  /* results */
+  uint64_t instructions, waves, workgroups;
+  int32_t status, f_kind, f_space, f_size, f_lane, f_wave, f_fmt, f_op, f_len, f_pad;
+  uint64_t f_addr, f_pc, f_limit;
+  uint32_t f_wg[3], f_raw[4];
+  char f_msg[160];
+} EmuArgs;
+
+typedef struct {
+  uint32_t *vgpr;   /* waves x 256 x 64 */
+  uint8_t *lds, *scratch;
+  Wave *waves;
+} WgMem;
+
+struct Ctx {
+  EmuArgs *a;
+  uint64_t code_addr, code_end;     /* the mapped range holding the code */
+  uint64_t hit_lo, hit_hi;          /* last global range hit */
+  Inst *icache; uint64_t icache_n;  /* indexed by pc/4 */
+  uint64_t icount, budget, next_time_check;
+  struct timespec t0;
+  uint32_t wg[3], nwaves, lds_bytes, scratch_lane, wave_size;
+  uint64_t wave_mask;
+  int atomic;                       /* set by atomic handlers: faults are reported as "atomic" */
+  int space;                        /* SP_GLOBAL / SP_LDS / SP_SCRATCH: where the pseudocode's MEM goes */
+  int status;
+  Wave *cur;
+  WgMem m;
+};
+
+struct Wave {
+  uint32_t s[NSREG];
+  uint32_t scc;
+  uint64_t pc;        /* byte offset from code_addr of the next instruction */
+  uint64_t pc0;       /* byte offset of the executing instruction */
+  uint32_t *v;        /* v[reg * 64 + lane] */
+  uint8_t *scratch;   /* lane * scratch_per_lane */
+  Ctx *c;
+  int id, state;
+};
+
+static inline uint64_t rd_exec(const Wave *w) { return ((uint64_t)w->s[127] << 32 | w->s[126]) & w->c->wave_mask; }
+static inline void wr_exec(Wave *w, uint64_t v) { w->s[126] = (uint32_t)v; w->s[127] = w->c->wave_size == 64 ? (uint32_t)(v >> 32) : 0; }
+static inline uint64_t rd_vcc(const Wave *w) { return ((uint64_t)w->s[107] << 32 | w->s[106]) & w->c->wave_mask; }
+static inline void wr_vcc(Wave *w, uint64_t v) { w->s[106] = (uint32_t)v; if (w->c->wave_size == 64) w->s[107] = (uint32_t)(v >> 32); }
+
+/* ---------------- faults ---------------- */
+static void set_fault(Wave *w, int kind, int space, uint64_t addr, int size, int lane, uint64_t limit, const char *msg) {
+  Ctx *c = w->c; EmuArgs *a = c->a;
+  if (c->status) return;
+  c->status = ST_FAULT;
+  a->f_kind = c->atomic && kind != K_FETCH ? K_ATOMIC : kind; a->f_space = space; a->f_addr = addr; a->f_size = size;
+  a->f_lane = lane; a->f_limit = limit;
+  if (msg) { strncpy(a->f_msg, msg, sizeof(a->f_msg) - 1); a->f_msg[sizeof(a->f_msg) - 1] = 0; }
+}
+static void set_status(Wave *w, int st, const char *msg) {
+  Ctx *c = w->c;
+  if (c->status) return;
+  c->status = st;
+  if (msg) { strncpy(c->a->f_msg, msg, sizeof(c->a->f_msg) - 1); c->a->f_msg[sizeof(c->a->f_msg) - 1] = 0; }
+}
+
+/* ---------------- global memory: every access is checked against the registered ranges first ---------------- */
+static int range_find(Ctx *c, uint64_t addr, uint64_t n) {
+  const MRange *r = c->a->ranges; int64_t lo = 0, hi = c->a->nranges - 1;
+  while (lo <= hi) {
+    int64_t mid = (lo + hi) >> 1;
+    if (r[mid].end <= addr) lo = mid + 1;
+    else if (r[mid].start > addr) hi = mid - 1;
+    else {
+      if (addr + n > r[mid].end || addr + n < addr) return 0;
+      c->hit_lo = r[mid].start; c->hit_hi = r[mid].end; return 1;
+    }
+  }
+  return 0;
+}
+static inline uint8_t *gptr(Wave *w, uint64_t addr, int n, int kind, int lane) {
+  Ctx *c = w->c;
+  if (LIKELY(addr >= c->hit_lo && addr + n <= c->hit_hi && addr + n > addr)) return (uint8_t *)(uintptr_t)addr;
+  if (range_find(c, addr, n)) return (uint8_t *)(uintptr_t)addr;
+  set_fault(w, kind, SP_GLOBAL, addr, n, lane, 0, 0);
+  return 0;
+}
+static inline uint64_t g_rd(PcState *s, uint64_t addr, int n) {
+  Wave *w = (Wave *)s->user; uint8_t *p = gptr(w, addr, n, K_READ, (int)s->laneId);
+  uint64_t v = 0; if (p) memcpy(&v, p, n); else s->fault = 1; return v;
+}
+static inline void g_wr(PcState *s, uint64_t addr, int n, uint64_t v) {
+  Wave *w = (Wave *)s->user; uint8_t *p = gptr(w, addr, n, K_WRITE, (int)s->laneId);
+  if (p) memcpy(p, &v, n); else s->fault = 1;
+}
+/* ---------------- LDS (per workgroup) and scratch (per lane), emulator-owned, bounds-checked ---------------- */
+static inline uint64_t l_rd(PcState *s, uint64_t addr, int n) {
+  Wave *w = (Wave *)s->user; Ctx *c = w->c; uint64_t v = 0;
+  addr &= 0xffffffffu;
+  if (UNLIKELY(addr + n > c->lds_bytes)) { set_fault(w, K_READ, SP_LDS, addr, n, (int)s->laneId, c->lds_bytes, 0); s->fault = 1; return 0; }
+  memcpy(&v, c->m.lds + addr, n); return v;
+}
+static inline void l_wr(PcState *s, uint64_t addr, int n, uint64_t v) {
+  Wave *w = (Wave *)s->user; Ctx *c = w->c;
+  addr &= 0xffffffffu;
+  if (UNLIKELY(addr + n > c->lds_bytes)) { set_fault(w, K_WRITE, SP_LDS, addr, n, (int)s->laneId, c->lds_bytes, 0); s->fault = 1; return; }
+  memcpy(c->m.lds + addr, &v, n);
+}
+static inline uint64_t p_rd(PcState *s, uint64_t addr, int n) {
+  Wave *w = (Wave *)s->user; Ctx *c = w->c; uint64_t v = 0;
+  addr &= 0xffffffffu;
+  if (UNLIKELY(addr + n > c->scratch_lane)) { set_fault(w, K_READ, SP_SCRATCH, addr, n, (int)s->laneId, c->scratch_lane, 0); s->fault = 1; return 0; }
+  memcpy(&v, w->scratch + s->laneId * c->scratch_lane + addr, n); return v;
+}
+static inline void p_wr(PcState *s, uint64_t addr, int n, uint64_t v) {
+  Wave *w = (Wave *)s->user; Ctx *c = w->c;
+  addr &= 0xffffffffu;
+  if (UNLIKELY(addr + n > c->scratch_lane)) { set_fault(w, K_WRITE, SP_SCRATCH, addr, n, (int)s->laneId, c->scratch_lane, 0); s->fault = 1; return; }
+  memcpy(w->scratch + s->laneId * c->scratch_lane + addr, &v, n);
+}
+/* register files for the pseudocode's VGPR[lane][reg] / SGPR[reg] */
+static inline uint32_t vgpr_rd(PcState *s, uint64_t lane, uint64_t reg) {
+  Wave *w = (Wave *)s->user;
+  if (UNLIKELY(lane >= MAXLANES || reg >= 256)) { set_status(w, ST_FAULT, "VGPR index out of range"); s->fault = 1; return 0; }
+  return w->v[reg * MAXLANES + lane];
+}
+static inline void vgpr_wr(PcState *s, uint64_t lane, uint64_t reg, uint32_t v) {
+  Wave *w = (Wave *)s->user;
+  if (UNLIKELY(lane >= MAXLANES || reg >= 256)) { set_status(w, ST_FAULT, "VGPR index out of range"); s->fault = 1; return; }
+  w->v[reg * MAXLANES + lane] = v;
+}
+static inline uint32_t sgpr_rd(PcState *s, uint64_t reg) { Wave *w = (Wave *)s->user; return reg < NSREG ? w->s[reg] : 0; }
+static inline void sgpr_wr(PcState *s, uint64_t reg, uint32_t v) { Wave *w = (Wave *)s->user; if (reg < NSREG && reg != 124) w->s[reg] = v; }
+
+static inline uint64_t emu_mem_rd(PcState *s, uint64_t a, int n) {
+  int sp = ((Wave *)s->user)->c->space;
+  return LIKELY(sp == SP_GLOBAL) ? g_rd(s, a, n) : sp == SP_LDS ? l_rd(s, a, n) : p_rd(s, a, n);
+}
+static inline void emu_mem_wr(PcState *s, uint64_t a, int n, uint64_t v) {
+  int sp = ((Wave *)s->user)->c->space;
+  if (LIKELY(sp == SP_GLOBAL)) g_wr(s, a, n, v); else if (sp == SP_LDS) l_wr(s, a, n, v); else p_wr(s, a, n, v);
+}
+/* after a pc_* call left s->fault set: memory faults are already recorded; a missing hook is an unsupported operation */
+static void pc_fault(Wave *w, PcState *s) {
+  if (s->fault == 2) set_status(w, ST_UNSUPPORTED, s->fault_msg ? s->fault_msg : "pseudocode built-in not provided");
+  else set_status(w, ST_FAULT, s->fault_msg ? s->fault_msg : "pseudocode access fault");
+}

@@ -1,0 +1,196 @@
+/* emu_ops.h: operand fetch (inline constants, literals, SGPR/VGPR, op_sel, abs/neg, DPP16/DPP8) and result write-back
+ * (VGPR halves, clamp/omod) shared by the generated per-opcode handlers. Hand-written; see docs/emu.md. */
+
+/* static per-opcode operand description, generated from the wheel's OPERANDS table */
+typedef struct {
+  uint8_t sbits[3];   /* bits of src0..2 (0: absent) */
+  uint8_t sfw[3];     /* float width of src0..2 for abs/neg and float inline constants (0: integer operand) */
+  uint8_t dbits, dfw; /* result bits / float width (clamp, omod) */
+  uint8_t t16;        /* VOP1/VOP2/VOPC encoding: 16-bit VGPR operands use bit 7 of the register field as .h */
+  uint8_t packed;     /* VOP3P packed 16-bit math: op_sel/op_sel_hi pick the halves, neg/neg_hi negate them */
+  uint8_t mix;        /* V_FMA_MIX*: the pseudocode applies op_sel itself, modifiers follow the selected width */
+} OpInfo;
+
+static const uint64_t FCONST64[9] = {0x3fe0000000000000ull, 0xbfe0000000000000ull, 0x3ff0000000000000ull, 0xbff0000000000000ull,
+  0x4000000000000000ull, 0xc000000000000000ull, 0x4010000000000000ull, 0xc010000000000000ull, 0x3fc45f306dc9c882ull};
+static const uint32_t FCONST32[9] = {0x3f000000, 0xbf000000, 0x3f800000, 0xbf800000, 0x40000000, 0xc0000000, 0x40800000, 0xc0800000, 0x3e22f983};
+static const uint16_t FCONST16[9] = {0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118};
+
+/* apertures reported by SRC_SHARED_BASE/LIMIT, SRC_PRIVATE_BASE/LIMIT (flat addresses in them are not modelled) */
+#define APERTURE_SHARED 0x1000000000000ull
+#define APERTURE_PRIVATE 0x2000000000000ull
+
+/* value of a non-VGPR source encoding (0..255) as `bits` wide raw bits; fw: float width for float inline constants */
+static inline uint64_t scalar_src(Wave *w, const Inst *in, int e, int bits, int fw) {
+  if (e < 128) {
+    if (e == 124) return 0;
+    uint64_t v = w->s[e];
+    if (bits > 32 && e < 127) v |= (uint64_t)w->s[e + 1] << 32;
+    if (e == 126 || e == 127) v &= w->c->wave_mask >> (e == 127 ? 32 : 0) | (bits > 32 ? w->c->wave_mask : 0);
+    return v;
+  }
+  if (e <= 192) return (uint64_t)(e - 128);
+  if (e <= 208) return (uint64_t)(int64_t)(192 - e);
+  if (e >= 240 && e <= 248) {
+    int k = fw ? fw : bits;
+    return k == 64 ? FCONST64[e - 240] : k == 16 ? FCONST16[e - 240] : FCONST32[e - 240];
+  }
+  switch (e) {
+    case 255: return (fw == 64) ? (uint64_t)in->lit << 32 : in->lit;
+    case 253: return w->scc;
+    case 251: return rd_vcc(w) == 0;
+    case 252: return rd_exec(w) == 0;
+    case 235: return bits > 32 ? APERTURE_SHARED : APERTURE_SHARED >> 32;
+    case 236: return bits > 32 ? APERTURE_SHARED + 0xffffffffull : (APERTURE_SHARED + 0xffffffffull) >> 32;
+    case 237: return bits > 32 ? APERTURE_PRIVATE : APERTURE_PRIVATE >> 32;
+    case 238: return bits > 32 ? APERTURE_PRIVATE + 0xffffffffull : (APERTURE_PRIVATE + 0xffffffffull) >> 32;
+  }
+  set_status(w, ST_UNSUPPORTED, "source operand encoding not supported (LDS_DIRECT, POPS, reserved)");
+  return 0;
+}
+
+/* scalar destination write: `bits` wide to the SGPR encoding e (NULL discards, EXEC/VCC honour the wave size) */
+static inline void sdst_write(Wave *w, int e, uint64_t v, int bits) {
+  if (e == 124) return;
+  if (e == 126) { if (bits > 32) wr_exec(w, v); else w->s[126] = (uint32_t)v; return; }
+  if (e < 128) w->s[e] = (uint32_t)v;
+  if (bits > 32 && e + 1 < 128) w->s[e + 1] = (uint32_t)(v >> 32);
+}
+static inline void sdst_write_reg(Wave *w, int e, const PcReg *r, int bits) {
+  for (int i = 0; i < (bits + 31) / 32 && e + i < 124; i++) w->s[e + i] = r->d[i];
+}
+
+typedef struct {
+  const uint32_t *lo[3], *hi[3];
+  uint32_t m[3], sh[3], shhi[3];
+  uint64_t andm[3], xorm[3];
+  uint32_t tmp[3][2];
+  uint32_t *d, *d2; uint32_t dsh;
+  uint64_t exec;
+  int post, omod, clamp;
+  uint32_t dpp[2][MAXLANES];
+} VOps;
+
+static inline int dpp16_src(int ctl, int L, int *valid) {
+  int row = L & ~15, r = L & 15; *valid = 1;
+  if (ctl <= 0xff) return (L & ~3) | ((ctl >> ((L & 3) * 2)) & 3);                         /* quad_perm */
+  if (ctl >= 0x101 && ctl <= 0x10f) { int s = r + (ctl & 15); if (s > 15) { *valid = 0; return L; } return row | s; }  /* row_shl */
+  if (ctl >= 0x111 && ctl <= 0x11f) { int s = r - (ctl & 15); if (s < 0) { *valid = 0; return L; } return row | s; }  /* row_shr */
+  if (ctl >= 0x121 && ctl <= 0x12f) return row | ((r - (ctl & 15)) & 15);                     /* row_ror */
+  if (ctl == 0x140) return row | (15 - r);                                                     /* row_mirror */
+  if (ctl == 0x141) return row | (r & 8) | (7 - (r & 7));                                      /* row_half_mirror */
+  if (ctl >= 0x150 && ctl <= 0x15f) return row | (ctl & 15);                                   /* row_share */
+  if (ctl >= 0x160 && ctl <= 0x16f) return row | (r ^ (ctl & 15));                            /* row_xmask */
+  *valid = -1; return L;
+}
+
+/* set up sources/destination of a per-lane VALU op. src encodings are 0..511 (256+ = VGPR). Returns 0 on error. */
+static inline int valu_setup(Wave *w, const Inst *in, const OpInfo *oi, VOps *o, int e0, int e1, int e2, int edst,
+                             int opsel, int neg, int abs, int neg_hi, int opsel_hi) {
+  int es[3] = {e0, e1, e2};
+  o->exec = rd_exec(w);
+  for (int i = 0; i < 3; i++) {
+    int bits = oi->sbits[i], fw = oi->sfw[i], e = es[i];
+    o->sh[i] = 0; o->shhi[i] = 16; o->andm[i] = ~0ull; o->xorm[i] = 0;
+    if (!bits) { o->m[i] = 0; o->lo[i] = o->hi[i] = o->tmp[i]; o->tmp[i][0] = o->tmp[i][1] = 0; continue; }
+    int hi16 = 0;
+    if (e >= 256) {
+      int r = e - 256;
+      if (bits == 16 && oi->t16) { hi16 = r >> 7; r &= 127; }
+      o->lo[i] = w->v + r * MAXLANES; o->hi[i] = w->v + ((r + 1) & 255) * MAXLANES; o->m[i] = MAXLANES - 1;
+    } else {
+      uint64_t v = scalar_src(w, in, e, bits, fw);
+      o->tmp[i][0] = (uint32_t)v; o->tmp[i][1] = (uint32_t)(v >> 32);
+      o->lo[i] = &o->tmp[i][0]; o->hi[i] = &o->tmp[i][1]; o->m[i] = 0;
+    }
+    if (oi->packed && bits == 32 && fw == 16) {
+      o->sh[i] = (opsel >> i & 1) * 16; o->shhi[i] = (opsel_hi >> i & 1) * 16;
+      o->xorm[i] = (uint64_t)(neg >> i & 1) << 15 | (uint64_t)(neg_hi >> i & 1) << 31;
+      continue;
+    }
+    if (oi->mix) {
+      int sb = (opsel_hi >> i & 1) ? ((opsel >> i & 1) ? 31 : 15) : 31;
+      o->xorm[i] = (uint64_t)(neg >> i & 1) << sb; o->andm[i] = ~((uint64_t)(neg_hi >> i & 1) << sb);
+      continue;
+    }
+    if (bits == 16) o->sh[i] = (hi16 | (opsel >> i & 1)) * 16;
+    if (fw) {
+      uint64_t sbit = 1ull << (fw - 1);
+      if (abs >> i & 1) o->andm[i] = ~sbit;
+      if (neg >> i & 1) o->xorm[i] = sbit;
+    }
+  }
+  o->d = o->d2 = 0; o->dsh = 0;
+  if (edst >= 256) {
+    int r = edst - 256;
+    if (oi->dbits == 16) { int h = oi->t16 ? r >> 7 : (opsel >> 3 & 1); if (oi->t16) r &= 127; o->dsh = h * 16; }
+    o->d = w->v + r * MAXLANES; o->d2 = w->v + ((r + 1) & 255) * MAXLANES;
+  }
+  o->post = 0; o->omod = 0; o->clamp = 0;
+  if (in->dpp_kind) {
+    int r = in->vsrc0 - 256, bits = oi->sbits[0];
+    const uint32_t *vl = w->v + r * MAXLANES, *vh = w->v + ((r + 1) & 255) * MAXLANES;
+    uint64_t ex = o->exec, wmask = 0;
+    for (int L = 0; L < (int)w->c->wave_size; L++) {
+      int valid = 1, sl;
+      if (in->dpp_kind == 1) {
+        sl = dpp16_src(in->dpp, L, &valid);
+        if (valid < 0) { set_status(w, ST_UNSUPPORTED, "DPP16 control not supported on this arch"); return 0; }
+        if (!(in->row_mask >> (L >> 4) & 1) || !(in->bank_mask >> ((L >> 2) & 3) & 1)) continue;
+        if (valid && !in->fi && !(ex >> sl & 1)) valid = 0;
+        if (!valid && !in->bc) continue;
+      } else {
+        sl = (L & ~7) | ((in->lane_sel >> ((L & 7) * 3)) & 7);
+        if (in->dpp_kind == 2 && !(ex >> sl & 1)) valid = 0;
+      }
+      wmask |= 1ull << L;
+      o->dpp[0][L] = valid ? vl[sl] : 0; o->dpp[1][L] = valid ? vh[sl] : 0;
+    }
+    o->exec &= wmask;
+    o->lo[0] = o->dpp[0]; o->hi[0] = o->dpp[1]; o->m[0] = MAXLANES - 1;
+    if (bits == 16 && oi->t16) o->sh[0] = ((r >> 7) & 1) * 16;
+    if (in->dpp_kind == 1 && oi->sfw[0]) {
+      uint64_t sbit = 1ull << (oi->sfw[0] - 1);
+      if (in->src0_abs) o->andm[0] = ~sbit;
+      if (in->src0_neg) o->xorm[0] = sbit;
+    }
+    if (in->dpp_kind == 1 && oi->sfw[1]) {
+      uint64_t sbit = 1ull << (oi->sfw[1] - 1);
+      if (in->src1_abs) o->andm[1] = ~sbit;
+      if (in->src1_neg) o->xorm[1] = sbit;
+    }
+  }
+  return 1;
+}
+
+#define SRC16(o, i, L) ((((uint64_t)(o).lo[i][(L) & (o).m[i]] >> (o).sh[i]) & 0xffff & (o).andm[i]) ^ (o).xorm[i])
+#define SRC32(o, i, L) (((uint64_t)(o).lo[i][(L) & (o).m[i]] & (o).andm[i]) ^ (o).xorm[i])
+#define SRC64(o, i, L) ((((uint64_t)(o).hi[i][(L) & (o).m[i]] << 32 | (o).lo[i][(L) & (o).m[i]]) & (o).andm[i]) ^ (o).xorm[i])
+#define SRCPK(o, i, L) ((((uint64_t)(o).lo[i][(L) & (o).m[i]] >> (o).sh[i] & 0xffff) | \
+                         ((uint64_t)(o).lo[i][(L) & (o).m[i]] >> (o).shhi[i] & 0xffff) << 16) ^ (o).xorm[i])
+
+static inline uint32_t post_f32(const VOps *o, uint32_t x) {
+  float f; memcpy(&f, &x, 4);
+  if (o->omod) f *= o->omod == 1 ? 2.0f : o->omod == 2 ? 4.0f : 0.5f;
+  if (o->clamp) f = (f != f) ? 0.0f : f < 0.0f ? 0.0f : f > 1.0f ? 1.0f : f;
+  memcpy(&x, &f, 4); return x;
+}
+static inline uint64_t post_f64(const VOps *o, uint64_t x) {
+  double f; memcpy(&f, &x, 8);
+  if (o->omod) f *= o->omod == 1 ? 2.0 : o->omod == 2 ? 4.0 : 0.5;
+  if (o->clamp) f = (f != f) ? 0.0 : f < 0.0 ? 0.0 : f > 1.0 ? 1.0 : f;
+  memcpy(&x, &f, 8); return x;
+}
+static inline uint32_t post_f16(const VOps *o, uint32_t x) {   /* clamp only; omod on f16 results is not modelled */
+  x &= 0xffff;
+  if (o->clamp) { if ((x & 0x7fff) > 0x7c00 || (x & 0x8000)) x = 0; else if (x > 0x3c00) x = 0x3c00; }
+  return x;
+}
+#define DST32(o, L, x) ((o).d[L] = (uint32_t)(x))
+#define DST16(o, L, x) ((o).d[L] = ((o).d[L] & ~(0xffffu << (o).dsh)) | ((uint32_t)(x) & 0xffff) << (o).dsh)
+#define DST64(o, L, x) ((o).d[L] = (uint32_t)(x), (o).d2[L] = (uint32_t)((uint64_t)(x) >> 32))
+#define OLD16(o, L) (((o).d[L] >> (o).dsh) & 0xffff)
+#define OLD32(o, L) ((o).d[L])
+#define OLD64(o, L) ((uint64_t)(o).d2[L] << 32 | (o).d[L])
+
+static inline int sext(uint64_t v, int bits) { return (int)((int64_t)(v << (64 - bits)) >> (64 - bits)); }

@@ -1,0 +1,8 @@
+/* emu_pre.h: the register-file and memory hooks of contract 1, defined before pcode_rt.h so its defaults stay out.
+ * The functions are in emu_core.h; MEM goes to global memory, LDS or scratch by the executing instruction's family. */
+#define PC_MEM_RD(s, a, n) emu_mem_rd((s), (a), (n))
+#define PC_MEM_WR(s, a, n, v) emu_mem_wr((s), (a), (n), (v))
+#define PC_VGPR_RD(s, lane, reg) vgpr_rd((s), (lane), (reg))
+#define PC_VGPR_WR(s, lane, reg, v) vgpr_wr((s), (lane), (reg), (v))
+#define PC_SGPR_RD(s, reg) sgpr_rd((s), (reg))
+#define PC_SGPR_WR(s, reg, v) sgpr_wr((s), (reg), (v))

@@ -1,0 +1,374 @@
+"""Generate the C translation unit of one arch: decoded-field struct and decoder (from the wheel's encoding tables), one
+handler per (format, opcode) that sets up PcState, calls pcode's generated `pc_<EnumClass>_<MEMBER>` and writes results
+back, and the handler tables. The hand-written parts live in csrc/ (machine state, operands, scheduler, prose ops)."""
+from __future__ import annotations
+import functools, re
+from dataclasses import dataclass
+from mockgpu.emu.arch import ArchSpec
+from mockgpu.emu.isa import Format, formats, operands
+from mockgpu.emu.pcinfo import Usage, usage
+
+__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "handler_names"]
+
+GEN_VERSION = "1"
+
+# The hand-written semantics, in one place: ops whose pseudocode is prose (mockgpu.pcode.prose) or absent, by member name
+# (C handlers in csrc/emu_sched.c). Everything else executes pcode's generated C.
+PROSE_C = {
+  "S_ENDPGM": "h_endpgm", "S_BARRIER": "h_barrier", "S_CODE_END": "h_code_end", "S_TRAP": "h_trap",
+  "S_WAITCNT": "h_nop", "S_WAITCNT_VSCNT": "h_nop", "S_WAITCNT_VMCNT": "h_nop", "S_WAITCNT_EXPCNT": "h_nop",
+  "S_WAITCNT_LGKMCNT": "h_nop", "S_WAITCNT_DEPCTR": "h_nop", "S_DELAY_ALU": "h_nop", "S_SLEEP": "h_nop", "S_SETPRIO": "h_nop",
+  "S_CLAUSE": "h_nop", "S_NOP": "h_nop", "S_SET_INST_PREFETCH_DISTANCE": "h_nop", "S_SENDMSG": "h_nop", "S_ICACHE_INV": "h_nop",
+  "S_DCACHE_INV": "h_nop", "S_GL1_INV": "h_nop", "S_TTRACEDATA": "h_nop", "S_TTRACEDATA_IMM": "h_nop", "S_WAIT_IDLE": "h_nop",
+  "S_INCPERFLEVEL": "h_nop", "S_DECPERFLEVEL": "h_nop", "S_WAIT_EVENT": "h_nop", "S_SENDMSGHALT": "h_nop",
+  "V_NOP": "h_nop", "V_PIPEFLUSH": "h_nop", "S_GETREG_B32": "h_getreg", "S_SETREG_B32": "h_setreg", "S_SETREG_IMM32_B32": "h_setreg",
+  "S_ROUND_MODE": "h_nop", "S_DENORM_MODE": "h_nop",
+}
+_WAVE_FIELDS = ("SCC", "EXEC", "EXEC_LO", "VCC", "M0", "PC", "WAVE64", "WAVE32", "VCCZ", "EXECZ")
+_FW = {"F16": 16, "BF16": 16, "F32": 32, "F64": 64, "PK2_F16": 16, "PK2_BF16": 16}
+_VALU = ("VOP1", "VOP2", "VOP3", "VOP3SD", "VOP3P", "VOPC")
+_SALU = ("SOP1", "SOP2", "SOPC", "SOPK", "SOPP")
+_VMEM = ("FLAT", "GLOBAL", "SCRATCH", "VFLAT", "VGLOBAL", "VSCRATCH")
+
+@dataclass(frozen=True)
+class Generated:
+  source: str
+  handlers: tuple[str, ...]           # hid -> "FORMAT OPNAME"
+  hbase: dict[str, int]               # format -> first hid
+  missing: dict[str, str]             # "FORMAT OPNAME" -> why it has no semantics
+
+def _fw(fmt) -> int:
+  n = fmt.name.removeprefix("FMT_NUM_")
+  return _FW.get(n, 0)
+
+def _opinfo(ops: dict, fmtname: str, name: str) -> tuple[list[int], list[int], int, int]:
+  sb, sf = [0, 0, 0], [0, 0, 0]
+  for k, (fmt, bits, _) in ops.items():
+    i = {"src0": 0, "vsrc0": 0, "ssrc0": 0, "src1": 1, "vsrc1": 1, "ssrc1": 1, "src2": 2}.get(k)
+    if i is not None: sb[i], sf[i] = bits, _fw(fmt)
+  d = ops.get("vdst") or ops.get("sdst")
+  return sb, sf, (d[1] if d else 0), (_fw(d[0]) if d else 0)
+
+def _set_scalars(u: Usage, kind: str) -> list[str]:
+  r, out = u.reads | u.writes, []
+  if "SCC" in r: out.append("s.SCC = w->scc;")
+  if "EXEC" in r or "EXEC_LO" in r: out.append("s.EXEC = rd_exec(w); s.EXEC_LO = (uint32_t)s.EXEC;")
+  if "EXECZ" in r: out.append("s.EXECZ = rd_exec(w) == 0;")
+  if "VCCZ" in r: out.append("s.VCCZ = rd_vcc(w) == 0;")
+  if "M0" in r: out.append("s.M0 = w->s[125];")
+  if "PC" in r: out.append("s.PC = w->c->code_addr + w->pc0;")
+  if "WAVE64" in r or "WAVE32" in r: out.append("s.WAVE64 = w->c->wave_size == 64;")
+  if "SIMM16" in r: out.append("s.SIMM16 = (uint64_t)(int64_t)(int16_t)in->simm16;")
+  if "SIMM32" in r: out.append("s.SIMM32 = in->lit;")
+  return out
+
+def _writeback_scalars(u: Usage) -> list[str]:
+  out = []
+  if "SCC" in u.writes: out.append("w->scc = (uint32_t)(s.SCC & 1);")
+  if "EXEC" in u.writes: out.append("wr_exec(w, s.EXEC);")
+  if "EXEC_LO" in u.writes and "EXEC" not in u.writes: out.append("w->s[126] = (uint32_t)s.EXEC_LO;")
+  if "M0" in u.writes: out.append("w->s[125] = (uint32_t)s.M0;")
+  if "PC" in u.writes: out.append("w->pc = s.PC - w->c->code_addr;")
+  return out
+
+_CHECK = "if (UNLIKELY(s.fault)) { pc_fault(w, &s); return; }"
+
+def _salu(f: Format, h: str, fn: str, u: Usage, ops: dict) -> str:
+  sb, sf, db, _ = _opinfo(ops, f.name, h)
+  L = [f"static void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0;"]
+  if f.name == "SOPK":
+    db = ops.get("sdst", (None, 32))[1]
+    L.append(f"  s.S0.q[0] = scalar_src(w, in, in->sdst, {db}, 0); s.D0.q[0] = s.S0.q[0];")
+  else:
+    for i, e in enumerate(("in->src0", "in->src1")):
+      if sb[i]: L.append(f"  s.S{i}.q[0] = scalar_src(w, in, {e}, {sb[i]}, {sf[i]});")
+    if "D0" in u.reads and db: L.append(f"  s.D0.q[0] = scalar_src(w, in, in->sdst, {db}, 0);")
+  L += ["  " + x for x in _set_scalars(u, "salu")]
+  if "VCC" in u.reads | u.writes: L.append("  s.VCC = rd_vcc(w);")
+  L += [f"  {fn}(&s);", f"  {_CHECK}"]
+  if "D0" in u.writes and db: L.append(f"  sdst_write(w, in->sdst, s.D0.q[0], {db});" if db <= 64 else f"  sdst_write_reg(w, in->sdst, &s.D0, {db});")
+  if "VCC" in u.writes: L.append("  wr_vcc(w, s.VCC);")
+  L += ["  " + x for x in _writeback_scalars(u)]
+  return "\n".join(L) + "\n}\n"
+
+def _srcm(bits: int, packed: bool, fw: int) -> str:
+  if packed and bits == 32 and fw == 16: return "SRCPK"
+  return {16: "SRC16", 32: "SRC32", 64: "SRC64"}.get(bits, "SRC32")
+
+def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: ArchSpec) -> str:
+  sb, sf, db, dfw = _opinfo(ops, f.name, name)
+  fmt = f.name
+  t16 = int(fmt in ("VOP1", "VOP2", "VOPC"))
+  packed, mix = int(fmt == "VOP3P" and "_PK_" in name), int("FMA_MIX" in name or "MAD_MIX" in name)
+  cmp = name.startswith(("V_CMP_", "V_CMPX_"))
+  vcc_src2 = fmt in ("VOP3", "VOP3SD") and "src2" in ops and ops["src2"][0].name == "FMT_NUM_M64"
+  if vcc_src2: sb[2] = 0
+  dst_sgpr = (ops.get("vdst") or (None, 0, None))[2] is not None and ops.get("vdst", (0, 0, None))[2].name in ("OPR_SREG", "OPR_SDST") and not cmp
+  e = {"VOP1": ("in->src0", "0", "0"), "VOP2": ("in->src0", "in->src1", "0"), "VOPC": ("in->src0", "in->src1", "0")}.get(fmt, ("in->src0", "in->src1", "in->src2"))
+  mods = "0, 0, 0, 0, 0" if t16 else "in->opsel, in->neg, in->abs, in->neg_hi, (in->opsel_hi | in->opsel_hi2 << 2)"
+  oi = f"static const OpInfo OI_{h} = {{{{{sb[0]}, {sb[1]}, {sb[2]}}}, {{{sf[0]}, {sf[1]}, {sf[2]}}}, {db if not cmp else 0}, {dfw}, {t16}, {packed}, {mix}}};\n"
+  L = [f"static void {h}(Wave *w, const Inst *in) {{", "  VOps o; PcState s; s.user = w; s.fault = 0;"]
+  edst = "in->vdst" if not (cmp or dst_sgpr) and "vdst" in ops else "0"
+  L.append(f"  if (!valu_setup(w, in, &OI_{h}, &o, {e[0]}, {e[1]}, {e[2]}, {edst}, {mods})) return;")
+  if fmt in ("VOP3", "VOP3SD") and dfw: L.append("  o.omod = in->omod; o.clamp = in->clmp; o.post = o.omod | o.clamp;")
+  if fmt == "VOP3P" and dfw: L.append("  o.clamp = in->clmp; o.post = o.clamp;")
+  L += ["  " + x for x in _set_scalars(u, "valu")]
+  if "VCC" in u.reads | u.writes:
+    L.append(f"  s.VCC = {'scalar_src(w, in, in->src2, 64, 0) & w->c->wave_mask' if vcc_src2 else 'rd_vcc(w)'};")
+  if cmp: L.append("  s.D0.q[0] = 0;" if "EXEC" not in u.writes else "  s.EXEC = 0;")
+  if mix or "OPSEL" in u.reads: L.append("  s.OPSEL = in->opsel; s.OPSEL_HI = in->opsel_hi | in->opsel_hi2 << 2; s.NEG = in->neg;")
+  for nm, ex in (("SRC0", "in->src0 - 256"), ("SRC1", "in->src1 - 256"), ("SRC2", "in->src2 - 256"), ("DST", "in->vdst - 256"), ("VDST", "in->vdst - 256")):
+    if nm in u.reads: L.append(f"  s.{nm} = (uint64_t)({ex});")
+  if u.wave_vgpr or dst_sgpr:   # wave-wide: evaluated once, sources are scalars or register numbers
+    for i in range(3):
+      if sb[i]: L.append(f"  if ({e[i]} < 256) s.S{i}.q[0] = scalar_src(w, in, {e[i]}, {sb[i]}, {sf[i]});")
+    L += ["  s.laneId = 0;", f"  {fn}(&s);", f"  {_CHECK}"]
+    if "D0" in u.writes:
+      L.append(f"  sdst_write(w, in->vdst - 256, s.D0.q[0], {db});" if dst_sgpr else f"  {{ uint64_t ex = o.exec; while (ex) {{ int L = __builtin_ctzll(ex); ex &= ex - 1; DST32(o, L, s.D0.d[0]); }} }}")
+  else:
+    L.append("  uint64_t ex = o.exec;")
+    L.append("  while (ex) {")
+    L.append("    int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L;")
+    for i in range(3):
+      if sb[i]:
+        m = _srcm(sb[i], bool(packed), sf[i])
+        if sb[i] > 64: L.append(f"    for (int k = 0; k < {sb[i] // 32}; k++) s.S{i}.d[k] = o.lo[{i}][L & o.m[{i}]];")
+        else: L.append(f"    s.S{i}.q[0] = {m}(o, {i}, L);")
+    dm = {16: "16", 32: "32", 64: "64"}.get(db, "32")
+    if "D0" in u.reads and not cmp and edst != "0": L.append(f"    s.D0.q[0] = OLD{dm}(o, L);")
+    L.append(f"    {fn}(&s);")
+    L.append(f"    {_CHECK}")
+    if "D0" in u.writes and not cmp and edst != "0":
+      post = {32: "post_f32", 64: "post_f64", 16: "post_f16"}.get(dfw if dfw == db or (db == 32 and dfw == 16 and not packed) else 0)
+      val = "s.D0.q[0]" if db == 64 else "s.D0.d[0]"
+      if post and dfw == db: val = f"(o.post ? {post}(&o, {val}) : {val})"
+      L.append(f"    DST{dm}(o, L, {val});")
+    if "S0" in u.writes and sb[0]: L.append(f"    if ({e[0]} >= 256) {{ uint32_t r = {e[0]} - 256{' & 127' if t16 and sb[0] == 16 else ''}; w->v[r * MAXLANES + L] = s.S0.d[0]; }}")
+    L.append("  }")
+  if cmp and "EXEC" in u.writes: L.append("  wr_exec(w, s.EXEC);")
+  elif cmp: L.append("  sdst_write(w, " + ("106" if fmt == "VOPC" else "in->vdst - 256") + ", s.D0.q[0] & w->c->wave_mask, w->c->wave_size);")
+  if "VCC" in u.writes:
+    if fmt == "VOP3SD": L.append("  sdst_write(w, in->sdst, s.VCC & w->c->wave_mask, w->c->wave_size);")
+    else: L.append("  wr_vcc(w, s.VCC);")
+  L += ["  " + x for x in _writeback_scalars(u) if not x.startswith(("wr_exec", "w->scc")) or not cmp]
+  return oi + "\n".join(L) + "\n}\n"
+
+def _vgpr_in(var: str, reg: str, bits: int) -> str:
+  n = max(1, bits // 32)
+  return f"for (int k = 0; k < {n}; k++) s.{var}.d[k] = w->v[(({reg}) - 256 + k) * MAXLANES + L];"
+
+def _vgpr_out(var: str, reg: str, bits: int) -> str:
+  n = max(1, bits // 32)
+  return f"for (int k = 0; k < {n}; k++) w->v[(({reg}) - 256 + k) * MAXLANES + L] = s.{var}.d[k];"
+
+def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
+  fmt = f.name
+  atomic = "ATOMIC" in name or (fmt == "DS" and u.writes & {"MEM"} and "RETURN_DATA" in u.writes)
+  L = [f"static void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0;",
+       f"  w->c->atomic = {int(bool(atomic))};"]
+  L += ["  " + x for x in _set_scalars(u, "mem")]
+  if fmt == "SMEM":
+    db = ops.get("sdata", (None, 32))[1]
+    L.append("  s.ADDR = ((uint64_t)w->s[in->sbase + 1] << 32 | w->s[in->sbase]) + (uint64_t)(int64_t)sext((uint64_t)in->offset, 21)"
+             " + (in->soffset != 124 ? w->s[in->soffset] : 0); s.ADDR &= ~3ull; s.laneId = 0;")
+    L += [f"  w->c->space = SP_GLOBAL; {fn}(&s);", f"  {_CHECK}"]
+    if "SDATA" in u.writes: L.append(f"  sdst_write_reg(w, in->sdata, &s.SDATA, {db});")
+    L.append("  w->c->atomic = 0;")
+    return "\n".join(L) + "\n}\n"
+  space = {"DS": "SP_LDS"}.get(fmt, "SP_SCRATCH" if "SCRATCH" in fmt else "SP_GLOBAL")
+  L.append(f"  w->c->space = {space};")
+  dbits = ops.get("vdst", (None, 32))[1]
+  if fmt == "DS":
+    d0 = ops.get("data0", (None, 32))[1]; d1 = ops.get("data1", (None, 32))[1]
+    uses_off = bool(u.reads & {"OFFSET", "OFFSET0", "OFFSET1"})
+    L.append("  s.OFFSET = (uint64_t)(in->offset0 | in->offset1 << 8); s.OFFSET0 = (uint64_t)in->offset0; s.OFFSET1 = (uint64_t)in->offset1;")
+    if u.wave_vgpr:
+      L += ["  s.ADDR = (uint64_t)(in->addr - 256); s.DATA0.q[0] = (uint64_t)(in->data0 - 256); s.VDST = (uint64_t)(in->vdst - 256);",
+            "  s.laneId = 0;", f"  {fn}(&s);", f"  {_CHECK}", "  w->c->atomic = 0;"]
+      return "\n".join(L) + "\n}\n"
+    L.append("  uint64_t ex = rd_exec(w);")
+    L.append("  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L;")
+    L.append(f"    s.ADDR = (uint64_t)w->v[(in->addr - 256) * MAXLANES + L]{'' if uses_off else ' + (uint64_t)(in->offset0 | in->offset1 << 8)'}; s.ADDR_BASE = s.ADDR;")
+    if u.reads & {"DATA", "DATA0"}: L.append("    " + _vgpr_in("DATA", "in->data0", d0).replace("s.DATA.", "s.DATA.") + " s.DATA0 = s.DATA;")
+    if u.reads & {"DATA2", "DATA1"}: L.append("    " + _vgpr_in("DATA2", "in->data1", d1) + " s.DATA1 = s.DATA2;")
+    if "RETURN_DATA" in u.reads: L.append("    " + _vgpr_in("RETURN_DATA", "in->vdst", dbits))
+    L += [f"    {fn}(&s);", f"    {_CHECK}"]
+    if "RETURN_DATA" in u.writes: L.append("    " + _vgpr_out("RETURN_DATA", "in->vdst", dbits))
+    L.append("  }")
+  else:
+    data = ops.get("data", (None, 32))[1]
+    L.append("  uint64_t ex = rd_exec(w);")
+    L.append("  int sa = in->saddr != 124 && in->saddr != 0x7f;")
+    L.append("  uint64_t sbase = sa ? ((uint64_t)w->s[in->saddr + 1] << 32 | w->s[in->saddr]) : 0;")
+    L.append("  int64_t off = sext((uint64_t)in->offset, 13);")
+    L.append("  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L;")
+    a = "in->addr - 256"
+    if space == "SP_SCRATCH":
+      L.append(f"    s.ADDR = (uint32_t)((sa ? w->s[in->saddr] : 0) + (in->sve ? w->v[({a}) * MAXLANES + L] : 0) + off);")
+    else:
+      L.append(f"    s.ADDR = (sa ? sbase + w->v[({a}) * MAXLANES + L] : ((uint64_t)w->v[({a} + 1) * MAXLANES + L] << 32 | w->v[({a}) * MAXLANES + L])) + off;")
+    if "DATA" in u.reads: L.append("    " + _vgpr_in("DATA", "in->data0", data))
+    if "VDATA" in u.reads or "VDATA" in u.writes:
+      L.append("    " + (_vgpr_in("VDATA", "in->data0", data) if "STORE" in name else _vgpr_in("VDATA", "in->vdst", dbits)))
+    L += [f"    {fn}(&s);", f"    {_CHECK}"]
+    if "VDATA" in u.writes and "STORE" not in name: L.append("    " + _vgpr_out("VDATA", "in->vdst", dbits))
+    if "RETURN_DATA" in u.writes: L.append("    if (in->glc) { " + _vgpr_out("RETURN_DATA", "in->vdst", dbits) + " }")
+    L.append("  }")
+  L.append("  w->c->atomic = 0;")
+  return "\n".join(L) + "\n}\n"
+
+def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
+  sb, sf, db, dfw = _opinfo(ops, "VOP2", name)
+  L = [f"static void {h}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec) {{",
+       "  PcState s; s.user = w; s.fault = 0; VOps o;",
+       f"  static const OpInfo oi = {{{{{sb[0]}, {sb[1]}, 0}}, {{{sf[0]}, {sf[1]}, 0}}, 32, {dfw}, 0, 0, 0}};",
+       "  int e0 = y ? in->srcy0 : in->srcx0, e1 = y ? in->vsrcy1 : in->vsrcx1, ed = y ? in->vdsty : in->vdstx;",
+       "  if (!valu_setup(w, in, &oi, &o, e0, e1, 0, ed, 0, 0, 0, 0, 0)) return;"]
+  L += ["  " + x for x in _set_scalars(u, "valu")]
+  if "VCC" in u.reads: L.append("  s.VCC = rd_vcc(w);")
+  L.append("  uint64_t ex = exec;")
+  L.append("  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L;")
+  for i in range(2):
+    if sb[i]: L.append(f"    s.S{i}.q[0] = SRC32(o, {i}, L);")
+  if "D0" in u.reads: L.append("    s.D0.q[0] = OLD32(o, L);")
+  L += [f"    {fn}(&s);", f"    {_CHECK}", "    out[L] = s.D0.d[0];", "  }"]
+  return "\n".join(L) + "\n}\n"
+
+def _vopd_target(fam: str, name: str, ents: dict) -> str | None:
+  base = name.replace("V_DUAL_", "V_")
+  for cls in ("VOP2Op", "VOP1Op", "VOP3Op"):
+    for suf in ("_E32", "", "_E64"):
+      if f"{cls}_{base}{suf}" in ents: return f"{cls}_{base}{suf}"
+  return None
+
+def _fields_c(f: Format, fields, dw: int = 0) -> list[str]:
+  out = []
+  for fl in fields:
+    v = f"((w[{fl.lo // 32 + dw}] >> {fl.lo % 32}) & {hex((1 << fl.width) - 1)}u)"
+    if fl.conv == "vgpr": out.append(f"in->{fl.name} = (int32_t){v} + 256;")
+    elif fl.conv == "sbase": out.append(f"in->{fl.name} = (int32_t){v} << 1;")
+    elif fl.conv == "srsrc": out.append(f"in->{fl.name} = (int32_t){v} << 2;")
+    elif fl.conv == "vdsty": out.append(f"in->{fl.name} = 256 + (int32_t)(({v} << 1) | (((in->vdstx - 256) & 1) ^ 1));")
+    elif fl.conv.startswith("lanesel"): out.append(f"in->lane_sel |= (int32_t){v} << {3 * int(fl.conv[-1])};")
+    else: out.append(f"in->{fl.name} = (int32_t){v};")
+  return out
+
+def _decoder(arch: ArchSpec, fmts: tuple[Format, ...]) -> tuple[str, list[str]]:
+  members = sorted({fl.name for f in fmts for fl in f.fields} | {fl.name for f in fmts for v in f.variants.values() for fl in v[1]}
+                   | {"op", "opx", "opy", "vsrc0", "lane_sel", "literal"})
+  L = [f"#define EMU_INST_FIELDS int32_t {', '.join(members)};"]
+  D = ["static int emu_decode(const uint32_t *w, int ndw, Inst *in) {", "  uint32_t op; (void)op;"]
+  for fi, f in enumerate(fmts):
+    conds = []
+    for k in range((f.mask.bit_length() + 31) // 32):
+      m, v = (f.mask >> (32 * k)) & 0xffffffff, (f.value >> (32 * k)) & 0xffffffff
+      if m: conds.append(f"(ndw > {k} && (w[{k}] & {hex(m)}u) == {hex(v)}u)")
+    opx = ""
+    if f.op_field:
+      lo, wd = f.op_field
+      opx = f"(op = (w[{lo // 32}] >> {lo % 32}) & {hex((1 << wd) - 1)}u, 1)"
+      conds.append(f"(ndw > {lo // 32}) && {opx} && VALID_{f.name}[op]")
+    D.append(f"  if ({' && '.join(conds) or '0'}) {{")
+    D.append(f"    in->fmt = {fi}; in->size = {f.size}; in->valid = 1;")
+    D += ["    " + x for x in _fields_c(f, f.fields)]
+    if f.op_field: D.append("    in->op = (int32_t)op;")
+    else:
+      D.append("    if (!VALID_VOPD[in->opx] || !VALID_VOPD[in->opy]) return 0;" if f.name == "VOPD" else "    in->op = 0;")
+    srcs = [s for s in f.src_fields]
+    if "_DPP16" in f.variants and "src0" in srcs:
+      sz, flds = f.variants["_DPP16"]
+      D.append(f"    if (in->src0 == {arch.enc_dpp16}) {{ in->dpp_kind = 1; in->size = {sz}; if (ndw * 4 < {sz}) return -1;")
+      D += ["      " + x for x in _fields_c(f, flds)]
+      D.append("      return 1; }")
+    if "_DPP8" in f.variants and "src0" in srcs and arch.enc_dpp8 >= 0:
+      sz, flds = f.variants["_DPP8"]
+      D.append(f"    if (in->src0 == {arch.enc_dpp8} || in->src0 == {arch.enc_dpp8 + 1}) {{ in->dpp_kind = in->src0 == {arch.enc_dpp8} ? 2 : 3;"
+               f" in->size = {sz}; if (ndw * 4 < {sz}) return -1;")
+      D += ["      " + x for x in _fields_c(f, flds)]
+      D.append("      return 1; }")
+    lit = " || ".join([f"in->{s} == 255" for s in srcs] + ([f"LITONLY_{f.name}[{'in->opx] || LITONLY_' + f.name + '[in->opy' if f.name == 'VOPD' else 'in->op'}]"] if f.lit_only else []))
+    if lit:
+      D.append(f"    if ({lit}) {{ if (ndw * 4 < {f.size + 4}) return -1; in->has_lit = 1; in->lit = w[{f.size // 4}]; in->literal = (int32_t)in->lit; in->size = {f.size + 4}; }}")
+    D.append(f"    if (ndw * 4 < in->size) return -1;")
+    D.append("    return 1;")
+    D.append("  }")
+  D.append("  return 0;\n}\n")
+  T = []
+  for f in fmts:
+    n = 1 << (f.op_field[1] if f.op_field else 5)
+    T.append(f"static const uint8_t VALID_{f.name}[{n}] = {{{', '.join('1' if i in f.valid else '0' for i in range(n))}}};")
+    if f.lit_only: T.append(f"static const uint8_t LITONLY_{f.name}[{n}] = {{{', '.join('1' if i in f.lit_only else '0' for i in range(n))}}};")
+  return "\n".join(L), "\n".join(T) + "\n" + "\n".join(D)
+
+def _pcode_entries(family: str) -> dict:
+  from mockgpu.pcode.tables import entries
+  return entries(family)
+
+def handler_names(arch: ArchSpec) -> tuple[tuple[str, ...], dict[str, int]]:
+  """hid -> "FORMAT OPNAME" for every (format, opcode) slot, and the first hid of each format."""
+  names, base = [], {}
+  for f in formats(arch.family):
+    base[f.name] = len(names)
+    n = 1 << (f.op_field[1] if f.op_field else 5)
+    for i in range(n):
+      try: nm = f.enum(i).name if f.enum is not None else f"OP{i}"
+      except ValueError: nm = f"OP{i}"
+      names.append(f"{f.name} {nm}")
+  return tuple(names), base
+
+def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str]) -> Generated:
+  """The complete C source for `arch`, given pcode's emitted C and the set of `pc_*` functions it defines."""
+  fmts = formats(arch.family)
+  ops_tab = operands(arch.family)
+  ents = _pcode_entries(arch.family)
+  fields_def, decoder = _decoder(arch, fmts)
+  names, hbase = handler_names(arch)
+  handlers, tables, missing = [], [], {}
+  for f in fmts:
+    n = 1 << (f.op_field[1] if f.op_field else 5)
+    row = []
+    for i in range(n):
+      if i not in f.valid: row.append("0"); continue
+      member = f.enum(i)
+      name, ename = member.name, f"{type(member).__name__}_{member.name}"
+      base_name = re.sub(r"_E(32|64)$", "", name)
+      h = f"H_{f.name}_{name}"
+      key = f"{f.name} {name}"
+      if f.name == "VOPD":
+        tgt = _vopd_target(arch.family, name, ents)
+        if tgt and f"pc_{tgt}" in pcode_fns:
+          handlers.append(_vopd_half(f"VH_{name}", f"pc_{tgt}", usage(ents[tgt].text), ops_tab.get(ents[tgt].op, {}), base_name))
+          row.append(f"VH_{name}")
+        else: row.append("0"); missing[key] = f"VOPD target {tgt or base_name} has no compiled pseudocode"
+        continue
+      if base_name in PROSE_C: row.append(PROSE_C[base_name]); continue
+      fn = f"pc_{ename}"
+      if fn not in pcode_fns or ename not in ents:
+        row.append("h_unsupported"); missing[key] = "no compiled pseudocode" if ename in ents else "no pseudocode in the wheel"; continue
+      u, ops = usage(ents[ename].text), ops_tab.get(member, {})
+      if f.name in _SALU: handlers.append(_salu(f, h, fn, u, ops))
+      elif f.name in _VALU: handlers.append(_valu(f, h, fn, u, ops, base_name, arch))
+      elif f.name in _VMEM or f.name in ("DS", "SMEM"):
+        if "LDS" in name and f.name != "DS": row.append("h_unsupported"); missing[key] = "loads into LDS are not modelled"; continue
+        handlers.append(_mem(f, h, fn, u, ops, name))
+      else: row.append("h_unsupported"); missing[key] = f"format {f.name} is not modelled"; continue
+      row.append(h)
+    if f.name == "VOPD": tables.append(f"static const VHalf VOPD_HALF[{n}] = {{{', '.join(row)}}};"); row = ["h_vopd" if i in f.valid else "0" for i in range(n)]
+    tables.append(f"static const Handler HT_{f.name}[{n}] = {{{', '.join(row)}}};")
+  tables.append(f"static const Handler *const HANDLERS[{len(fmts)}] = {{{', '.join(f'HT_{f.name}' for f in fmts)}}};")
+  tables.append(f"static const int32_t HBASE[{len(fmts)}] = {{{', '.join(str(hbase[f.name]) for f in fmts)}}};")
+  tables.append(f"#define EMU_NHANDLERS {len(names)}")
+  src = "\n".join([
+    f"/* generated by mockgpu.emu.gen_c v{GEN_VERSION} for {arch.name} ({arch.family}) from the tinygrad wheel's tables and mockgpu.pcode */",
+    fields_def,
+    "#include \"emu_pre.h\"", "#include \"pcode_rt.h\"", "#include \"emu_core.h\"", "#include \"emu_ops.h\"",
+    "typedef void (*VHalf)(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);",
+    "#include \"emu_prose.h\"",
+    pcode_c,
+    *handlers,
+    decoder,
+    "static void h_vopd(Wave *w, const Inst *in);",
+    *tables,
+    "#include \"emu_sched.c\"",
+  ])
+  return Generated(src, names, hbase, missing)

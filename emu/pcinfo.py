@@ -1,0 +1,32 @@
+"""What a pseudocode entry reads and writes, found by scanning its text. The handler generator uses it to set up only the
+PcState fields an entry uses and to write back only what it assigns."""
+from __future__ import annotations
+import re
+from dataclasses import dataclass
+
+__all__ = ["Usage", "usage"]
+
+_ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)([^=]*?)(?<![<>!=])=(?!=)")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+@dataclass(frozen=True)
+class Usage:
+  reads: frozenset[str]
+  writes: frozenset[str]
+  lane_vgpr: bool      # VGPR[laneId][...] only: per-lane register-file access (MOVREL)
+  wave_vgpr: bool      # VGPR[other lane][...]: a wave-wide entry, evaluated once
+
+def usage(text: str) -> Usage:
+  """Scan pseudocode text (comments removed) for the state it reads and assigns."""
+  reads: set[str] = set(); writes: set[str] = set()
+  for line in text.split("\n"):
+    line = line.split("//")[0]
+    if (m := _ASSIGN.match(line)) and not line.lstrip().startswith(("if ", "elsif ", "for ", "while ")):
+      writes.add(m.group(1))
+      reads.update(_IDENT.findall(m.group(2)))
+      reads.update(_IDENT.findall(line[m.end():]))
+      if "[" in m.group(2) or re.search(r"([-+*|&^]|<<|>>)$", m.group(2).strip()): reads.add(m.group(1))   # partial or compound
+    else: reads.update(_IDENT.findall(line))
+  idx = re.findall(r"VGPR\[([^\]]*)\]", text)
+  wave = any(i.strip() != "laneId" for i in idx)
+  return Usage(frozenset(reads), frozenset(writes), bool(idx) and not wave, wave)

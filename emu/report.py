@@ -1,0 +1,52 @@
+"""Turn a backend's raw fault record into the structured FaultReport and the right exception (shared by both backends)."""
+from __future__ import annotations
+from mockgpu.emu.arch import ArchSpec
+from mockgpu.emu.errors import FaultReport, GPUFault, InvalidInstruction, WatchdogExpired, EmuError
+from mockgpu.emu.isa import formats
+from mockgpu.emu.memory import MemoryMap
+
+__all__ = ["disasm", "raise_status", "ST_OK", "ST_FAULT", "ST_INVALID", "ST_WATCHDOG", "ST_UNSUPPORTED", "ST_TIMEOUT", "ST_NOMEM"]
+
+ST_OK, ST_FAULT, ST_INVALID, ST_WATCHDOG, ST_UNSUPPORTED, ST_TIMEOUT, ST_NOMEM = range(7)
+KINDS = {1: "read", 2: "write", 3: "atomic", 4: "fetch"}
+SPACES = {1: "global", 2: "lds", 3: "scratch", 4: "code"}
+
+def disasm(arch: ArchSpec, raw: bytes, fmt: int = -1, op: int = -1) -> str:
+  """Best-effort text for an instruction: tinygrad's decode (repr of the DSL instruction), else format + opcode name."""
+  fmts = formats(arch.family)
+  name = ""
+  if 0 <= fmt < len(fmts):
+    f = fmts[fmt]
+    try: name = f"{f.name} {f.enum(op).name}" if f.enum is not None and op >= 0 else f.name
+    except ValueError: name = f"{f.name} op={op} (not a valid opcode)"
+  try:
+    from tinygrad.renderer.amd import decode_inst
+    return f"{decode_inst(raw, arch.family)!r}" + (f" [{name}]" if name else "")
+  except Exception:   # the DSL rejects the bytes: fall back to our own table match
+    return name or f"no {arch.family} encoding matches word {int.from_bytes(raw[:4].ljust(4, b'0'), 'little'):#010x}"
+
+def raise_status(arch: ArchSpec, status: int, *, code_addr: int, memory: MemoryMap, budget: int, timeout: float | None, pc: int,
+                 raw: bytes, fmt: int, op: int, wave: int, wg: tuple, kind: int = 0, space: int = 0, addr: int = 0, size: int = 0,
+                 lane: int = -1, limit: int = 0, msg: str = "") -> None:
+  """Raise the exception for a non-OK backend status (no-op for ST_OK)."""
+  if status == ST_OK: return
+  text = disasm(arch, raw, fmt, op) if raw else "(no instruction)"
+  base = dict(arch=arch.name, pc=pc, pc_addr=code_addr + pc, raw=raw, disasm=text, lane=lane, wave=wave, workgroup=tuple(wg))
+  if status == ST_FAULT:
+    sp = SPACES.get(space, "none")
+    near = off = None
+    if sp in ("global", "code") and (r := memory.nearest(addr)) is not None: near, off = (r.name, r.start, r.size), addr - r.start
+    rep = FaultReport(KINDS.get(kind, "access"), sp, addr, size, nearest=near, offset=off,
+                      limit=limit if sp in ("lds", "scratch", "code") else None, extra={"message": msg}, **base)
+    hint = {"lds": "the kernel indexes LDS beyond the workgroup's allocation (Dispatch.lds_bytes / RSRC2 LDS_SIZE)",
+            "scratch": "the kernel indexes private memory beyond Dispatch.scratch_bytes_per_lane",
+            "code": "a branch or s_setpc left the code object; check the jump target"}.get(sp, "check the kernel's indexing or register the buffer with MemoryMap.add")
+    if kind == 0: raise EmuError(f"emulator fault at pc={pc:#x}: {msg}. Next step: report this kernel (raw={raw.hex()})")
+    raise GPUFault(rep, hint)
+  if status in (ST_INVALID, ST_UNSUPPORTED):
+    rep = FaultReport("invalid", "code", code_addr + pc, len(raw), extra={"message": msg}, **base)
+    raise InvalidInstruction(rep, ("unsupported: " if status == ST_UNSUPPORTED else "") + (msg or "undecodable"))
+  if status in (ST_WATCHDOG, ST_TIMEOUT):
+    rep = FaultReport("watchdog", "none", 0, 0, extra={"timeout": timeout if status == ST_TIMEOUT else None}, **base)
+    raise WatchdogExpired(rep, budget if status == ST_WATCHDOG else -1)
+  raise EmuError(f"emulator error status={status} at pc={pc:#x}: {msg}")
