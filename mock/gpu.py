@@ -1,0 +1,116 @@
+"""AMD GPU model: one `GPU` per topology node, the `Queue` machinery shared by the PM4 and SDMA engines, the 100 MHz GPU
+clock, and the `DeviceThread` that runs every queue of every GPU (contract-kfd section 8, approach B: no builtins patching).
+
+The device thread polls each queue's doorbell (the write pointer tinygrad stores after filling the ring), round-robins
+runnable queues with a small packet budget, and re-checks blocked waits on every round, so memory written by the CPU or by
+another queue (signals, kick signals of HCQGraph) unblocks them. A queue that fails stops; its error is printed to stderr
+and reported through the KFD events (memory fault or hardware exception), so tinygrad raises its own error."""
+from __future__ import annotations
+import ctypes, sys, threading, time, traceback
+from typing import TYPE_CHECKING
+from tinygrad.runtime.autogen import libc
+from mockgpu.emu.memory import MemoryMap
+from mockgpu.mock.errors import QueueFault
+from mockgpu.mock.profiles import GPUProfile
+from mockgpu.mock.sysfs import GPUNode
+if TYPE_CHECKING: from mockgpu.mock.kfd import KFD
+
+__all__ = ["gpu_clock", "GPU", "Queue", "DeviceThread", "DOORBELL_PAGE"]
+
+DOORBELL_PAGE = 0x2000    # bytes of doorbells per GPU; 8-byte slots
+_PROT_RW, _MAP_SHARED_ANON = 0x3, 0x21
+
+def gpu_clock() -> int:
+  """The GPU timestamp counter: 100 MHz, monotonic, shared by all queues and GPUs (tinygrad divides by 100 to get us)."""
+  return time.perf_counter_ns() // 10
+
+def host_mmap(addr:int, size:int, flags:int=_MAP_SHARED_ANON) -> int:
+  """A real anonymous read-write mapping (at `addr` when MAP_FIXED is in `flags`). Raises OSError like mmap(2)."""
+  if (ret:=libc.mmap(addr, size, _PROT_RW, flags, -1, 0)) in (None, 0xffffffffffffffff, -1):
+    raise OSError(ctypes.get_errno(), f"host mmap of {size:#x} bytes at {addr:#x} failed")
+  return ret
+
+class GPU:
+  """One emulated GPU: identity, the ranges mapped to it (`memory`, checked by every engine and by the emulator), its
+  doorbell page and its queues."""
+  def __init__(self, kfd:KFD, node:GPUNode, profile:GPUProfile):
+    self.kfd, self.node, self.profile, self.gpu_id = kfd, node, profile, node.gpu_id
+    self.memory = MemoryMap()
+    self.queues: list[Queue] = []
+    self.doorbells = host_mmap(0, DOORBELL_PAGE)
+    self.stats = {"dispatches": 0, "wave_instructions": 0, "emu_seconds": 0.0}
+
+  def __repr__(self): return f"GPU(node={self.node.node} gpu_id={self.gpu_id:#x} arch={self.profile.arch})"
+
+  def check(self, addr:int, size:int, engine:str, what:str) -> int:
+    """Raise QueueFault unless `[addr, addr+size)` is mapped to this GPU. Returns `addr`."""
+    if self.memory.find(addr, max(size, 1)) is None: raise QueueFault(engine, addr, size, what)
+    return addr
+
+class Queue:
+  """A ring buffer queue as the KFD creates it. Subclasses implement `step()` (execute one packet or report blocked).
+
+  Pointers count `unit` bytes (PM4: dwords, SDMA: bytes). `rptr` is the next position to execute; it is published to
+  `rptr_addr` after progress. The doorbell slot holds the producer's write pointer."""
+  engine = "queue"
+  unit = 4
+  budget = 64   # packets per scheduling round, so one busy queue cannot starve the others
+
+  def __init__(self, gpu:GPU, qid:int, ring:int, ring_size:int, rptr_addr:int, wptr_addr:int, doorbell_addr:int):
+    self.gpu, self.qid, self.ring, self.ring_size, self.rptr_addr, self.wptr_addr = gpu, qid, ring, ring_size, rptr_addr, wptr_addr
+    self.ring_dw = (ctypes.c_uint32 * (ring_size // 4)).from_address(ring)
+    self.doorbell = ctypes.c_uint64.from_address(doorbell_addr)
+    self.rptr, self.error, self.blocked_on = 0, None, ""
+
+  def __repr__(self): return f"{self.engine} queue {self.qid} of {self.gpu}"
+  @property
+  def put(self) -> int: return self.doorbell.value
+
+  def run(self) -> bool:
+    """Execute up to `budget` packets. Returns True if anything was consumed. Errors stop the queue (see `stop`)."""
+    if self.error is not None: return False
+    progress = False
+    try:
+      for _ in range(self.budget):
+        if not self.step(): break
+        progress = True
+    except Exception as e: self.stop(e)
+    if progress: ctypes.c_uint64.from_address(self.rptr_addr).value = self.rptr
+    return progress
+
+  def step(self) -> bool: raise NotImplementedError
+
+  def dword(self, pos:int) -> int:
+    """Ring dword at pointer position `pos` (in dwords), read modulo the ring."""
+    return self.ring_dw[pos % len(self.ring_dw)]
+
+  def stop(self, exc:BaseException):
+    """Stop this queue for good: print a report to stderr and raise the KFD event tinygrad will see."""
+    self.error = exc
+    tb = "" if isinstance(exc, Exception) and type(exc).__module__.startswith("mockgpu.") else "".join(traceback.format_exception(exc))
+    print(f"mockgpu: {self} stopped at rptr={self.rptr:#x}: {type(exc).__name__}: {exc}" + (f"\n{tb}" if tb else ""), file=sys.stderr)
+    self.gpu.kfd.report_queue_error(self.gpu, exc)
+
+class DeviceThread:
+  """The per-process daemon thread that executes all queues. Started by the first CREATE_QUEUE; `kick()` wakes it early."""
+  POLL_MIN, POLL_MAX = 0.0002, 0.002
+
+  def __init__(self, kfd:KFD):
+    self.kfd, self.wake = kfd, threading.Event()
+    self.thread = threading.Thread(target=self._loop, name="mockgpu-device", daemon=True)
+    self.thread.start()
+
+  def kick(self): self.wake.set()
+
+  def _loop(self):
+    delay = self.POLL_MIN
+    while True:
+      try: progress = self.kfd.run_once()
+      except Exception:   # a bug in the model itself: keep the GPU alive and say so
+        traceback.print_exc(file=sys.stderr)
+        progress = False
+      if progress: delay = self.POLL_MIN
+      else:
+        self.wake.wait(delay)
+        self.wake.clear()
+        delay = min(delay * 2, self.POLL_MAX)

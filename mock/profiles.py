@@ -1,0 +1,82 @@
+"""Per-architecture GPU profiles as data: topology properties, IP versions and the register facts the GPU model needs.
+The KFD model picks one from DEV's arch (`DEV=MOCKKFD+AMD::gfx1201`); gfx1100 is the default."""
+from __future__ import annotations
+import functools, importlib
+from dataclasses import dataclass
+from mockgpu.mock.errors import UnknownArchError
+
+__all__ = ["GPUProfile", "PROFILES", "profile_for"]
+
+@dataclass(frozen=True)
+class GPUProfile:
+  """One emulated GPU model. `props` are the KFD topology `properties` lines (contract-kfd section 2.1)."""
+  arch: str                                   # gfx1100, gfx1201, gfx950 (what code is compiled for)
+  name: str                                   # marketing name, for reports
+  gfx_target_version: int                     # topology value; tinygrad derives its arch from it
+  device_id: int                              # PCI device id
+  gc: tuple[int, int, int]                    # IP versions published in ip_discovery
+  sdma: tuple[int, int, int]
+  nbif: tuple[int, int, int]
+  props: tuple[tuple[str, int], ...]          # shader-engine geometry etc.
+  wave_size: int                              # 32 (RDNA, CS_W32_EN) or 64 (CDNA)
+  vram_bytes: int
+
+  @property
+  def family(self) -> int: return self.gfx_target_version // 10000
+  @property
+  def pm4(self): return importlib.import_module(f"tinygrad.runtime.autogen.am.pm4_{'soc15' if self.family == 9 else 'nv'}")
+  @property
+  def soc(self): return importlib.import_module(f"tinygrad.runtime.autogen.am.soc_{self.family}")
+  @functools.cached_property
+  def gc_regs(self):
+    """tinygrad's own register map for this GC version (`AMDIP`), so addresses come from the autogen tables."""
+    from tinygrad.runtime.support.amd import AMDIP
+    off = importlib.import_module(f"tinygrad.runtime.autogen.am.{'vega' if self.family == 9 else 'navi'}_offsets")
+    return AMDIP('gc', self.gc, bases={i: tuple(getattr(off, f'GC_BASE__INST{i}_SEG{s}', 0) for s in range(6)) for i in range(6)})
+  @functools.cached_property
+  def nbif_regs(self):
+    from tinygrad.runtime.support.amd import AMDIP
+    off = importlib.import_module(f"tinygrad.runtime.autogen.am.{'vega' if self.family == 9 else 'navi'}_offsets")
+    return AMDIP('nbio' if self.family < 12 else 'nbif', self.nbif,
+                 bases={i: tuple(getattr(off, f'NBIO_BASE__INST{i}_SEG{s}', 0) for s in range(9)) for i in range(6)})
+  def reg(self, name:str) -> int:
+    """Absolute dword address of GC register `name` (e.g. "regCOMPUTE_PGM_LO")."""
+    return getattr(self.gc_regs, name).addr[0]
+  def nbif_reg(self, name:str) -> int|None:
+    """Absolute dword address of NBIO/NBIF register `name`, None if this IP version has no such register."""
+    try: return getattr(self.nbif_regs, name).addr[0]
+    except AttributeError: return None
+  @property
+  def scratch_granule(self) -> int: return 1024 if self.family == 9 else 256   # COMPUTE_TMPRING_SIZE.WAVESIZE unit in bytes
+  def properties(self, node:int, gpu_id:int, render_minor:int) -> dict[str, int]:
+    """The full `properties` file of topology node `node`."""
+    return {"cpu_cores_count": 0, **dict(self.props), "gfx_target_version": self.gfx_target_version, "vendor_id": 0x1002,
+            "device_id": self.device_id, "location_id": node << 8, "domain": 0, "drm_render_minor": render_minor,
+            "hive_id": 0, "num_sdma_engines": 2, "num_sdma_xgmi_engines": 0, "num_sdma_queues_per_engine": 6,
+            "num_cp_queues": 8, "local_mem_size": self.vram_bytes, "unique_id": 0x5A17_0000 + gpu_id, "num_xcc": 1}
+
+_RDNA = (("simd_count", 192), ("mem_banks_count", 1), ("caches_count", 206), ("io_links_count", 1), ("cpu_core_id_base", 0),
+         ("simd_id_base", 2147487744), ("max_waves_per_simd", 16), ("lds_size_in_kb", 64), ("gds_size_in_kb", 0), ("num_gws", 64),
+         ("wave_front_size", 32), ("array_count", 12), ("simd_arrays_per_engine", 2), ("cu_per_simd_array", 8), ("simd_per_cu", 2),
+         ("max_slots_scratch_cu", 32), ("max_engine_clk_fcompute", 2482), ("max_engine_clk_ccompute", 3000), ("fw_version", 2180),
+         ("capability", 671588992), ("debug_prop", 1495), ("sdma_fw_version", 21))
+_CDNA = (("simd_count", 304), ("mem_banks_count", 1), ("caches_count", 400), ("io_links_count", 1), ("cpu_core_id_base", 0),
+         ("simd_id_base", 2147487744), ("max_waves_per_simd", 8), ("lds_size_in_kb", 160), ("gds_size_in_kb", 0), ("num_gws", 64),
+         ("wave_front_size", 64), ("array_count", 16), ("simd_arrays_per_engine", 4), ("cu_per_simd_array", 19), ("simd_per_cu", 4),
+         ("max_slots_scratch_cu", 32), ("max_engine_clk_fcompute", 2400), ("max_engine_clk_ccompute", 3000), ("fw_version", 120),
+         ("capability", 746326592), ("debug_prop", 1511), ("sdma_fw_version", 20))
+
+PROFILES: dict[str, GPUProfile] = {p.arch: p for p in [
+  GPUProfile("gfx1100", "Radeon RX 7900 XTX (Navi 31)", 110000, 0x744C, (11,0,0), (6,0,0), (4,3,0), _RDNA, 32, 24 << 30),
+  GPUProfile("gfx1201", "Radeon RX 9070 XT (Navi 48)", 120001, 0x7550, (12,0,1), (7,0,1), (6,3,1), _RDNA, 32, 16 << 30),
+  GPUProfile("gfx950", "Instinct MI350X", 90500, 0x75A0, (9,5,0), (4,4,5), (7,9,0), _CDNA, 64, 288 << 30),
+]}
+
+def profile_for(arch:str="") -> GPUProfile:
+  """The profile for `arch` (empty: gfx1100).
+
+  Raises:
+    UnknownArchError: no profile for `arch`.
+  """
+  if (p:=PROFILES.get(arch or "gfx1100")) is None: raise UnknownArchError(arch, list(PROFILES))
+  return p

@@ -1,0 +1,16 @@
+"""Run real tinygrad on the mock in a fresh interpreter (`sys.executable`), so DEV is read at start-up as in real use."""
+import json, os, subprocess, sys, textwrap
+import pytest
+
+def tinygrad(code:str, dev:str="MOCKKFD+AMD", timeout:float=120, check:bool=True, **env) -> subprocess.CompletedProcess:
+  """Run `code` with DEV=`dev`; the code reports through `out(obj)` (JSON on the last stdout line) -> `.result`."""
+  full = {k: v for k, v in os.environ.items() if k not in ("DEV", "MOCKGPU")} | {"DEV": dev, "PYTHONUNBUFFERED": "1"} | env
+  prog = "import json, sys\ndef out(obj): print('\\n' + json.dumps(obj))\n" + textwrap.dedent(code)
+  p = subprocess.run([sys.executable, "-c", prog], env=full, capture_output=True, text=True, timeout=timeout, cwd=os.path.dirname(__file__))
+  if check: assert p.returncode == 0, f"exit {p.returncode}\n--- stdout\n{p.stdout[-3000:]}\n--- stderr\n{p.stderr[-6000:]}"
+  lines = p.stdout.strip().splitlines()
+  p.result = json.loads(lines[-1]) if p.returncode == 0 and lines else None
+  return p
+
+@pytest.fixture
+def run(): return tinygrad

@@ -1,0 +1,62 @@
+"""Copies end to end on DEV=MOCKKFD+AMD: host <-> device through the SDMA engine and the 2 MiB bounce buffers, device to
+device between mock GPUs, the no-SDMA fallback, and the arch profiles. numpy is the oracle."""
+import pytest
+
+ROUNDTRIP = """
+import numpy as np
+from tinygrad import Tensor, Device, dtypes
+rng, res = np.random.default_rng(0), {}
+for name in ["float32", "float16", "int8", "uint8", "int32", "int64", "uint64", "bool"]:
+  a = (rng.standard_normal(1000) * 100).astype(name)
+  res[name] = bool((Tensor(a, device="AMD").numpy() == a).all())
+big = rng.standard_normal(3 << 20).astype("float32")   # 12 MiB: several bounce buffers per direction
+res["big"] = bool((Tensor(big, device="AMD").numpy() == big).all())
+res["arch"], res["small"] = Device["AMD"].arch, Tensor([1, 2, 3], device="AMD").tolist()
+out(res)
+"""
+
+@pytest.mark.parametrize("dev", ["MOCKKFD+AMD", "MOCK+AMD"])
+def test_roundtrip_all_dtypes(run, dev):
+  r = run(ROUNDTRIP, dev).result
+  assert r.pop("arch") == "gfx1100" and r.pop("small") == [1, 2, 3]
+  assert all(r.values()), r
+
+def test_copy_between_gpus(run):
+  r = run("""
+    import numpy as np
+    from tinygrad import Tensor, Device
+    a = np.arange(100000, dtype=np.float32)
+    t = Tensor(a, device="AMD")
+    hops = [t.to(f"AMD:{i}").realize() for i in range(1, 6)]
+    b = hops[0].to("AMD:2").realize()
+    out({"ok": [bool((h.numpy() == a).all()) for h in hops], "chain": b.to("AMD").realize().tolist()[:3]})""").result
+  assert r == {"ok": [True] * 5, "chain": [0.0, 1.0, 2.0]}
+
+def test_without_sdma_copies_use_memmove(run):
+  r = run("""
+    from tinygrad import Tensor, Device
+    out([Device["AMD"].has_sdma_queue, Tensor([4, 5, 6], device="AMD").to("AMD:1").tolist()])""", AMD_DISABLE_SDMA="1").result
+  assert r == [False, [4, 5, 6]]
+
+def test_more_gpus_than_the_system_has(run):
+  p = run("from tinygrad import Device; Device['AMD:6']", check=False)
+  assert p.returncode != 0 and "No device found for 6" in p.stderr
+
+@pytest.mark.parametrize("arch", ["gfx1201", "gfx950"])
+def test_other_arch_profiles_copy(run, arch):
+  r = run("""
+    from tinygrad import Tensor, Device
+    out([Device["AMD"].arch, Tensor([7, 8, 9], device="AMD").to("AMD:1").tolist()])""", f"MOCKKFD+AMD::{arch}").result
+  assert r == [arch, [7, 8, 9]]
+
+def test_profile_timestamps_on_copies(run):
+  r = run("""
+    from tinygrad import Tensor, Device
+    from tinygrad.device import Compiled
+    from tinygrad.helpers import ProfileRangeEvent
+    t = Tensor([1.0] * 1000, device="AMD").realize()
+    x = t.to("AMD:1").realize()
+    Device["AMD"].synchronize(); Device["AMD:1"].synchronize()
+    evs = [e for e in Compiled.profile_events if isinstance(e, ProfileRangeEvent) and e.device.startswith("AMD")]
+    out({"n": len(evs), "ok": all(e.en is not None and e.en >= e.st for e in evs)})""", PROFILE="1").result
+  assert r["n"] >= 1 and r["ok"]

@@ -1,0 +1,79 @@
+"""SDMA engine: every packet tinygrad 0.14.0 emits (COPY_LINEAR, FENCE, TRAP, POLL_REGMEM, TIMESTAMP, NOP padding), the
+byte read pointer, and what happens on bad packets and unmapped memory."""
+import ctypes, time
+from tinygrad.runtime.autogen import kfd
+from tinygrad.runtime.autogen.am import sdma_6_0_0 as sd
+
+SDMA = kfd.KFD_IOC_QUEUE_TYPE_SDMA
+def copy(n, src, dst): return (sd.SDMA_OP_COPY | sd.SDMA_PKT_COPY_LINEAR_HEADER_SUB_OP(sd.SDMA_SUBOP_COPY_LINEAR), n - 1, 0,
+                              src & 0xFFFFFFFF, src >> 32, dst & 0xFFFFFFFF, dst >> 32)
+def fence(addr, v): return (sd.SDMA_OP_FENCE | sd.SDMA_PKT_FENCE_HEADER_MTYPE(3), addr & 0xFFFFFFFF, addr >> 32, v)
+def poll_geq(addr, v): return (sd.SDMA_OP_POLL_REGMEM | sd.SDMA_PKT_POLL_REGMEM_HEADER_FUNC(5) | sd.SDMA_PKT_POLL_REGMEM_HEADER_MEM_POLL(1),
+                               addr & 0xFFFFFFFF, addr >> 32, v, 0xFFFFFFFF, 0xFFF0004)
+
+def test_copy_fence_and_read_pointer(drv):
+  q = drv.queue(0, SDMA)
+  buf, _ = drv.userptr(0x3000)
+  ctypes.memmove(buf, bytes(range(256)) * 16, 0x1000)
+  q.write(*copy(0x1000, buf, buf + 0x1000), *fence(buf + 0x2000, 7))
+  drv.run()
+  assert ctypes.string_at(buf + 0x1000, 0x1000) == bytes(range(256)) * 16 and drv.u32(buf + 0x2000) == 7
+  assert drv.u64(q.q.rptr_addr) == q.put == 11 * 4
+
+def test_poll_blocks_until_the_cpu_writes_and_others_keep_running(drv):
+  q, other = drv.queue(0, SDMA), drv.queue(1, SDMA)
+  sig, _ = drv.userptr(0x1000, (0, 1))
+  q.write(*poll_geq(sig, 2), *fence(sig + 8, 1))
+  other.write(*fence(sig + 16, 5))
+  drv.run()
+  assert drv.u32(sig + 8) == 0 and drv.u32(sig + 16) == 5 and "POLL_REGMEM" in q.q.blocked_on
+  ctypes.c_uint32.from_address(sig).value = 2
+  drv.run()
+  assert drv.u32(sig + 8) == 1 and q.q.blocked_on == ""
+
+def test_timestamp_is_a_100mhz_clock_and_trap_fires_the_event(drv):
+  sig_ev, mem, hw = drv.events()
+  q = drv.queue(0, SDMA)
+  buf, _ = drv.userptr(0x1000)
+  ts = (sd.SDMA_OP_TIMESTAMP | sd.SDMA_PKT_TIMESTAMP_GET_HEADER_SUB_OP(sd.SDMA_SUBOP_TIMESTAMP_GET_GLOBAL))
+  q.write(ts, buf & 0xFFFFFFFF, buf >> 32)
+  drv.run()
+  time.sleep(0.05)
+  q.write(ts, (buf + 8) & 0xFFFFFFFF, buf >> 32, sd.SDMA_OP_TRAP, sig_ev.event_id)
+  drv.run()
+  assert 4e6 < drv.u64(buf + 8) - drv.u64(buf) < 5e7   # 50 ms at 100 MHz
+  assert drv.wait([sig_ev])[0].wait_result == kfd.KFD_IOC_WAIT_RESULT_COMPLETE
+
+def test_nop_padding_to_the_ring_end(drv):
+  q = drv.queue(0, SDMA, ring_size=0x100)
+  buf, _ = drv.userptr(0x1000)
+  q.write(*([0] * 60), *fence(buf, 1))   # 60 NOP dwords, then a fence that straddles nothing: starts at byte 0xF0
+  drv.run()
+  q.write(0, 0, *fence(buf, 2))           # wraps: NOPs to the end, then the fence at offset 0
+  drv.run()
+  assert drv.u32(buf) == 2 and drv.u64(q.q.rptr_addr) == q.put
+
+def test_unknown_opcode_stops_the_queue_with_a_hw_exception(drv, capsys):
+  sig, mem, hw = drv.events()
+  q = drv.queue(0, SDMA)
+  buf, _ = drv.userptr(0x1000)
+  q.write(0x3F, *fence(buf, 1))
+  drv.run()
+  assert drv.u32(buf) == 0 and q.q.error is not None
+  _, arr = drv.wait([sig, mem, hw])
+  assert arr[2].hw_exception_data.gpu_id == drv.gpu_ids[0] and arr[1].memory_exception_data.gpu_id == 0
+  assert "unknown SDMA opcode 63" in capsys.readouterr().err
+
+def test_copy_from_unmapped_memory_is_an_mmu_fault(drv, capsys):
+  sig, mem, hw = drv.events()
+  q = drv.queue(0, SDMA)
+  buf, _ = drv.userptr(0x1000)
+  private = drv.host(0x1000)   # host memory never mapped to the GPU
+  q.write(*copy(0x10, private, buf))
+  drv.run()
+  _, arr = drv.wait([sig, mem, hw])
+  assert arr[1].memory_exception_data.gpu_id == drv.gpu_ids[0] and arr[1].memory_exception_data.va == private
+  assert f"addr=0x{private:X}" in capsys.readouterr().err
+  q.write(*fence(buf, 1))
+  drv.run()
+  assert drv.u32(buf) == 0   # a stopped queue stays stopped
