@@ -21,7 +21,7 @@ def fuzzer_class(kind:str) -> type[Fuzzer]:
   if kind not in KINDS: raise UnknownKind(kind, list(KINDS))
   modname = KINDS[kind][0]
   try: mod = importlib.import_module(modname)
-  except ImportError as e: raise KindUnavailable(kind, modname, f"cannot be imported ({type(e).__name__}: {e})") from e
+  except Exception as e: raise KindUnavailable(kind, modname, f"cannot be imported ({type(e).__name__}: {e})") from e  # any import failure
   found = [c for _, c in inspect.getmembers(mod, inspect.isclass) if issubclass(c, Fuzzer) and c is not Fuzzer and c.__module__ == modname
            and getattr(c, "name", None) == kind]
   if len(found) != 1: raise KindUnavailable(kind, modname, f"defines {len(found)} Fuzzer subclasses with name={kind!r}, need exactly 1")
