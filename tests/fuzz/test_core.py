@@ -61,6 +61,12 @@ def test_failure_dir_and_replay(tmp_path):
   assert [x.reproduced for x in res] == [True]
   with pytest.raises(BadFailureDir): replay(tmp_path / "nothing", loader)
 
+def test_ignored_classes_are_counted_not_reported(tmp_path):
+  rep = run_campaign(Toy(), _cfg(tmp_path, ignore=("exception:",)))
+  assert rep.failures and {r.failure.cls for r in rep.failures} == {"mismatch"} and rep.ignored > 0
+  everything = run_campaign(Toy(), _cfg(tmp_path / "all"))
+  assert len(everything.failures) == len(rep.failures) + rep.ignored and f"ignored={rep.ignored}" in rep.summary()
+
 def test_campaign_without_failures_and_bad_config(tmp_path):
   class Fine(Toy):
     def check(self, case): return None

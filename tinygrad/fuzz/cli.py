@@ -1,6 +1,6 @@
 """`mockgpu fuzz`: run a campaign of one fuzzer kind, or replay saved failures.
 
-  mockgpu fuzz KIND [--time S] [--cases N] [--seed N] [--jobs N] [--shard i/n] [--out DIR] [--opt key=value ...]
+  mockgpu fuzz KIND [--time S] [--cases N] [--seed N] [--jobs N] [--shard i/n] [--out DIR] [--opt key=value ...] [--ignore CLASS]
   mockgpu fuzz --replay DIR
   mockgpu fuzz --list
 """
@@ -40,6 +40,7 @@ def parser() -> argparse.ArgumentParser:
   p.add_argument("--max-failures", type=int, default=5, help="stop after this many failures (default 5)")
   p.add_argument("--shrink-time", type=float, default=60.0, help="seconds of minimisation per failure (default 60)")
   p.add_argument("--opt", type=_opt, action="append", default=[], help="fuzzer option key=value (see docs/fuzz.md)")
+  p.add_argument("--ignore", action="append", default=[], help="skip failures whose class starts with this (known findings)")
   p.add_argument("--quiet", action="store_true", help="no progress line")
   p.add_argument("--replay", type=Path, default=None, help="rerun the saved failures under DIR instead of fuzzing")
   p.add_argument("--list", action="store_true", help="list kinds and whether they are available")
@@ -72,7 +73,8 @@ def main(argv:list[str]|None=None) -> int:
     fuzzer = load(args.kind, dict(args.opt))
     cfg = CampaignConfig(seed=args.seed, time=args.time if args.time is not None or args.cases is not None else 60.0, cases=args.cases,
                          jobs=args.jobs, shard=args.shard, out=args.out, max_failures=args.max_failures, shrink_time=args.shrink_time,
-                         progress=None if args.quiet else sys.stderr)
+                         progress=None if args.quiet else sys.stderr,
+                         ignore=tuple(args.ignore))
     rep = run_campaign(fuzzer, cfg)
   except (FuzzError, ValueError, TypeError) as e:
     print(f"mockgpu fuzz: {e}", file=sys.stderr)

@@ -58,6 +58,9 @@ class Fuzzer:
   def options(self) -> dict:
     """Returns: JSON-serialisable constructor keywords; `replay` rebuilds the fuzzer with them."""
     return {}
+  def stats(self) -> dict[str, int]:
+    """Returns: counters the fuzzer keeps (e.g. which oracle judged how many cases); summed over jobs in the report."""
+    return {}
 
 def case_rng(seed:int, index:int) -> random.Random:
   """Returns: the deterministic generator of case `index` of campaign `seed` (independent of jobs, shards and machines)."""
@@ -104,6 +107,8 @@ class CampaignConfig:
     jobs: worker processes. shard: (i, n), this campaign runs shard i of n. out: failure directory (None: do not write).
     max_failures: stop after this many failures (over all jobs). shrink_time: seconds of minimisation per failure.
     progress: a stream for the live progress line (None: quiet).
+    ignore: failure-class prefixes to skip (known findings, e.g. `exception:simplify:ZeroDivisionError`); they are counted
+      in `Report.ignored`, not minimised or saved.
   """
   seed: int = 0
   time: float|None = 60.0
@@ -114,6 +119,7 @@ class CampaignConfig:
   max_failures: int = 5
   shrink_time: float = 60.0
   progress: Any = None
+  ignore: tuple[str, ...] = ()
 
 @dataclasses.dataclass
 class FailureRecord:
@@ -138,12 +144,16 @@ class Report:
   cases: int
   seconds: float
   failures: list[FailureRecord]
+  ignored: int = 0
+  stats: dict[str, int] = dataclasses.field(default_factory=dict)
   @property
   def rate(self) -> float: return self.cases / self.seconds if self.seconds > 0 else 0.0
   def summary(self) -> str:
     """Returns: the final multi-line report printed by the CLI."""
     lines = [f"fuzz {self.kind}: seed={self.seed} shard={self.shard[0]}/{self.shard[1]} jobs={self.jobs} cases={self.cases} "
-             f"time={self.seconds:.1f}s rate={self.rate:.1f} cases/s failures={len(self.failures)}"]
+             f"time={self.seconds:.1f}s rate={self.rate:.1f} cases/s failures={len(self.failures)}" +
+             (f" ignored={self.ignored}" if self.ignored else "")]
+    if self.stats: lines.append("  stats: " + " ".join(f"{k}={v}" for k, v in sorted(self.stats.items())))
     for r in self.failures:
       lines.append(f"  FAIL [{r.minimised_failure.cls}] index={r.index} {r.minimised_failure.message.splitlines()[0][:160]}")
       if r.path: lines.append(f"       saved in {r.path} (repro: python {os.path.join(r.path, 'repro.py')})")
@@ -176,7 +186,7 @@ def _worker(fuzzer:Fuzzer, cfg:CampaignConfig, job:int, report:Callable[[tuple],
   # shard case k has global index shard_i + shard_n*k; job j runs k = j, j+jobs, ...
   si, sn = cfg.shard
   deadline = None if cfg.time is None else time.monotonic() + cfg.time
-  k, done, t_fuzz, last = job, 0, 0.0, time.monotonic()
+  k, done, ignored, t_fuzz, last = job, 0, 0, 0.0, time.monotonic()
   while (cfg.cases is None or k < cfg.cases) and (deadline is None or time.monotonic() < deadline) and not stop():
     index, t0 = si + sn*k, time.monotonic()
     try: case = fuzzer.generate(case_rng(cfg.seed, index))
@@ -184,13 +194,14 @@ def _worker(fuzzer:Fuzzer, cfg:CampaignConfig, job:int, report:Callable[[tuple],
     f = safe_check(fuzzer, case)
     t_fuzz += time.monotonic() - t0
     done, k = done + 1, k + cfg.jobs
+    if f is not None and f.cls.startswith(cfg.ignore): f, ignored = None, ignored + 1
     if f is not None:
       mcase, mf, n = minimise(fuzzer, case, f, time_limit=cfg.shrink_time)
       rec = FailureRecord(fuzzer.name, cfg.seed, index, case, f, mcase, mf, n)
       if cfg.out is not None: rec.path = save_failure(fuzzer, rec, cfg.out)
       report(("failure", job, rec))
-    if time.monotonic() - last > 0.2: report(("progress", job, done, t_fuzz)); last = time.monotonic()
-  report(("done", job, done, t_fuzz))
+    if time.monotonic() - last > 0.2: report(("progress", job, done, t_fuzz, ignored)); last = time.monotonic()
+  report(("done", job, done, t_fuzz, ignored, fuzzer.stats()))
 
 def _proc_main(fuzzer, cfg, job, q, stop_ev):
   try: _worker(fuzzer, cfg, job, q.put, stop_ev.is_set)
@@ -222,11 +233,14 @@ def run_campaign(fuzzer:Fuzzer, cfg:CampaignConfig) -> Report:
   if cfg.time is None and cfg.cases is None: raise ValueError("campaign needs a budget: set time=SECONDS and/or cases=N")
   if not (0 <= cfg.shard[0] < cfg.shard[1]) or cfg.jobs < 1: raise ValueError(f"bad shard={cfg.shard} or jobs={cfg.jobs}: need 0 <= i < n, jobs >= 1")
   prog, t0 = _Progress(fuzzer.name, cfg.progress), time.monotonic()
-  counts: dict[int, tuple[int, float]] = {}
+  counts: dict[int, tuple[int, float, int]] = {}
   failures: list[FailureRecord] = []
-  def total(): return sum(c for c, _ in counts.values()), sum(t for _, t in counts.values()) / max(1, cfg.jobs)
+  stats: dict[str, int] = {}
+  def total(): return sum(c[0] for c in counts.values()), sum(c[1] for c in counts.values()) / max(1, cfg.jobs)
   def handle(msg):
-    if msg[0] in ("progress", "done"): counts[msg[1]] = (msg[2], msg[3])
+    if msg[0] in ("progress", "done"): counts[msg[1]] = msg[2:5]
+    if msg[0] == "done":
+      for k, v in msg[5].items(): stats[k] = stats.get(k, 0) + v
     elif msg[0] == "failure": failures.append(msg[2])
     elif msg[0] == "error": raise FuzzerCrashed(fuzzer.name, -1, f"job {msg[1]}: {msg[2]}")
     prog.show(*total(), len(failures), force=msg[0] == "failure")
@@ -255,7 +269,8 @@ def run_campaign(fuzzer:Fuzzer, cfg:CampaignConfig) -> Report:
   prog.end()
   cases, busy = total()
   failures.sort(key=lambda r: r.index)
-  return Report(fuzzer.name, cfg.seed, cfg.shard, cfg.jobs, cases, busy if busy > 0 else time.monotonic() - t0, failures)
+  return Report(fuzzer.name, cfg.seed, cfg.shard, cfg.jobs, cases, busy if busy > 0 else time.monotonic() - t0, failures,
+                sum(c[2] for c in counts.values()), stats)
 
 @dataclasses.dataclass
 class ReplayResult:
