@@ -1,1 +1,201 @@
-/* placeholder, filled next */
+/* pcode_math.h: value helpers for generated pseudocode (included by pcode_rt.h). All values are raw bits in uint64_t
+ * (unsigned __int128 for 65..128-bit values, PcWide above); floats are IEEE bit patterns. Float formats are numbered:
+ * PC_F16 PC_BF16 PC_F32 PC_F64 PC_FP8 (OCP E4M3) PC_BF8 (E5M2) PC_FP6 (E2M3) PC_BF6 (E3M2) PC_FP4 (E2M1).
+ * NaN policy: arithmetic producing NaN returns the canonical quiet NaN; conversions keep sign/payload (widening exactly,
+ * narrowing truncated with the quiet bit set). Rounding is to nearest even unless a ROUND_MODE of 3 (toward zero) is
+ * passed to a narrowing conversion. The Python reference (mockgpu.pcode.softfloat / pyeval) follows the same rules. */
+#ifndef PCODE_MATH_H
+#define PCODE_MATH_H
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+typedef unsigned __int128 pc_u128;
+enum { PC_F16, PC_BF16, PC_F32, PC_F64, PC_FP8, PC_BF8, PC_FP6, PC_BF6, PC_FP4 };
+static const int PC_EB[9] = {5, 8, 8, 11, 4, 5, 2, 3, 2}, PC_MB[9] = {10, 7, 23, 52, 3, 2, 3, 2, 1};
+static const int PC_IEEE[9] = {1, 1, 1, 1, 0, 1, 0, 0, 0}, PC_NANONLY[9] = {0, 0, 0, 0, 1, 0, 0, 0, 0};
+
+#define PC_MASK(n) ((n) >= 64 ? ~0ULL : ((1ULL << (n)) - 1ULL))
+#define PC_MASK128(n) ((n) >= 128 ? ~(pc_u128)0 : (((pc_u128)1 << (n)) - 1))
+static inline int64_t pc_sext(uint64_t x, int n) { return n >= 64 ? (int64_t)x : (int64_t)(x << (64 - n)) >> (64 - n); }
+static inline uint64_t pc_ext(uint64_t x, int from, int sgn, int to) { return (sgn ? (uint64_t)pc_sext(x, from) : x) & PC_MASK(to); }
+static inline pc_u128 pc_ext128(pc_u128 x, int from, int sgn, int to) {
+  if (sgn && from < 128 && ((x >> (from - 1)) & 1)) x |= ~PC_MASK128(from);
+  return x & PC_MASK128(to);
+}
+static inline uint64_t pc_shl(uint64_t a, uint64_t b, int n) { return b >= (uint64_t)n ? 0 : (a << b) & PC_MASK(n); }
+static inline uint64_t pc_shr(uint64_t a, uint64_t b) { return b >= 64 ? 0 : a >> b; }
+static inline uint64_t pc_sar(uint64_t a, uint64_t b, int n) { int64_t v = pc_sext(a, n); return (uint64_t)(v >> (b >= 63 ? 63 : b)) & PC_MASK(n); }
+static inline pc_u128 pc_shl128(pc_u128 a, uint64_t b, int n) { return b >= (uint64_t)n ? 0 : (a << b) & PC_MASK128(n); }
+static inline pc_u128 pc_shr128(pc_u128 a, uint64_t b) { return b >= 128 ? 0 : a >> b; }
+static inline uint64_t pc_udiv(uint64_t a, uint64_t b) { return b ? a / b : 0; }
+static inline uint64_t pc_umod(uint64_t a, uint64_t b) { return b ? a % b : 0; }
+static inline uint64_t pc_sdiv(int64_t a, int64_t b) { return b == 0 ? 0 : (b == -1 ? (uint64_t)0 - (uint64_t)a : (uint64_t)(a / b)); }
+static inline uint64_t pc_smod(int64_t a, int64_t b) { return (b == 0 || b == -1) ? 0 : (uint64_t)(a % b); }
+static inline uint64_t pc_rev(uint64_t x, int n) { uint64_t r = 0; for (int i = 0; i < n; i++) r |= ((x >> i) & 1) << (n - 1 - i); return r; }
+
+/* bit fields of dword arrays (PcReg.d / PcWide.d); n <= 128 */
+static inline pc_u128 pc_rd_bits(const uint32_t *d, uint64_t lo, int n) {
+  pc_u128 r = 0;
+  for (int i = 0; i < n; i++) { uint64_t b = lo + i; if (b < 1024) r |= (pc_u128)((d[b >> 5] >> (b & 31)) & 1) << i; }
+  return r;
+}
+static inline void pc_wr_bits(uint32_t *d, uint64_t lo, int n, pc_u128 v) {
+  for (int i = 0; i < n; i++) { uint64_t b = lo + i; if (b < 1024) d[b >> 5] = (d[b >> 5] & ~(1u << (b & 31))) | ((uint32_t)((v >> i) & 1) << (b & 31)); }
+}
+typedef struct { uint32_t d[32]; } PcWideT;
+static inline PcWideT pc_rd_wide(const uint32_t *d, uint64_t lo, int n) {
+  PcWideT r; memset(&r, 0, sizeof r);
+  for (int i = 0; i < n; i++) { uint64_t b = lo + i; if (b < 1024 && ((d[b >> 5] >> (b & 31)) & 1)) r.d[i >> 5] |= 1u << (i & 31); }
+  return r;
+}
+static inline void pc_wr_wide(uint32_t *d, uint64_t lo, int n, PcWideT v) {
+  for (int i = 0; i < n; i++) { uint64_t b = lo + i; if (b < 1024) d[b >> 5] = (d[b >> 5] & ~(1u << (b & 31))) | (((v.d[i >> 5] >> (i & 31)) & 1) << (b & 31)); }
+}
+static inline PcWideT pc_wide_from(pc_u128 v) { PcWideT r; memset(&r, 0, sizeof r); pc_wr_bits(r.d, 0, 128, v); return r; }
+
+/* ---------- floats ---------- */
+static inline float pc_as_f(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
+static inline uint32_t pc_fbits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
+static inline double pc_as_d(uint64_t b) { double f; memcpy(&f, &b, 8); return f; }
+static inline uint64_t pc_dbits(double f) { uint64_t b; memcpy(&b, &f, 8); return b; }
+static inline int pc_bits_of(int f) { return 1 + PC_EB[f] + PC_MB[f]; }
+static inline uint64_t pc_emax(int f) { return (1ULL << PC_EB[f]) - 1; }
+static inline uint64_t pc_maxbits(int f) {
+  if (PC_IEEE[f]) return ((pc_emax(f) - 1) << PC_MB[f]) | PC_MASK(PC_MB[f]);
+  return PC_MASK(PC_EB[f] + PC_MB[f]) - (PC_NANONLY[f] ? 1 : 0);
+}
+static inline uint64_t pc_canon(int f) { return PC_NANONLY[f] ? PC_MASK(PC_EB[f] + PC_MB[f]) : PC_IEEE[f] ? (pc_emax(f) << PC_MB[f]) | (1ULL << (PC_MB[f] - 1)) : 0; }
+static inline uint64_t pc_signbit(uint64_t b, int f) { return (b >> (pc_bits_of(f) - 1)) & 1; }
+static inline int pc_isnan(uint64_t b, int f) {
+  uint64_t e = (b >> PC_MB[f]) & pc_emax(f), m = b & PC_MASK(PC_MB[f]);
+  if (PC_IEEE[f]) return e == pc_emax(f) && m != 0;
+  if (PC_NANONLY[f]) return e == pc_emax(f) && m == PC_MASK(PC_MB[f]);
+  return 0;
+}
+static inline int pc_isinf(uint64_t b, int f) { return PC_IEEE[f] && ((b >> PC_MB[f]) & pc_emax(f)) == pc_emax(f) && (b & PC_MASK(PC_MB[f])) == 0; }
+static inline int pc_issnan(uint64_t b, int f) { return PC_IEEE[f] && pc_isnan(b, f) && !((b >> (PC_MB[f] - 1)) & 1); }
+static inline int pc_isqnan(uint64_t b, int f) { return pc_isnan(b, f) && !pc_issnan(b, f); }
+/* exact value as a double (every format here fits); NaN -> NAN */
+static inline double pc_decode(uint64_t b, int f) {
+  if (f == PC_F64) return pc_as_d(b);
+  if (f == PC_F32) return (double)pc_as_f((uint32_t)b);
+  double s = pc_signbit(b, f) ? -1.0 : 1.0;
+  if (pc_isnan(b, f)) return NAN;
+  if (pc_isinf(b, f)) return s * INFINITY;
+  int bias = (1 << (PC_EB[f] - 1)) - 1;
+  uint64_t e = (b >> PC_MB[f]) & pc_emax(f), m = b & PC_MASK(PC_MB[f]);
+  if (e == 0) return s * ldexp((double)m, 1 - bias - PC_MB[f]);
+  return s * ldexp((double)(m | (1ULL << PC_MB[f])), (int)e - bias - PC_MB[f]);
+}
+/* round a double to format f (rm 0 = nearest even, 3 = toward zero) */
+static inline uint64_t pc_encode(double x, int f, uint64_t rm) {
+  if (f == PC_F64) return isnan(x) ? pc_canon(f) : pc_dbits(x);
+  uint64_t s = (uint64_t)signbit(x) << (pc_bits_of(f) - 1);
+  if (isnan(x)) return pc_canon(f);
+  if (isinf(x)) return s | (PC_IEEE[f] ? pc_emax(f) << PC_MB[f] : PC_NANONLY[f] ? pc_canon(f) : pc_maxbits(f));
+  double a = fabs(x);
+  if (a == 0) return s;
+  int e2, bias = (1 << (PC_EB[f] - 1)) - 1, mb = PC_MB[f];
+  frexp(a, &e2);
+  int ee = e2 - 1, E = ee + bias < 1 ? 1 : ee + bias;
+  double q = ldexp(a, mb - (E - bias)), r = floor(q), rem = q - r;
+  if (rm != 3 && (rem > 0.5 || (rem == 0.5 && fmod(r, 2.0) != 0))) r += 1;
+  uint64_t ri = (uint64_t)r, bits = ee + bias < 1 ? ri : (((uint64_t)E << mb) + (ri - (1ULL << mb)));
+  if (bits > pc_maxbits(f)) {
+    if (rm == 3 || !(PC_IEEE[f] || PC_NANONLY[f])) return s | pc_maxbits(f);
+    return s | (PC_IEEE[f] ? pc_emax(f) << PC_MB[f] : pc_canon(f));
+  }
+  return s | bits;
+}
+static inline uint64_t pc_nan_move(uint64_t b, int src, int dst) {
+  uint64_t s = pc_signbit(b, src) << (pc_bits_of(dst) - 1), pay = b & PC_MASK(PC_MB[src]);
+  if (!PC_IEEE[dst]) return PC_NANONLY[dst] ? (pc_canon(dst) | s) : 0;
+  if (!PC_IEEE[src]) return s | pc_canon(dst);
+  if (PC_MB[dst] >= PC_MB[src]) pay <<= PC_MB[dst] - PC_MB[src];
+  else pay = (pay >> (PC_MB[src] - PC_MB[dst])) | (1ULL << (PC_MB[dst] - 1));
+  return s | (pc_emax(dst) << PC_MB[dst]) | pay;
+}
+static inline uint64_t pc_cvt(uint64_t b, int src, int dst, uint64_t rm) {
+  if (pc_isnan(b, src)) return pc_nan_move(b, src, dst);
+  return pc_encode(pc_decode(b, src), dst, rm);
+}
+static inline uint64_t pc_fres(double r, int f) { return isnan(r) ? pc_canon(f) : pc_encode(r, f, 0); }
+/* a + b rounded to odd (53 bits): lets one later rounding to <= 51 bits be exact */
+static inline double pc_add_odd(double a, double b) {
+  double s = a + b, bb = s - a, err = (a - (s - bb)) + (b - bb);
+  if (err != 0 && isfinite(s) && !(pc_dbits(s) & 1)) s = nextafter(s, err > 0 ? INFINITY : -INFINITY);
+  return s;
+}
+#define PC_FBIN(name, OP) \
+  static inline uint64_t pc_##name(uint64_t a, uint64_t b, int f) { \
+    if (f == PC_F32) { float r = pc_as_f((uint32_t)a) OP pc_as_f((uint32_t)b); return isnan(r) ? pc_canon(f) : pc_fbits(r); } \
+    if (f == PC_F64) { double r = pc_as_d(a) OP pc_as_d(b); return isnan(r) ? pc_canon(f) : pc_dbits(r); } \
+    return pc_fres(pc_decode(a, f) OP pc_decode(b, f), f); }
+PC_FBIN(fadd, +)
+PC_FBIN(fsub, -)
+PC_FBIN(fmul, *)
+PC_FBIN(fdiv, /)
+static inline uint64_t pc_ffma(uint64_t a, uint64_t b, uint64_t c, int f) {
+  if (f == PC_F32) { float r = fmaf(pc_as_f((uint32_t)a), pc_as_f((uint32_t)b), pc_as_f((uint32_t)c)); return isnan(r) ? pc_canon(f) : pc_fbits(r); }
+  if (f == PC_F64) { double r = fma(pc_as_d(a), pc_as_d(b), pc_as_d(c)); return isnan(r) ? pc_canon(f) : pc_dbits(r); }
+  double p = pc_decode(a, f) * pc_decode(b, f), cc = pc_decode(c, f);        /* exact: <= 2*11 significant bits */
+  if (isnan(p) || isnan(cc) || isinf(p) || isinf(cc) || p == 0 || cc == 0) return pc_fres(p + cc, f);
+  return pc_fres(pc_add_odd(p, cc), f);
+}
+static inline int pc_fcmp(uint64_t a, uint64_t b, int f, int op) {   /* op: 0 == 1 != 2 < 3 > 4 <= 5 >= */
+  double x = pc_decode(a, f), y = pc_decode(b, f);
+  switch (op) { case 0: return x == y; case 1: return x != y; case 2: return x < y; case 3: return x > y; case 4: return x <= y; default: return x >= y; }
+}
+static inline uint64_t pc_fneg(uint64_t a, int f) { return a ^ (1ULL << (pc_bits_of(f) - 1)); }
+static inline uint64_t pc_fabs(uint64_t a, int f) { return a & PC_MASK(pc_bits_of(f) - 1); }
+static inline uint64_t pc_fsqrt(uint64_t a, int f) {
+  if (f == PC_F32) { float r = sqrtf(pc_as_f((uint32_t)a)); return isnan(r) ? pc_canon(f) : pc_fbits(r); }
+  return pc_fres(sqrt(pc_decode(a, f)), f);
+}
+#define PC_FUN1(name, EXPR) static inline uint64_t pc_##name(uint64_t a, int f) { double x = pc_decode(a, f); return pc_fres(EXPR, f); }
+PC_FUN1(ftrunc, trunc(x))
+PC_FUN1(ffloor, floor(x))
+PC_FUN1(ffract, x - floor(x))
+PC_FUN1(fsin, sin(x))
+PC_FUN1(fcos, cos(x))
+PC_FUN1(flog2, log2(x))
+static inline uint64_t pc_fexp2(uint64_t a, int f) { return pc_fres(pow(2.0, pc_decode(a, f)), f); }
+static inline uint64_t pc_fldexp(uint64_t a, int64_t n, int f) {
+  if (pc_isnan(a, f)) return pc_canon(f);
+  if (f == PC_F64) { double r = ldexp(pc_as_d(a), (int)(n > 4000 ? 4000 : n < -4000 ? -4000 : n)); return pc_dbits(r); }
+  return pc_encode(ldexp(pc_decode(a, f), (int)(n > 400 ? 400 : n < -400 ? -400 : n)), f, 0);
+}
+static inline uint64_t pc_fmant(uint64_t a, int f) { int e; double x = pc_decode(a, f); if (isnan(x)) return pc_canon(f); if (isinf(x) || x == 0) return a; return pc_encode(frexp(x, &e), f, 0); }
+static inline uint64_t pc_fexpfield(uint64_t a, int f) { return (a >> PC_MB[f]) & pc_emax(f); }
+static inline uint64_t pc_fquiet(uint64_t a, int f) { return pc_isnan(a, f) && PC_IEEE[f] ? a | (1ULL << (PC_MB[f] - 1)) : a; }
+static inline int pc_fiseven(uint64_t a, int f) { double x = pc_decode(a, f); return isfinite(x) && fmod(x, 2.0) == 0; }
+static inline int pc_fisdenorm(uint64_t a, int f) { return ((a >> PC_MB[f]) & pc_emax(f)) == 0 && (a & PC_MASK(PC_MB[f])) != 0; }
+/* float -> integer of n bits: NaN -> 0, truncation toward zero, saturating */
+static inline uint64_t pc_f2i(uint64_t a, int f, int n, int sgn) {
+  double x = pc_decode(a, f);
+  if (isnan(x)) return 0;
+  x = trunc(x);
+  double lo = sgn ? -ldexp(1.0, n - 1) : 0.0, hi = sgn ? ldexp(1.0, n - 1) - 1 : ldexp(1.0, n) - 1;
+  if (x <= lo) return (uint64_t)(int64_t)lo & PC_MASK(n);
+  if (x >= hi) return (sgn ? (uint64_t)(int64_t)hi : (uint64_t)hi) & PC_MASK(n);
+  return (sgn ? (uint64_t)(int64_t)x : (uint64_t)x) & PC_MASK(n);
+}
+/* float -> normalized 16-bit integer (snorm: [-1,1] * 32767, unorm: [0,1] * 65535), nearest even */
+static inline uint64_t pc_f2norm(uint64_t a, int f, int sgn) {
+  double x = pc_decode(a, f);
+  if (isnan(x)) return 0;
+  double lo = sgn ? -1.0 : 0.0;
+  x = x < lo ? lo : x > 1.0 ? 1.0 : x;
+  return (uint64_t)(int64_t)nearbyint(x * (sgn ? 32767.0 : 65535.0)) & 0xffff;
+}
+static inline uint64_t pc_i2f(int64_t v, int f) { return pc_encode((double)v, f, 0); }
+static inline uint64_t pc_u2f(uint64_t v, int f) { return pc_encode((double)v, f, 0); }
+static inline uint64_t pc_scale_from(uint64_t a, int f, uint64_t scale, int dst) { return pc_encode(ldexp(pc_decode(a, f), (int)scale - 127), dst, 0); }
+static inline uint64_t pc_scale_to(uint64_t a, int f, uint64_t scale, int dst) {
+  if (pc_isnan(a, f)) return pc_nan_move(a, f, dst);
+  return pc_encode(ldexp(pc_decode(a, f), 127 - (int)scale), dst, 0);
+}
+static inline uint64_t pc_float32(uint64_t s, uint64_t e, uint64_t m) { return ((s & 1) << 31) | ((e & 0xff) << 23) | (m & 0x7fffff); }
+static inline uint64_t pc_popcount(uint64_t x) { return (uint64_t)__builtin_popcountll(x); }
+static inline uint64_t pc_ff1(uint64_t x) { return x ? (uint64_t)__builtin_ctzll(x) : 0xffffffffULL; }
+#endif
