@@ -66,3 +66,15 @@ def test_short_deterministic_campaign(tmp_path, capsys):
 def test_long_campaign_two_jobs(tmp_path):
   rep = run_campaign(SymbolicFuzzer(), CampaignConfig(seed=100, time=300, jobs=2, out=tmp_path, max_failures=20))
   assert {r.failure.cls for r in rep.failures} <= {"exception:simplify:ZeroDivisionError"}
+
+def test_cli_replays_a_saved_failure(tmp_path, capsys):
+  from mockgpu.tinygrad.fuzz.core import FailureRecord, save_failure
+  fz = SymbolicFuzzer()
+  case = {"dtype": "weakint", "vars": [[1, 1]], "expr": ["div", ["c", 0], ["or", ["c", 1], ["v", 0]]]}
+  f = fz.check(case)
+  path = save_failure(fz, FailureRecord("symbolic", 7, 3, case, f, case, f, 0), tmp_path)
+  assert path.endswith("symbolic-s7-i3")
+  assert cli.main(["--replay", str(tmp_path)]) == 1
+  out = capsys.readouterr().out
+  assert "REPRODUCED" in out and "replay: 1 failures, 1 still failing" in out
+  assert subprocess.run([sys.executable, f"{path}/repro.py"], capture_output=True).returncode == 1

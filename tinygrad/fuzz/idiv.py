@@ -100,8 +100,9 @@ class IdivFuzzer(Fuzzer):
       sd = DTYPES[src]
       edge = [sd.min, sd.max, 0, 1, sd.max - 1] + [2**p + e for p in range(sd.bitsize - 1) for e in (-1, 0)]
       vals = sorted({*edge, *(rng.randint(sd.min, sd.max) for _ in range(64))})
+      sign = -1 if self.neg and not dtypes.is_unsigned(DTYPES[dst]) and rng.random() < 0.25 else 1
       return {"mode": "kernel", "src": src, "dst": dst, "op": rng.choice(["floordiv", "floormod"]),
-              "d": _pick_d(rng, min(sd.bitsize, DTYPES[dst].bitsize), True) * (-1 if self.neg and not dtypes.is_unsigned(DTYPES[dst]) and rng.random() < 0.25 else 1),
+              "d": _pick_d(rng, min(sd.bitsize, DTYPES[dst].bitsize), True) * sign,
               "values": vals}
     bits = rng.choice(self.widths)
     signed = rng.random() < 0.5
@@ -135,7 +136,8 @@ class IdivFuzzer(Fuzzer):
     if not bad: return None
     v = bad[0]
     return Failure("mismatch", f"{case['dtype']} x in [{case['lo']}, {case['hi']}] {case['op']} {d}: at x={v} expected {fn(v, d)}, "
-                               f"lowered graph gives {eval_exact(low, {'x': v})[low]} ({len(bad)}+ bad inputs)\n  lowered {low.render(simplify=False)}"), bad
+                               f"lowered graph gives {eval_exact(low, {'x': v})[low]} ({len(bad)}+ bad inputs)\n"
+                               f"  lowered {low.render(simplify=False)}"), bad
 
   def _kernel(self, case:dict):
     from tinygrad import Tensor

@@ -15,7 +15,7 @@ already differs from the tree), `exception:<where>:<Type>`.
 """
 from __future__ import annotations
 import collections, json, random, zlib
-from typing import Callable, Iterator
+from typing import Iterator
 import numpy as np
 from tinygrad.uop.ops import UOp, Ops, PatternMatcher, graph_rewrite
 from tinygrad.dtype import dtypes
@@ -28,8 +28,7 @@ __all__ = ["SymbolicFuzzer", "build"]
 
 DTYPES = {"weakint": dtypes.weakint, "int32": dtypes.int32, "uint32": dtypes.uint32}
 
-def _np_helpers():
-  return {"MAX": np.maximum, "MIN": np.minimum, "WHERE": np.where, "NOT": np.logical_not}
+_NP = {"MAX": np.maximum, "MIN": np.minimum, "WHERE": np.where, "NOT": np.logical_not}
 _PY = {"MAX": max, "MIN": min, "WHERE": lambda c, a, b: a if c else b, "NOT": lambda a: not a}
 
 def build(case:dict) -> tuple[UOp, list[UOp]]:
@@ -48,24 +47,24 @@ class SymbolicFuzzer(Fuzzer):
     extra_rules: a PatternMatcher tried before tinygrad's own rules (test-only bug injection; not saved for replay).
     oracle: `auto` (brute force when the box has <= brute_max points, else z3), `z3` (always z3) or `brute` (sampling
       on large boxes).
-    brute_max: the largest box evaluated exhaustively. max_depth: tree depth. dtypes: allowed case dtypes (None: all).
+    brute_max: the largest box evaluated exhaustively. max_depth: tree depth. case_dtypes: allowed case dtypes (None: all).
     z3_timeout_ms: per-query z3 timeout (an `unknown` answer counts as a pass and is tallied in `stats`).
   """
   name = "symbolic"
   def __init__(self, extra_rules:PatternMatcher|None=None, oracle:str="auto", brute_max:int=1 << 16, max_depth:int=4,
-               dtypes:list[str]|None=None, z3_timeout_ms:int=2000):
+               case_dtypes:list[str]|None=None, z3_timeout_ms:int=2000):
     if oracle not in ("auto", "z3", "brute"): raise ValueError(f"oracle={oracle!r}: use auto, z3 or brute")
     self.extra_rules, self.oracle, self.brute_max, self.max_depth = extra_rules, oracle, brute_max, max_depth
-    self.dtypes, self.z3_timeout_ms = dtypes, z3_timeout_ms
+    self.case_dtypes, self.z3_timeout_ms = case_dtypes, z3_timeout_ms
     self.counts: collections.Counter = collections.Counter()
     self._z3: Z3Oracle|None = None
   def options(self) -> dict:
-    return {"oracle": self.oracle, "brute_max": self.brute_max, "max_depth": self.max_depth, "dtypes": self.dtypes,
+    return {"oracle": self.oracle, "brute_max": self.brute_max, "max_depth": self.max_depth, "case_dtypes": self.case_dtypes,
             "z3_timeout_ms": self.z3_timeout_ms}
   def stats(self) -> dict: return dict(self.counts)
 
   def generate(self, rng:random.Random) -> dict:
-    return symtree.generate(rng, rng.choice(self.dtypes) if self.dtypes else None, self.max_depth)
+    return symtree.generate(rng, rng.choice(self.case_dtypes) if self.case_dtypes else None, self.max_depth)
   def shrink(self, case:dict) -> Iterator[dict]: return symtree.shrink(case)
   def describe(self, case:dict) -> str: return f"{case['dtype']} {case['vars']} {symtree.py_src(case['expr'])}"
 
@@ -119,7 +118,7 @@ class SymbolicFuzzer(Fuzzer):
     self.counts["brute" if exhaustive else "sampled"] += 1
     env = self._points(case, exhaustive)
     n = len(next(iter(env.values()))) if env else 1
-    with np.errstate(all="ignore"): ref = np.broadcast_to(eval(symtree.py_src(case["expr"]), dict(_np_helpers(), **env)), n)  # pylint: disable=eval-used
+    with np.errstate(all="ignore"): ref = np.broadcast_to(eval(symtree.py_src(case["expr"]), dict(_NP, **env)), n)  # pylint: disable=eval-used
     try:
       sv, _ = eval_points(simp, env)
       ov, _ = eval_points(orig, env)
@@ -166,8 +165,9 @@ class SymbolicFuzzer(Fuzzer):
     env = f[1] if f else {}
     ranges = ", ".join(f"v{i}=({a}, {b})" for i, (a, b) in enumerate(case["vars"]))
     note = "\nNOTE: found with test-only injected rewrite rules, which this script does not apply." if self.extra_rules is not None else ""
+    names = [f"v{i}" for i in range(len(case["vars"]))]
     return _REPRO.format(note=note, cls=f[0].cls if f else "none (the case passes now)", dtype=case["dtype"], ranges=ranges,
-                         nvars=len(case["vars"]), unpack=f"{', '.join(f'v{i}' for i in range(len(case['vars'])))}, = V" if case["vars"] else "", vars=", ".join(f"v{i}" for i in range(len(case["vars"]))), lohi=case["vars"],
+                         nvars=len(names), unpack=f"{', '.join(names)}, = V" if names else "", vars=", ".join(names), lohi=case["vars"],
                          uop=symtree.uop_src(case["expr"]), ref=symtree.py_src(case["expr"]), point=env)
 
 _REPRO = '''"""mockgpu fuzz symbolic: minimised failure [{cls}]. Needs only tinygrad 0.14.0. Exits 1 while it reproduces.{note}
@@ -207,7 +207,8 @@ for env in points:
     vals = evaluate(root, env)
     if vals[root] != want: print(f"MISMATCH at {{env}}: expected {{want}}, {{name}} graph gives {{vals[root]}}"); bad += 1
     for u, v in vals.items():
-      if u.op is not Ops.CONST and not (u.vmin <= v <= u.vmax): print(f"BOUNDS at {{env}}: {{u.render(simplify=False)}} in [{{u.vmin}}, {{u.vmax}}] takes {{v}}"); bad += 1
+      if u.op is not Ops.CONST and not (u.vmin <= v <= u.vmax):
+        print(f"BOUNDS at {{env}}: {{u.render(simplify=False)}} in [{{u.vmin}}, {{u.vmax}}] takes {{v}}"); bad += 1
   if bad: break
 sys.exit(1 if bad else 0)
 '''

@@ -13,7 +13,8 @@ from typing import Iterator
 
 __all__ = ["INT_OPS", "BOOL_OPS", "Invalid", "is_bool", "interval", "validate", "uop_src", "py_src", "size", "generate", "shrink", "domain_size"]
 
-INT_OPS = {"add": 2, "sub": 2, "mul": 2, "div": 2, "mod": 2, "max": 2, "min": 2, "neg": 1, "and": 2, "or": 2, "xor": 2, "shl": 2, "shr": 2, "where": 3}
+INT_OPS = {"add": 2, "sub": 2, "mul": 2, "div": 2, "mod": 2, "max": 2, "min": 2, "neg": 1, "and": 2, "or": 2, "xor": 2, "shl": 2, "shr": 2,
+           "where": 3}
 BOOL_OPS = {"lt": 2, "ne": 2, "eq": 2, "band": 2, "bor": 2, "bxor": 2, "not": 1}
 LIMITS = {"weakint": (-2**40, 2**40), "int32": (-2**31, 2**31-1), "uint32": (0, 2**32-1)}
 

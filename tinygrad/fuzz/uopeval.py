@@ -75,8 +75,8 @@ def eval_points(root:UOp, env:dict[str, np.ndarray]) -> tuple[dict[UOp, np.ndarr
       elif u.op is Ops.CAST: r = vals[u.src[0]].astype(dt) if u.dtype is not dtypes.bool else vals[u.src[0]] != 0
       elif u.op in _NP:
         srcs = [vals[s] for s in u.src]
-        if u.op is not Ops.WHERE and u.op not in (Ops.SHL, Ops.SHR): srcs = [s.astype(dt) if s.dtype != dt and u.dtype is not dtypes.bool else s for s in srcs]
         if u.op in (Ops.SHL, Ops.SHR): srcs = [srcs[0].astype(dt), srcs[1].astype(dt)]
+        elif u.op is not Ops.WHERE and u.dtype is not dtypes.bool: srcs = [s.astype(dt) if s.dtype != dt else s for s in srcs]
         r = np.asarray(_NP[u.op](*srcs))
         if u.op not in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ): r = r.astype(dt)
       else: raise UnsupportedUOp(u.op, u.dtype)
