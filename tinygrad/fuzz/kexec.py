@@ -7,7 +7,7 @@ run under unicorn. A backend (e.g. the mock AMD GPU) is added by appending an `E
 with an injected bug) to the fuzzers instead of patching tinygrad.
 """
 from __future__ import annotations
-import os, shutil, contextlib, io, mmap, signal
+import os, shutil, contextlib, io, mmap, signal, struct
 from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
@@ -189,12 +189,13 @@ def _run_unicorn(prg:UOp, arrays:list[np.ndarray]) -> None:
   elf = prg.to_elf()
   args: list[int] = addrs + [0] * (len(elf.signature) - len(addrs))
   core = {slot for nm, slot, *_ in elf.signature if nm == "core_id"}
+  sp = _STACK + 0xff000 - (8 * max(0, len(args) - 8) + 15) // 16 * 16
   for tid in range(int(prg.arg.global_size[0])):
     for s in core: args[s] = tid
-    regs = [a.UC_ARM64_REG_X0 + k for k in range(8)]
-    if len(args) > 8: raise ExecutorUnavailable(f"unicorn runner passes at most 8 arguments, kernel has {len(args)}")
-    for r, v in zip(regs, args): uc.reg_write(r, v)
-    uc.reg_write(a.UC_ARM64_REG_SP, _STACK + 0xff000)
+    # AAPCS64: x0-x7, then 8-byte stack slots from sp upwards
+    for k, v in enumerate(args[:8]): uc.reg_write(a.UC_ARM64_REG_X0 + k, v)
+    for k, v in enumerate(args[8:]): uc.mem_write(sp + 8*k, struct.pack("<Q", v & (2**64-1)))
+    uc.reg_write(a.UC_ARM64_REG_SP, sp)
     uc.reg_write(a.UC_ARM64_REG_LR, _STOP)
     try: uc.emu_start(_CODE, _STOP, count=50_000_000)
     except UcError as e: raise ExecFault("unicorn", f"{e} at pc=0x{uc.reg_read(a.UC_ARM64_REG_PC):x}") from e

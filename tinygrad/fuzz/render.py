@@ -4,15 +4,15 @@ Programs are small SSA lists over one loop (see `render_ir`), lowered by tinygra
 `mockgpu.tinygrad.fuzz.kexec` (PYTHON, CPU with CLANG/LLVM/X86, and aarch64 under unicorn). Integers, bools and
 exactly-determined floats must match the reference bit for bit (+0.0 and -0.0 are equal: the LLVM renderer emits `nsz`);
 other floats must lie within the error bound the reference carries. Failure classes: `mismatch:<EXEC>` (a value outside its
-class), `fault:<EXEC>` (the kernel faulted), `crash:<EXEC>` (lowering, rendering or compiling raised).
+class), `fault:<EXEC>` (the kernel faulted), `crash:<EXEC>` (lowering, rendering or compiling raised),
+`param-slot-collision:<EXEC>` (the lowered kernel's PARAM slots collide, see kexec.ParamSlotCollision; not run).
 """
 from __future__ import annotations
 import copy, inspect, json, math, random
 from typing import Any, Iterator, Sequence
-import numpy as np
 from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure
 from mockgpu.tinygrad.fuzz import render_ir as ir
-from mockgpu.tinygrad.fuzz.kexec import Executor, ExecFault, EXECUTORS, executor
+from mockgpu.tinygrad.fuzz.kexec import Executor, ExecFault, ParamSlotCollision, EXECUTORS, executor
 
 __all__ = ["RenderFuzzer", "DEFAULT_EXECUTORS", "lane_ok"]
 
@@ -35,27 +35,36 @@ class RenderFuzzer(Fuzzer):
   Args:
     executors: names from `kexec.EXECUTORS` (default: all of them).
     max_nodes: the most ALU/CAST nodes per program.
+    narrow_arith: generate ADD/MUL/SHL on 8/16-bit integers (finding F2 fires on them with CLANG).
+    ignore: failure-class prefixes to accept as known findings (e.g. `param-slot-collision`, finding F1).
     extra: additional `Executor` objects (tests inject a renderer with a known bug here; not saved in `options`).
   """
   name = "render"
-  def __init__(self, executors:Sequence[str]=DEFAULT_EXECUTORS, max_nodes:int=10, extra:Sequence[Executor]=()):
-    self.executor_names, self.max_nodes, self.extra = tuple(executors), max_nodes, tuple(extra)
-    self._executors: list[Executor]|None = None
-  def options(self) -> dict: return {"executors": list(self.executor_names), "max_nodes": self.max_nodes}
+  def __init__(self, executors:Sequence[str]=DEFAULT_EXECUTORS, max_nodes:int=10, narrow_arith:bool=True, ignore:Sequence[str]=(),
+               extra:Sequence[Executor]=()):
+    self.executor_names, self.max_nodes, self.narrow_arith, self.ignore = tuple(executors), max_nodes, narrow_arith, tuple(ignore)
+    self.extra, self._executors = tuple(extra), None
+  def options(self) -> dict:
+    return {"executors": list(self.executor_names), "max_nodes": self.max_nodes, "narrow_arith": self.narrow_arith, "ignore": list(self.ignore)}
   def executors(self) -> list[Executor]:
     """Returns: the executors, built on first use (so forked campaign workers build their own)."""
     if self._executors is None: self._executors = [executor(n) for n in self.executor_names] + list(self.extra)
     return self._executors
 
-  def generate(self, rng:random.Random) -> dict: return ir.generate(rng, self.max_nodes)
+  def generate(self, rng:random.Random) -> dict: return ir.generate(rng, self.max_nodes, self.narrow_arith)
 
   def check(self, case:dict) -> Failure|None:
+    f = self._check(case)
+    return None if f is not None and f.cls.startswith(self.ignore) else f
+
+  def _check(self, case:dict) -> Failure|None:
     ref, out_dts = ir.evaluate(case), [case["nodes"][o][1] for o in case["outs"]]
     ast = ir.build_ast(case)
     for ex in self.executors():
       arrays = ir.to_arrays(case, out_dts)
       try: ex.run(ast, arrays)
       except ExecFault as e: return Failure(f"fault:{ex.name}", f"{ex.name} faulted: {e.detail}")
+      except ParamSlotCollision as e: return Failure(f"param-slot-collision:{ex.name}", str(e))
       except Exception as e: return Failure(f"crash:{ex.name}", f"{ex.name} raised {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
       for j, (dt, col) in enumerate(zip(out_dts, ref)):
         for lane in range(case["n"]):

@@ -29,7 +29,7 @@ NP = {"bool": np.bool_, **{d: np.dtype(d) for d in INTS + FLOATS}}
 # ULP class of the approximated float ops: allowed error in ulps of the result (rel) plus ulps of 1.0 (abs), see the doc
 ULP: dict[str, tuple[float, float]] = {"EXP2": (4, 0), "LOG2": (4, 2), "SIN": (4, 4), "RECIPROCAL": (1, 0), "SQRT": (1, 0)}
 FMAX = {"float32": float(np.finfo(np.float32).max), "float64": float(np.finfo(np.float64).max)}
-INT_BIN, FLOAT_UN, CMP = ("ADD", "MUL", "MAX", "AND", "OR", "XOR"), ("NEG", "SQRT", "EXP2", "LOG2", "SIN", "RECIPROCAL", "TRUNC"), \
+INT_BIN, FLOAT_UN, CMP = ("ADD", "MUL", "MAX", "AND", "OR", "XOR"), ("SQRT", "EXP2", "LOG2", "SIN", "RECIPROCAL", "TRUNC"), \
   ("CMPLT", "CMPNE", "CMPEQ")
 
 # *** bits <-> values ***
@@ -75,12 +75,14 @@ def _rand_val(rng:random.Random, dt:str) -> Any:
   if r < 0.6: return wrap(rng.choice([1, -1]) * (1 << rng.randint(0, BITS[dt]-1)) + rng.randint(-1, 1), dt)
   return rng.randint(lo, hi)
 
-def generate(rng:random.Random, max_nodes:int=10) -> dict:
+NARROW = ("int8", "uint8", "int16", "uint16")
+def generate(rng:random.Random, max_nodes:int=10, narrow_arith:bool=True) -> dict:
   """Draw a random program.
 
   Args:
     rng: the only randomness.
     max_nodes: the most ALU/CAST nodes the program gets (leaves are extra).
+    narrow_arith: allow ADD/MUL/SHL on 8 and 16-bit integers (False avoids finding F2 of docs/fuzz_oob_render.md again).
   Returns:
     a case dict (see the module docstring).
   """
@@ -121,11 +123,13 @@ def generate(rng:random.Random, max_nodes:int=10) -> dict:
     elif dt in FLOATS:
       if r < 0.5: add([rng.choice(FLOAT_UN), dt, get(dt)])
       else: add([rng.choice(("ADD", "MUL", "MAX")), dt, get(dt), get(dt)])
+    elif dt in NARROW and not narrow_arith:
+      if r < 0.5: add([rng.choice(("CDIV", "CMOD")), dt, get(dt), positive(dt)])
+      else: add([rng.choice(("MAX", "AND", "OR", "XOR")), dt, get(dt), get(dt)])
     else:
       if r < 0.35: add([rng.choice(("CDIV", "CMOD")), dt, get(dt), positive(dt)])
       elif r < 0.5: add([rng.choice(("SHL", "SHR")), dt, get(dt), add(["const", dt, rng.randint(0, BITS[dt]-1)])
                          if rng.random() < 0.6 else add(["AND", dt, get(dt), add(["const", dt, BITS[dt]-1])])])
-      elif r < 0.55: add(["NEG", dt, get(dt)])
       else: add([rng.choice(INT_BIN), dt, get(dt), get(dt)])
   last = len(nodes) - 1
   extra = [i for i, nd in enumerate(nodes) if nd[0] not in ("in", "const", "idx") and i != last]
@@ -182,7 +186,6 @@ def _fadd_like(op:str, a, b, dt:str, fused:bool):
 def _feval(op:str, xs:list, dt:str, fusable:bool):
   if op in _F2: return _fadd_like(op, xs[0], xs[1], dt, fusable)
   (va, ea) = xs[0]
-  if op == "NEG": return (-va, ea)
   if op == "MAX":
     (vb, eb) = xs[1]
     if math.isnan(va) or math.isnan(vb): return None
@@ -196,7 +199,7 @@ def _feval(op:str, xs:list, dt:str, fusable:bool):
   v = _rnd(_np(_F1[op], va), dt)
   if not math.isfinite(v): return (v, 0.0) if ea == 0 and (op != "EXP2" or va > 200 or math.isinf(va)) else None
   rel, ab = ULP[op]
-  prop = ea * max(_D1[op](va - ea) if op in ("SQRT", "LOG2", "RECIPROCAL") and va - ea > 0 else 0, _D1[op](va), _D1[op](va + ea))
+  prop = 0.0 if ea == 0 else ea * max(_D1[op](va - ea) if op in ("SQRT", "LOG2", "RECIPROCAL") and va - ea > 0 else 0, _D1[op](va), _D1[op](va + ea))
   if op == "SIN" and abs(va) > 1e4: ab *= abs(va) / 1e4  # argument reduction loses absolute accuracy with the argument's ulp
   return (v, prop + rel * _ulp(v, dt) + ab * _ulp(1.0, dt))
 
@@ -224,9 +227,7 @@ def _bitcast(x, src:str, dt:str):
   v = from_bits(b, dt)
   return (v, 0.0) if dt in FLOATS else v
 
-def _ieval(op:str, xs:list, dt:str):
-  if op == "NEG": return wrap(-xs[0], dt)
-  a, b = xs
+def _ieval(op:str, a:int, b:int, dt:str):
   if op in ("CDIV", "CMOD"):
     if b == 0 or (signed(dt) and b == -1 and a == -(1 << (BITS[dt]-1))): return None
     q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
@@ -274,7 +275,7 @@ def evaluate(case:dict) -> list[list[Any]]:
           col[i] = _feval(op, xs, dt, fusable)
           if col[i] is not None and math.isfinite(col[i][0]) and abs(col[i][0]) + col[i][1] >= FMAX[dt]: col[i] = None
         elif dt == "bool": col[i] = {"AND": xs[0] and xs[1], "OR": xs[0] or xs[1], "XOR": xs[0] != xs[1], "CMPNE": xs[0] != xs[1]}[op]
-        else: col[i] = _ieval(op, xs, dt)
+        else: col[i] = _ieval(op, xs[0], xs[1], dt)
     vals.append(col)
   return [vals[o] for o in case["outs"]]
 
