@@ -1,5 +1,5 @@
 """The fuzz framework on a toy fuzzer with a known bug: determinism, sharding, jobs, minimisation, failure dirs, replay, CLI."""
-import json, random, subprocess, sys
+import io, json, subprocess, sys
 import pytest
 from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure, CampaignConfig, case_rng, minimise, run_campaign, replay, safe_check
 from mockgpu.tinygrad.fuzz.errors import BadFailureDir, UnknownKind, KindUnavailable, FuzzError
@@ -74,6 +74,15 @@ def test_campaign_without_failures_and_bad_config(tmp_path):
   assert rep.cases == 25 and rep.failures == [] and "failures=0" in rep.summary()
   with pytest.raises(ValueError): run_campaign(Fine(), _cfg(tmp_path, cases=None))
   with pytest.raises(ValueError): run_campaign(Fine(), _cfg(tmp_path, shard=(2, 2)))
+
+def test_progress_line_shows_rate(tmp_path):
+  stream = io.StringIO()
+  run_campaign(Toy(), _cfg(tmp_path, max_failures=1, progress=stream))
+  assert "\rtoy:" in stream.getvalue() and "/s  failures 1" in stream.getvalue()
+
+def test_cli_rejects_bad_shard(capsys):
+  with pytest.raises(SystemExit): cli.main(["symbolic", "--shard", "4/4"])
+  assert "need 0 <= i < n" in capsys.readouterr().err
 
 def test_registry_and_cli_errors(capsys):
   with pytest.raises(UnknownKind): registry.load("nope")

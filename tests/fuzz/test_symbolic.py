@@ -1,6 +1,6 @@
 """The symbolic fuzzer finds and minimises injected wrong rewrite rules (test-only PatternMatchers tried before tinygrad's own
 rules: tinygrad itself is not patched), its z3 and brute-force oracles agree, and a short deterministic campaign runs clean."""
-import subprocess, sys
+import random, subprocess, sys
 import pytest
 from tinygrad.uop.ops import UPat, PatternMatcher, UOp, Ops
 from mockgpu.tinygrad.fuzz.core import CampaignConfig, run_campaign
@@ -37,7 +37,7 @@ def test_z3_oracle_finds_injected_rule_on_a_large_box():
 def test_z3_and_brute_force_agree_on_stock_tinygrad():
   z3fz, brute = SymbolicFuzzer(oracle="z3"), SymbolicFuzzer(oracle="brute")
   for i in range(150):
-    case = brute.generate(__import__("random").Random(i))
+    case = brute.generate(random.Random(i))
     assert (z3fz.check(case) is None) == (brute.check(case) is None), case
   assert z3fz.stats().get("z3-unsat", 0) > 50 and "z3-sat" not in z3fz.stats()
 
