@@ -192,6 +192,7 @@ class Emitter:
     return r
 
   def x_Cast(self, e:Cast) -> str:
+    if e.to.bits > 128 and e.x.ty.isfloat: raise self.err(f"{e.to.bits}-bit fixed-point expansion of a float is not supported", e)
     if isinstance(e.x, Num) and e.mode == "value" and e.to.isfloat: return self.fconst(e.x.val, e.to)
     if isinstance(e.x, Binary) and getattr(e.x, "lit", False) and e.to.isfloat: return self.fconst(self.fold(e.x), e.to)
     return self.convert(self.ex(e.x), e.x.ty, e.to, e.mode if e.mode != "resize" else "bits")

@@ -100,6 +100,7 @@ class Checker:
     self.arch, self.op, self.resolve, self.depth = arch, op, resolve, depth
     self.info = OpInfo()
     self.frames: list[dict] = [{}]
+    self.isolated: set[int] = set()
     self.lambdas: list[dict] = [{}]
     self.rets: list[list[Ty]] = []
     self.loop_max: dict[str, int] = {}
@@ -111,8 +112,11 @@ class Checker:
 
   # ---- names
   def lookup(self, name:str) -> Var|None:
-    for f in reversed(self.frames):
-      if name in f: return f[name]
+    for i in range(len(self.frames) - 1, -1, -1):
+      if name in self.frames[i]: return self.frames[i][name]
+      if i in self.isolated:                       # an inlined instruction sees only its own names and machine state
+        v = self.frames[0].get(name)
+        return v if v is not None and v.kind == "state" else None
     return None
   def new_local(self, name:str, ty:Ty, kind="local", count=None) -> Var:
     cname = name if len(self.frames) == 1 and name not in self.info.locals else f"{name}__{self._uid()}"
@@ -354,11 +358,15 @@ class Checker:
     e.args = [self.expr(a) for a in e.args]
     self.info.calls.add(e.name)
     self.frames.append({})
+    self.isolated.add(len(self.frames) - 1)
     e.params = [self.new_local(f"S{i}", Ty("b", 64), "param") for i in range(len(e.args))]
     e.ret = self.new_local("D0", Ty("b", 64))
     self.rets.append([])
+    saved_lambdas, self.lambdas = self.lambdas, [{}]
     e.body = self.block(copy.deepcopy(body))
+    self.lambdas = saved_lambdas
     self.rets.pop()
+    self.isolated.discard(len(self.frames) - 1)
     self.frames.pop()
     dst = None
     for s in walk_stmts(e.body):

@@ -1,0 +1,136 @@
+"""Float operations for the reference evaluator: exact rational arithmetic with one rounding (softfloat.encode), IEEE rules
+for NaN, infinities and signed zeros, and the NaN policy of softfloat. Values are bit patterns (ints)."""
+import math
+from fractions import Fraction
+from mockgpu.pcode.softfloat import Fmt, FMTS, decode, encode, is_nan, is_snan, canon_nan, widen_nan, cvt, sign_bit, RNE
+__all__ = ["fbin", "ffma", "fcmp", "fsqrt", "fun1", "fldexp", "fmant", "fexp2", "f2i", "f2norm", "i2f", "scale_from", "scale_to", "fquiet"]
+
+INF = float("inf")
+
+def _res(x, f:Fmt, neg_zero:bool=False) -> int:
+  if isinstance(x, float) and x != x: return canon_nan(f)
+  return encode(x, f, RNE, neg_zero)
+
+def fbin(op:str, a:int, b:int, f:Fmt) -> int:
+  """a op b for op in + - * /, exactly rounded."""
+  if is_nan(a, f) or is_nan(b, f): return canon_nan(f)
+  x, y = decode(a, f), decode(b, f)
+  sa, sb = sign_bit(a, f), sign_bit(b, f)
+  if isinstance(x, float) or isinstance(y, float):                       # an infinity is involved
+    xf, yf = float(x), float(y)
+    if op == "/" and yf == 0: return _res(math.copysign(INF, 1 if sa == sb else -1) if xf != 0 else float("nan"), f)
+    r = xf + yf if op == "+" else xf - yf if op == "-" else xf * yf if op == "*" else xf / yf
+    if r == 0: return _res(Fraction(0), f, bool(sa ^ sb))
+    return _res(r, f)
+  if op == "+": r, z = x + y, bool(sa and sb)
+  elif op == "-": r, z = x - y, bool(sa and not sb)
+  elif op == "*": r, z = x * y, bool(sa ^ sb)
+  else:
+    if y == 0: return canon_nan(f) if x == 0 else _res(-INF if sa ^ sb else INF, f)
+    r, z = x / y, bool(sa ^ sb)
+  if r == 0 and op in ("+", "-") and not (x == 0 and y == 0): z = False
+  return _res(r, f, z if r == 0 else False)
+
+def ffma(a:int, b:int, c:int, f:Fmt) -> int:
+  """a * b + c with a single rounding."""
+  if is_nan(a, f) or is_nan(b, f) or is_nan(c, f): return canon_nan(f)
+  x, y, z = decode(a, f), decode(b, f), decode(c, f)
+  sp, sc = sign_bit(a, f) ^ sign_bit(b, f), sign_bit(c, f)
+  if any(isinstance(v, float) for v in (x, y, z)):
+    p = float(x) * float(y) if not ((x == 0 and isinstance(y, float)) or (y == 0 and isinstance(x, float))) else float("nan")
+    r = p + float(z)
+    if r == 0: return _res(Fraction(0), f, bool(sp and sc))
+    return _res(r, f)
+  p = x * y
+  r = p + z
+  if r == 0: return _res(r, f, bool(sp and sc) if (p == 0 and z == 0) else False)
+  return _res(r, f)
+
+def fcmp(op:str, a:int, b:int, f:Fmt) -> bool:
+  if is_nan(a, f) or is_nan(b, f): return op == "!="
+  x, y = decode(a, f), decode(b, f)
+  return {"==": x == y, "!=": x != y, "<": x < y, ">": x > y, "<=": x <= y, ">=": x >= y}[op]
+
+def fsqrt(a:int, f:Fmt) -> int:
+  if is_nan(a, f): return canon_nan(f)
+  x = decode(a, f)
+  if x == 0: return a
+  if x < 0: return canon_nan(f)
+  if isinstance(x, float): return a
+  k = f.mb + 8 + max(0, (x.denominator.bit_length() - x.numerator.bit_length()) // 2 + 1)
+  num = x.numerator << (2 * k)
+  q = math.isqrt(num // x.denominator)
+  exact = q * q * x.denominator == num
+  return encode((Fraction(q) if exact else Fraction(4 * q + 1, 4)) / (1 << k), f)
+
+def _float(x) -> float: return float(x)
+
+def fun1(name:str, a:int, f:Fmt) -> int:
+  """trunc floor fract sin cos log2 of a float (transcendentals through the platform's double libm, like the C backend)."""
+  if is_nan(a, f): return canon_nan(f)
+  x = decode(a, f)
+  neg = bool(sign_bit(a, f))
+  if name in ("trunc", "floor"):
+    if isinstance(x, float) or x == 0: return a
+    r = math.trunc(x) if name == "trunc" else math.floor(x)
+    return _res(Fraction(r), f, neg)
+  if name == "fract":
+    if isinstance(x, float): return canon_nan(f)
+    return _res(x - math.floor(x), f)
+  d = math.copysign(float(x), -1.0 if neg else 1.0)
+  try:
+    if name == "sin": r = math.sin(d)
+    elif name == "cos": r = math.cos(d)
+    else: r = -INF if d == 0 else (float("nan") if d < 0 else math.log2(d))
+  except ValueError: r = float("nan")
+  return _res(Fraction(r) if math.isfinite(r) else r, f, math.copysign(1, r) < 0 if r == 0 else False)
+
+def fexp2(a:int, f:Fmt) -> int:
+  if is_nan(a, f): return canon_nan(f)
+  try: r = math.pow(2.0, math.copysign(float(decode(a, f)), -1.0 if sign_bit(a, f) else 1.0))
+  except OverflowError: r = INF
+  return _res(Fraction(r) if math.isfinite(r) else r, f)
+
+def fldexp(a:int, n:int, f:Fmt) -> int:
+  if is_nan(a, f): return canon_nan(f)
+  x = decode(a, f)
+  if isinstance(x, float) or x == 0: return a
+  lim = 4000 if f.name == "f64" else 400
+  n = max(-lim, min(lim, n))
+  return _res(x * Fraction(2) ** n, f, bool(sign_bit(a, f)))
+
+def fmant(a:int, f:Fmt) -> int:
+  if is_nan(a, f): return canon_nan(f)
+  x = decode(a, f)
+  if isinstance(x, float) or x == 0: return a
+  m, _ = math.frexp(float(x)) if f.bits <= 64 else (None, None)
+  return encode(Fraction(m), f)
+
+def fquiet(a:int, f:Fmt) -> int: return a | (1 << (f.mb - 1)) if is_nan(a, f) and f.ieee else a
+
+def f2i(a:int, f:Fmt, n:int, signed:bool) -> int:
+  """Float to n-bit integer: NaN -> 0, toward zero, saturating."""
+  if is_nan(a, f): return 0
+  x = decode(a, f)
+  lo, hi = (-(1 << (n - 1)), (1 << (n - 1)) - 1) if signed else (0, (1 << n) - 1)
+  v = lo if x == -INF else hi if x == INF else math.trunc(x)
+  return max(lo, min(hi, v)) & ((1 << n) - 1)
+
+def f2norm(a:int, f:Fmt, signed:bool) -> int:
+  if is_nan(a, f): return 0
+  x = float(decode(a, f))
+  x = max(-1.0 if signed else 0.0, min(1.0, x))
+  return round(x * (32767.0 if signed else 65535.0)) & 0xffff
+
+def i2f(v:int, f:Fmt) -> int: return encode(Fraction(float(v)), f)
+
+def scale_from(a:int, src:Fmt, scale:int, dst:Fmt) -> int:
+  x = decode(a, src)
+  if isinstance(x, float): return _res(x, dst)
+  return _res(Fraction(math.ldexp(float(x), scale - 127)), dst, bool(sign_bit(a, src)))
+
+def scale_to(a:int, src:Fmt, scale:int, dst:Fmt) -> int:
+  if is_nan(a, src): return widen_nan(a, src, dst)
+  x = decode(a, src)
+  if isinstance(x, float): return _res(x, dst)
+  return _res(Fraction(math.ldexp(float(x), 127 - scale)), dst, bool(sign_bit(a, src)))
