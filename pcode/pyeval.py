@@ -11,7 +11,7 @@ from mockgpu.pcode.softfloat import FMTS, fmt_of, encode, cvt, is_nan, is_snan, 
 from mockgpu.pcode.state import WIDE, SCALARS, FIELDS, WIDE_BITS
 from mockgpu.pcode.compile import program
 from mockgpu.pcode.errors import PcodeRuntimeError, PcodeUnsupported
-__all__ = ["State", "run", "evaluate"]
+__all__ = ["State", "run", "evaluate", "unsupported"]
 
 MAX_WHILE = 1 << 20
 def M(n:int) -> int: return (1 << n) - 1
@@ -373,3 +373,12 @@ def run(arch:str, name:str, st:State|None=None, **kw) -> State:
   st = st or State()
   for k, v in kw.items(): setattr(st, k, v)
   return evaluate(program(arch, name), st)
+
+def unsupported(prog:Program) -> str|None:
+  """Why the evaluator cannot run a type-checked program (a construct it lacks), or None."""
+  from mockgpu.pcode.nodes import walk
+  for n in walk(prog.body):
+    if isinstance(n, Call) and (m := B.CONV_RE.fullmatch(n.name)) and m.group(3): return f"stochastic-rounding conversion {n.name}"
+    if isinstance(n, Cast) and n.to.bits > 128 and n.x.ty is not None and n.x.ty.isfloat: return f"{n.to.bits}-bit fixed-point expansion of a float"
+    if isinstance(n, Call) and getattr(n, "inline", None) and (r := unsupported(Program(n.body))): return r
+  return None

@@ -1,0 +1,29 @@
+"""`python -m mockgpu.pcode coverage` and `show`."""
+import json, subprocess, sys
+from mockgpu.pcode.cli import main, coverage
+from mockgpu.pcode.tables import entries
+from mockgpu.pcode.prose import prose
+
+def test_coverage_numbers_add_up():
+  r = coverage("rdna3")
+  assert r["total"] == len(entries("rdna3")) == 1392 and r["prose"] == len(prose("rdna3"))
+  assert r["typed"] + r["prose"] == r["total"] and r["parsed"] >= r["typed"]
+  assert r["compiled_c"] == r["typed"] - len(r["missing"]["c"]) and r["compiled_py"] == r["typed"] - len(r["missing"]["python"])
+  assert r["missing"]["parse"] == {} and r["missing"]["type"] == {}
+  assert set(r["missing"]["c"]) == {"VOP3Op_V_TRIG_PREOP_F64"}
+
+def test_cli_json_and_exit_code(capsys):
+  rc = main(["coverage", "--arch", "rdna4", "--json"])
+  out = json.loads(capsys.readouterr().out)
+  assert [r["arch"] for r in out] == ["rdna4"] and out[0]["total"] == 1441
+  assert rc == (0 if out[0]["covered"] == out[0]["total"] else 1) == 1
+
+def test_cli_show(capsys):
+  assert main(["show", "rdna3", "VOP2Op_V_ADD_F32_E32"]) == 0
+  out = capsys.readouterr().out
+  assert "D0.f32 = S0.f32 + S1.f32" in out and "static inline void pc_VOP2Op_V_ADD_F32_E32(PcState *s)" in out
+  assert main(["show", "rdna3", "NOPE"]) == 2
+
+def test_module_entry_point():
+  r = subprocess.run([sys.executable, "-m", "mockgpu.pcode", "show", "cdna", "SOPPOp_S_SLEEP"], capture_output=True, text=True)
+  assert r.returncode == 0 and '"prose": true' in r.stdout
