@@ -12,6 +12,7 @@ from mockgpu.pcode.state import WIDE, SCALARS
 from mockgpu.pcode.tables import ARCHS, entries, source_hash
 from mockgpu.pcode.compile import try_program
 from mockgpu.pcode.prose import is_prose
+from mockgpu.pcode.typecheck import const_eval
 from mockgpu.pcode.errors import PcodeUnsupported, PcodeError
 __all__ = ["EMITTER_VERSION", "emit", "emit_op", "metadata", "c_name"]
 
@@ -102,6 +103,10 @@ class Emitter:
       v = x.var
       if v.kind == "state" and v.name in WIDE:
         if n > 128: return f"pc_rd_wide(s->{v.name}.d, {lo}, {n})"
+        if lo.isdigit() and n <= 64 and int(lo) // 64 == (int(lo) + n - 1) // 64:     # inside one 64-bit word: a shift and a mask
+          w, sh = divmod(int(lo), 64)
+          if n == 32 and sh % 32 == 0: return f"((uint64_t)s->{v.name}.d[{int(lo) // 32}])"
+          return f"((s->{v.name}.q[{w}]{f' >> {sh}' if sh else ''}){'' if n == 64 else f' & PC_MASK({n})'})"
         return f"((uint64_t)pc_rd_bits(s->{v.name}.d, {lo}, {n}))" if n <= 64 else f"pc_rd_bits(s->{v.name}.d, {lo}, {n})"
       base, bits = self.var_c(v), v.ty.bits
       if bits > 128: return f"pc_rd_wide({base}.d, {lo}, {n})" if n > 128 else f"(({ctype(Ty('u', n))})pc_rd_bits({base}.d, {lo}, {n}))"
@@ -120,7 +125,8 @@ class Emitter:
       v = x.var
       if v.kind == "state" and v.name in WIDE:
         if n > 128: return [f"pc_wr_wide(s->{v.name}.d, {lo}, {n}, {val});"]
-        if lo == "0" and n in (32, 64): return [f"s->{v.name}.{'d' if n == 32 else 'q'}[0] = {val};"]
+        if lo.isdigit() and ((n == 32 and int(lo) % 32 == 0) or (n == 64 and int(lo) % 64 == 0)):
+          return [f"s->{v.name}.{'d' if n == 32 else 'q'}[{int(lo) // n}] = {val};"]
         return [f"pc_wr_bits(s->{v.name}.d, {lo}, {n}, {val});"]
       base, bits = self.var_c(v), v.ty.bits
       if bits > 128: return [f"pc_wr_wide({base}.d, {lo}, {n}, {val});" if n > 128 else f"pc_wr_bits({base}.d, {lo}, {n}, {val});"]
@@ -182,10 +188,15 @@ class Emitter:
     if e.kind == "array":
       v = e.x.var
       return f"{L(v)}[({self.ex(e.idx)}) % {v.count}]"
-    return self.storage_read(e.x, self.ex(e.idx), 1)
+    return self.storage_read(e.x, self.lo(e.idx), 1)
+
+  def lo(self, e:Expr) -> str:
+    """A bit position: a decimal literal when constant (enables the word-access fast paths), else an expression."""
+    c = const_eval(e)
+    return str(c) if c is not None and 0 <= c < 1 << 20 else self.ex(e)
 
   def x_Slice(self, e:Slice) -> str:
-    r = self.storage_read(e.x, self.ex(e.lo), e.width)
+    r = self.storage_read(e.x, self.lo(e.lo), e.width)
     if e.rev:
       if e.width > 64: raise self.err("reversed slice wider than 64 bits", e)
       return f"pc_rev({r}, {e.width})"
@@ -333,10 +344,10 @@ class Emitter:
       if t.kind == "array":
         v = t.x.var
         return [f"{L(v)}[({self.ex(t.idx)}) % {v.count}] = {val};"]
-      return self.storage_write(t.x, self.ex(t.idx), 1, val)
+      return self.storage_write(t.x, self.lo(t.idx), 1, val)
     if isinstance(t, Slice):
       if t.rev: val = f"pc_rev({val}, {t.width})"
-      return self.storage_write(t.x, self.ex(t.lo), t.width, val)
+      return self.storage_write(t.x, self.lo(t.lo), t.width, val)
     if isinstance(t, Concat):
       tv, out, off = self.tmp(), [], t.ty.bits
       out.append(f"{{ {ctype(t.ty)} {tv} = {val};")

@@ -33,14 +33,30 @@ static inline uint64_t pc_sdiv(int64_t a, int64_t b) { return b == 0 ? 0 : (b ==
 static inline uint64_t pc_smod(int64_t a, int64_t b) { return (b == 0 || b == -1) ? 0 : (uint64_t)(a % b); }
 static inline uint64_t pc_rev(uint64_t x, int n) { uint64_t r = 0; for (int i = 0; i < n; i++) r |= ((x >> i) & 1) << (n - 1 - i); return r; }
 
-/* bit fields of dword arrays (PcReg.d / PcWide.d); n <= 128 */
+/* bit fields of dword arrays (PcReg.d / PcWide.d, 1024 bits); n <= 128; bits past 1024 read as 0 and are not written */
 static inline pc_u128 pc_rd_bits(const uint32_t *d, uint64_t lo, int n) {
-  pc_u128 r = 0;
-  for (int i = 0; i < n; i++) { uint64_t b = lo + i; if (b < 1024) r |= (pc_u128)((d[b >> 5] >> (b & 31)) & 1) << i; }
-  return r;
+  if (lo >= 1024) return 0;
+  uint64_t q[3] = {0, 0, 0}, w = lo >> 6, sh = lo & 63;
+  for (int i = 0; i < 3; i++) if (w + i < 16) memcpy(&q[i], (const char *)d + 8 * (w + i), 8);
+  pc_u128 r = (pc_u128)q[0] | ((pc_u128)q[1] << 64);
+  if (sh) r = (r >> sh) | ((pc_u128)q[2] << (128 - sh));
+  return r & PC_MASK128(n);
 }
+static inline uint64_t pc_part(pc_u128 x, int base) { return base >= 128 || base <= -64 ? 0 : base >= 0 ? (uint64_t)(x >> base) : (uint64_t)(x << -base); }
 static inline void pc_wr_bits(uint32_t *d, uint64_t lo, int n, pc_u128 v) {
-  for (int i = 0; i < n; i++) { uint64_t b = lo + i; if (b < 1024) d[b >> 5] = (d[b >> 5] & ~(1u << (b & 31))) | ((uint32_t)((v >> i) & 1) << (b & 31)); }
+  if (lo >= 1024) return;
+  uint64_t w = lo >> 6, sh = lo & 63;
+  pc_u128 m = PC_MASK128(n);
+  v &= m;
+  for (int i = 0; i < 3; i++) {
+    if (w + i >= 16) break;
+    int base = 64 * i - (int)sh;
+    uint64_t mw = pc_part(m, base), vw = pc_part(v, base), q;
+    if (!mw) continue;
+    memcpy(&q, (char *)d + 8 * (w + i), 8);
+    q = (q & ~mw) | vw;
+    memcpy((char *)d + 8 * (w + i), &q, 8);
+  }
 }
 typedef struct { uint32_t d[32]; } PcWideT;
 static inline PcWideT pc_rd_wide(const uint32_t *d, uint64_t lo, int n) {
