@@ -12,7 +12,7 @@ __all__ = ["Library", "cache_dir", "compiler", "build", "CFLAGS"]
 HERE = pathlib.Path(__file__).resolve().parent
 CSRC = HERE / "csrc"
 PCODE_DIR = HERE.parent / "pcode"
-CFLAGS = ("-O2", "-fPIC", "-shared", "-std=gnu11", "-fno-strict-aliasing", "-fwrapv", "-w")
+CFLAGS = ("-O2", "-march=native", "-fPIC", "-std=gnu11", "-fno-strict-aliasing", "-fwrapv", "-w")
 
 @dataclass(frozen=True)
 class Library:
@@ -81,16 +81,25 @@ def build(arch: ArchSpec, force: bool = False) -> Library:
     t0 = time.perf_counter()
     pc = _emit(arch)
     fns = set(re.findall(r"\bvoid\s+(pc_\w+)\s*\(\s*PcState\s*\*", pc))
-    gen = generate(arch, pc, fns)
-    src = d / f"emu-{arch.name}-{key}.c"
-    src.write_text(gen.source)
+    gen = generate(arch, pc, fns, chunks=max(2, os.cpu_count() or 2))
     cmd, _ = compiler()
+    srcs = []
+    for i, text in enumerate(gen.sources):
+      srcs.append(d / f"emu-{arch.name}-{key}.{i}.c"); srcs[-1].write_text(text)
+    objs = [p.with_suffix(".o") for p in srcs]
+    inc = ["-I", str(CSRC), "-I", str(PCODE_DIR)]
+    jobs = [subprocess.Popen(cmd + list(CFLAGS) + inc + ["-c", "-o", str(o), str(c)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for c, o in zip(srcs, objs)]
+    outs = [(j.wait(), j.stdout.read()) for j in jobs]
     with tempfile.NamedTemporaryFile(dir=d, suffix=".so", delete=False) as tmp: pass
-    r = subprocess.run(cmd + list(CFLAGS) + ["-I", str(CSRC), "-I", str(PCODE_DIR), "-o", tmp.name, str(src), "-lm"], capture_output=True, text=True)
-    if r.returncode != 0:
+    if all(rc == 0 for rc, _ in outs):
+      r = subprocess.run(cmd + ["-shared", "-o", tmp.name, *map(str, objs), "-lm"], capture_output=True, text=True)
+      outs.append((r.returncode, r.stdout + r.stderr))
+    for o in objs: o.unlink(missing_ok=True)
+    if any(rc != 0 for rc, _ in outs):
       os.unlink(tmp.name)
-      raise BackendUnavailable(f"compiling the {arch.name} emulator failed ({' '.join(cmd)}): {(r.stderr or r.stdout)[:3000]}\n"
-                               f"generated source kept at {src}; report it with the compiler output")
+      raise BackendUnavailable(f"compiling the {arch.name} emulator failed ({' '.join(cmd)}): {next(t for rc, t in outs if rc)[:3000]}\n"
+                               f"generated sources kept in {d}; report them with the compiler output")
     os.replace(tmp.name, so)
     meta.write_text(json.dumps({"handlers": gen.handlers, "hbase": gen.hbase, "missing": gen.missing}))
     return Library(so, gen.handlers, gen.hbase, gen.missing, True, time.perf_counter() - t0)

@@ -32,7 +32,7 @@ _VMEM = ("FLAT", "GLOBAL", "SCRATCH", "VFLAT", "VGLOBAL", "VSCRATCH")
 
 @dataclass(frozen=True)
 class Generated:
-  source: str
+  sources: tuple[str, ...]            # main translation unit (decoder, tables, scheduler), then the handler chunks
   handlers: tuple[str, ...]           # hid -> "FORMAT OPNAME"
   hbase: dict[str, int]               # format -> first hid
   missing: dict[str, str]             # "FORMAT OPNAME" -> why it has no semantics
@@ -75,7 +75,7 @@ _CHECK = "if (UNLIKELY(s.fault)) { pc_fault(w, &s); return; }"
 
 def _salu(f: Format, h: str, fn: str, u: Usage, ops: dict) -> str:
   sb, sf, db, _ = _opinfo(ops, f.name, h)
-  L = [f"static void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0;"]
+  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0;"]
   if f.name == "SOPK":
     db = ops.get("sdst", (None, 32))[1]
     L.append(f"  s.S0.q[0] = scalar_src(w, in, in->sdst, {db}, 0); s.D0.q[0] = s.S0.q[0];")
@@ -107,7 +107,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   e = {"VOP1": ("in->src0", "0", "0"), "VOP2": ("in->src0", "in->src1", "0"), "VOPC": ("in->src0", "in->src1", "0")}.get(fmt, ("in->src0", "in->src1", "in->src2"))
   mods = "0, 0, 0, 0, 0" if t16 else "in->opsel, in->neg, in->abs, in->neg_hi, (in->opsel_hi | in->opsel_hi2 << 2)"
   oi = f"static const OpInfo OI_{h} = {{{{{sb[0]}, {sb[1]}, {sb[2]}}}, {{{sf[0]}, {sf[1]}, {sf[2]}}}, {db if not cmp else 0}, {dfw}, {t16}, {packed}, {mix}}};\n"
-  L = [f"static void {h}(Wave *w, const Inst *in) {{", "  VOps o; PcState s; s.user = w; s.fault = 0;"]
+  L = [f"void {h}(Wave *w, const Inst *in) {{", "  VOps o; PcState s; s.user = w; s.fault = 0;"]
   edst = "in->vdst" if not (cmp or dst_sgpr) and "vdst" in ops else "0"
   L.append(f"  if (!valu_setup(w, in, &OI_{h}, &o, {e[0]}, {e[1]}, {e[2]}, {edst}, {mods})) return;")
   if fmt in ("VOP3", "VOP3SD") and dfw: L.append("  o.omod = in->omod; o.clamp = in->clmp; o.post = o.omod | o.clamp;")
@@ -124,27 +124,45 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
       if sb[i]: L.append(f"  if ({e[i]} < 256) s.S{i}.q[0] = scalar_src(w, in, {e[i]}, {sb[i]}, {sf[i]});")
     L += ["  s.laneId = 0;", f"  {fn}(&s);", f"  {_CHECK}"]
     if "D0" in u.writes:
-      L.append(f"  sdst_write(w, in->vdst - 256, s.D0.q[0], {db});" if dst_sgpr else f"  {{ uint64_t ex = o.exec; while (ex) {{ int L = __builtin_ctzll(ex); ex &= ex - 1; DST32(o, L, s.D0.d[0]); }} }}")
+      L.append(f"  sdst_write(w, in->vdst - 256, s.D0.q[0], {db});" if dst_sgpr else f"  {{ DSTLOCALS(o) uint64_t ex = o.exec; while (ex) {{ int L = __builtin_ctzll(ex); ex &= ex - 1; DST32(o, L, s.D0.d[0]); }} }}")
   else:
+    for i in range(3):
+      if sb[i]: L.append(f"  SRCLOCALS(o, {i})")
+    dm = {16: "16", 32: "32", 64: "64"}.get(db, "32")
+    has_dst = "D0" in u.writes and not cmp and edst != "0"
+    L.append("  DSTLOCALS(o)")
+    body = []
+    for i in range(3):
+      if sb[i]:
+        if sb[i] > 64: body.append(f"for (int k = 0; k < {sb[i] // 32}; k++) s.S{i}.d[k] = (o.lo[{i}] + k * MAXLANES)[L];")
+        elif sb[i] == 64: body.append(f"s.S{i}.q[0] = SRC64({i}, L);")
+        else: body.append(f"s.S{i}.d[0] = {_srcm(sb[i], bool(packed), sf[i])}({i}, L);"); L.append(f"  s.S{i}.d[1] = 0;")
+    if "D0" in u.reads and not cmp and edst != "0": body.append(f"s.D0.q[0] = OLD{dm}(o, L);")
+    body.append(f"{fn}(&s);")
+    fast = not ("S0" in u.writes and sb[0]) and not u.lane_vgpr
+    if fast:   # all lanes active, no output modifiers: a straight loop into a local buffer, then one write-back pass
+      L.append("  if (LIKELY(o.exec == 0xffffffffull && w->c->wave_size == 32 && !o.post)) {")
+      L.append("    uint32_t outl[32], outh[32]; (void)outh;")
+      inner = ["s.laneId = (uint64_t)L;", *body] + (["outl[L] = s.D0.d[0];" + (" outh[L] = s.D0.d[1];" if db == 64 else "")] if has_dst else [])
+      L.append("    for (int L = 0; L < 32; L++) { " + " ".join(inner) + " }")
+      L.append(f"    {_CHECK}")
+      if has_dst:
+        val = "(uint64_t)outh[L] << 32 | outl[L]" if db == 64 else "outl[L]"
+        L.append("    memcpy(dd, outl, 128);" if dm == "32" else f"    for (int L = 0; L < 32; L++) DST{dm}(o, L, {val});")
+      L.append("  } else {")
     L.append("  uint64_t ex = o.exec;")
     L.append("  while (ex) {")
     L.append("    int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L;")
-    for i in range(3):
-      if sb[i]:
-        m = _srcm(sb[i], bool(packed), sf[i])
-        if sb[i] > 64: L.append(f"    for (int k = 0; k < {sb[i] // 32}; k++) s.S{i}.d[k] = o.lo[{i}][L & o.m[{i}]];")
-        else: L.append(f"    s.S{i}.q[0] = {m}(o, {i}, L);")
-    dm = {16: "16", 32: "32", 64: "64"}.get(db, "32")
-    if "D0" in u.reads and not cmp and edst != "0": L.append(f"    s.D0.q[0] = OLD{dm}(o, L);")
-    L.append(f"    {fn}(&s);")
+    L += ["    " + b for b in body]
     L.append(f"    {_CHECK}")
-    if "D0" in u.writes and not cmp and edst != "0":
-      post = {32: "post_f32", 64: "post_f64", 16: "post_f16"}.get(dfw if dfw == db or (db == 32 and dfw == 16 and not packed) else 0)
+    if has_dst:
+      post = {32: "post_f32", 64: "post_f64", 16: "post_f16"}.get(dfw) if dfw == db else None
       val = "s.D0.q[0]" if db == 64 else "s.D0.d[0]"
-      if post and dfw == db: val = f"(o.post ? {post}(&o, {val}) : {val})"
+      if post: val = f"(o.post ? {post}(&o, {val}) : {val})"
       L.append(f"    DST{dm}(o, L, {val});")
     if "S0" in u.writes and sb[0]: L.append(f"    if ({e[0]} >= 256) {{ uint32_t r = {e[0]} - 256{' & 127' if t16 and sb[0] == 16 else ''}; w->v[r * MAXLANES + L] = s.S0.d[0]; }}")
     L.append("  }")
+    if fast: L.append("  }")
   if cmp and "EXEC" in u.writes: L.append("  wr_exec(w, s.EXEC);")
   elif cmp: L.append("  sdst_write(w, " + ("106" if fmt == "VOPC" else "in->vdst - 256") + ", s.D0.q[0] & w->c->wave_mask, w->c->wave_size);")
   if "VCC" in u.writes:
@@ -164,7 +182,7 @@ def _vgpr_out(var: str, reg: str, bits: int) -> str:
 def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   fmt = f.name
   atomic = "ATOMIC" in name or (fmt == "DS" and u.writes & {"MEM"} and "RETURN_DATA" in u.writes)
-  L = [f"static void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0;",
+  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0;",
        f"  w->c->atomic = {int(bool(atomic))};"]
   L += ["  " + x for x in _set_scalars(u, "mem")]
   if fmt == "SMEM":
@@ -219,17 +237,18 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
 
 def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   sb, sf, db, dfw = _opinfo(ops, "VOP2", name)
-  L = [f"static void {h}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec) {{",
+  L = [f"void {h}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec) {{",
        "  PcState s; s.user = w; s.fault = 0; VOps o;",
        f"  static const OpInfo oi = {{{{{sb[0]}, {sb[1]}, 0}}, {{{sf[0]}, {sf[1]}, 0}}, 32, {dfw}, 0, 0, 0}};",
        "  int e0 = y ? in->srcy0 : in->srcx0, e1 = y ? in->vsrcy1 : in->vsrcx1, ed = y ? in->vdsty : in->vdstx;",
        "  if (!valu_setup(w, in, &oi, &o, e0, e1, 0, ed, 0, 0, 0, 0, 0)) return;"]
   L += ["  " + x for x in _set_scalars(u, "valu")]
   if "VCC" in u.reads: L.append("  s.VCC = rd_vcc(w);")
+  L.append("  DSTLOCALS(o)")
+  L += [f"  SRCLOCALS(o, {i}) s.S{i}.d[1] = 0;" for i in range(2) if sb[i]]
   L.append("  uint64_t ex = exec;")
   L.append("  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L;")
-  for i in range(2):
-    if sb[i]: L.append(f"    s.S{i}.q[0] = SRC32(o, {i}, L);")
+  L += [f"    s.S{i}.d[0] = SRC32({i}, L);" for i in range(2) if sb[i]]
   if "D0" in u.reads: L.append("    s.D0.q[0] = OLD32(o, L);")
   L += [f"    {fn}(&s);", f"    {_CHECK}", "    out[L] = s.D0.d[0];", "  }"]
   return "\n".join(L) + "\n}\n"
@@ -316,14 +335,15 @@ def handler_names(arch: ArchSpec) -> tuple[tuple[str, ...], dict[str, int]]:
       names.append(f"{f.name} {nm}")
   return tuple(names), base
 
-def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str]) -> Generated:
-  """The complete C source for `arch`, given pcode's emitted C and the set of `pc_*` functions it defines."""
+def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2) -> Generated:
+  """The C sources for `arch` given pcode's emitted C and the set of `pc_*` functions it defines: the main translation
+  unit and `chunks` units of handlers, compiled in parallel and linked into one library."""
   fmts = formats(arch.family)
   ops_tab = operands(arch.family)
   ents = _pcode_entries(arch.family)
   fields_def, decoder = _decoder(arch, fmts)
   names, hbase = handler_names(arch)
-  handlers, tables, missing = [], [], {}
+  handlers, tables, missing, decls = [], [], {}, []
   for f in fmts:
     n = 1 << (f.op_field[1] if f.op_field else 5)
     row = []
@@ -338,7 +358,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str]) -> Generated:
         tgt = _vopd_target(arch.family, name, ents)
         if tgt and f"pc_{tgt}" in pcode_fns:
           handlers.append(_vopd_half(f"VH_{name}", f"pc_{tgt}", usage(ents[tgt].text), ops_tab.get(ents[tgt].op, {}), base_name))
-          row.append(f"VH_{name}")
+          row.append(f"VH_{name}"); decls.append(f"void VH_{name}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);")
         else: row.append("0"); missing[key] = f"VOPD target {tgt or base_name} has no compiled pseudocode"
         continue
       if base_name in PROSE_C: row.append(PROSE_C[base_name]); continue
@@ -352,23 +372,15 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str]) -> Generated:
         if "LDS" in name and f.name != "DS": row.append("h_unsupported"); missing[key] = "loads into LDS are not modelled"; continue
         handlers.append(_mem(f, h, fn, u, ops, name))
       else: row.append("h_unsupported"); missing[key] = f"format {f.name} is not modelled"; continue
-      row.append(h)
+      row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);")
     if f.name == "VOPD": tables.append(f"static const VHalf VOPD_HALF[{n}] = {{{', '.join(row)}}};"); row = ["h_vopd" if i in f.valid else "0" for i in range(n)]
     tables.append(f"static const Handler HT_{f.name}[{n}] = {{{', '.join(row)}}};")
   tables.append(f"static const Handler *const HANDLERS[{len(fmts)}] = {{{', '.join(f'HT_{f.name}' for f in fmts)}}};")
   tables.append(f"static const int32_t HBASE[{len(fmts)}] = {{{', '.join(str(hbase[f.name]) for f in fmts)}}};")
   tables.append(f"#define EMU_NHANDLERS {len(names)}")
-  src = "\n".join([
-    f"/* generated by mockgpu.emu.gen_c v{GEN_VERSION} for {arch.name} ({arch.family}) from the tinygrad wheel's tables and mockgpu.pcode */",
-    fields_def,
-    "#include \"emu_pre.h\"", "#include \"pcode_rt.h\"", "#include \"emu_core.h\"", "#include \"emu_ops.h\"",
-    "typedef void (*VHalf)(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);",
-    "#include \"emu_prose.h\"",
-    pcode_c,
-    *handlers,
-    decoder,
-    "static void h_vopd(Wave *w, const Inst *in);",
-    *tables,
-    "#include \"emu_sched.c\"",
-  ])
-  return Generated(src, names, hbase, missing)
+  head = [f"/* generated by mockgpu.emu.gen_c v{GEN_VERSION} for {arch.name} ({arch.family}) from the tinygrad wheel's tables and mockgpu.pcode */",
+          fields_def, "#include \"emu_pre.h\"", "#include \"pcode_rt.h\"", "#include \"emu_core.h\"", "#include \"emu_ops.h\"",
+          "typedef void (*VHalf)(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);", "#include \"emu_prose.h\""]
+  main = "\n".join([*head, *decls, decoder, "static void h_vopd(Wave *w, const Inst *in);", *tables, "#include \"emu_sched.c\""])
+  parts = ["\n".join([*head, pcode_c, *handlers[k::chunks]]) for k in range(chunks)]
+  return Generated((main, *parts), names, hbase, missing)

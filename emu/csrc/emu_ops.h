@@ -61,10 +61,10 @@ static inline void sdst_write_reg(Wave *w, int e, const PcReg *r, int bits) {
 }
 
 typedef struct {
-  const uint32_t *lo[3], *hi[3];
-  uint32_t m[3], sh[3], shhi[3];
+  const uint32_t *lo[3], *hi[3];   /* per-lane source words; scalar sources are broadcast into bc */
+  uint32_t sh[3], shhi[3];
   uint64_t andm[3], xorm[3];
-  uint32_t tmp[3][2];
+  uint32_t bc[3][2][MAXLANES];
   uint32_t *d, *d2; uint32_t dsh;
   uint64_t exec;
   int post, omod, clamp;
@@ -85,23 +85,25 @@ static inline int dpp16_src(int ctl, int L, int *valid) {
 }
 
 /* set up sources/destination of a per-lane VALU op. src encodings are 0..511 (256+ = VGPR). Returns 0 on error. */
-static inline int valu_setup(Wave *w, const Inst *in, const OpInfo *oi, VOps *o, int e0, int e1, int e2, int edst,
+static __attribute__((noinline)) int valu_setup(Wave *w, const Inst *in, const OpInfo *oi, VOps *o, int e0, int e1, int e2, int edst,
                              int opsel, int neg, int abs, int neg_hi, int opsel_hi) {
   int es[3] = {e0, e1, e2};
   o->exec = rd_exec(w);
   for (int i = 0; i < 3; i++) {
     int bits = oi->sbits[i], fw = oi->sfw[i], e = es[i];
     o->sh[i] = 0; o->shhi[i] = 16; o->andm[i] = ~0ull; o->xorm[i] = 0;
-    if (!bits) { o->m[i] = 0; o->lo[i] = o->hi[i] = o->tmp[i]; o->tmp[i][0] = o->tmp[i][1] = 0; continue; }
+    if (!bits) { o->lo[i] = o->hi[i] = o->bc[i][0]; continue; }
     int hi16 = 0;
     if (e >= 256) {
       int r = e - 256;
       if (bits == 16 && oi->t16) { hi16 = r >> 7; r &= 127; }
-      o->lo[i] = w->v + r * MAXLANES; o->hi[i] = w->v + ((r + 1) & 255) * MAXLANES; o->m[i] = MAXLANES - 1;
+      o->lo[i] = w->v + r * MAXLANES; o->hi[i] = w->v + ((r + 1) & 255) * MAXLANES;
     } else {
       uint64_t v = scalar_src(w, in, e, bits, fw);
-      o->tmp[i][0] = (uint32_t)v; o->tmp[i][1] = (uint32_t)(v >> 32);
-      o->lo[i] = &o->tmp[i][0]; o->hi[i] = &o->tmp[i][1]; o->m[i] = 0;
+      uint32_t vl = (uint32_t)v, vh = (uint32_t)(v >> 32);
+      for (uint32_t L = 0; L < MAXLANES; L++) o->bc[i][0][L] = vl;
+      if (bits > 32) for (uint32_t L = 0; L < MAXLANES; L++) o->bc[i][1][L] = vh;
+      o->lo[i] = o->bc[i][0]; o->hi[i] = o->bc[i][1];
     }
     if (oi->packed && bits == 32 && fw == 16) {
       o->sh[i] = (opsel >> i & 1) * 16; o->shhi[i] = (opsel_hi >> i & 1) * 16;
@@ -147,7 +149,7 @@ static inline int valu_setup(Wave *w, const Inst *in, const OpInfo *oi, VOps *o,
       o->dpp[0][L] = valid ? vl[sl] : 0; o->dpp[1][L] = valid ? vh[sl] : 0;
     }
     o->exec &= wmask;
-    o->lo[0] = o->dpp[0]; o->hi[0] = o->dpp[1]; o->m[0] = MAXLANES - 1;
+    o->lo[0] = o->dpp[0]; o->hi[0] = o->dpp[1];
     if (bits == 16 && oi->t16) o->sh[0] = ((r >> 7) & 1) * 16;
     if (in->dpp_kind == 1 && oi->sfw[0]) {
       uint64_t sbit = 1ull << (oi->sfw[0] - 1);
@@ -163,11 +165,14 @@ static inline int valu_setup(Wave *w, const Inst *in, const OpInfo *oi, VOps *o,
   return 1;
 }
 
-#define SRC16(o, i, L) ((((uint64_t)(o).lo[i][(L) & (o).m[i]] >> (o).sh[i]) & 0xffff & (o).andm[i]) ^ (o).xorm[i])
-#define SRC32(o, i, L) (((uint64_t)(o).lo[i][(L) & (o).m[i]] & (o).andm[i]) ^ (o).xorm[i])
-#define SRC64(o, i, L) ((((uint64_t)(o).hi[i][(L) & (o).m[i]] << 32 | (o).lo[i][(L) & (o).m[i]]) & (o).andm[i]) ^ (o).xorm[i])
-#define SRCPK(o, i, L) ((((uint64_t)(o).lo[i][(L) & (o).m[i]] >> (o).sh[i] & 0xffff) | \
-                         ((uint64_t)(o).lo[i][(L) & (o).m[i]] >> (o).shhi[i] & 0xffff) << 16) ^ (o).xorm[i])
+/* per-lane source reads; lo/hi/sh/andm/xorm are the loop-invariant locals the handlers copy out of VOps */
+#define SRC16(i, L) (((lo##i[L] >> sh##i) & 0xffff & am##i) ^ xm##i)
+#define SRC32(i, L) ((lo##i[L] & am##i) ^ xm##i)
+#define SRC64(i, L) ((((uint64_t)hi##i[L] << 32 | lo##i[L]) & am64##i) ^ xm64##i)
+#define SRCPK(i, L) (((lo##i[L] >> sh##i & 0xffff) | (lo##i[L] >> shh##i & 0xffff) << 16) ^ xm##i)
+#define SRCLOCALS(o, i) const uint32_t *lo##i = (o).lo[i], *hi##i = (o).hi[i]; const uint32_t sh##i = (o).sh[i], shh##i = (o).shhi[i]; \
+  const uint32_t am##i = (uint32_t)(o).andm[i], xm##i = (uint32_t)(o).xorm[i]; const uint64_t am64##i = (o).andm[i], xm64##i = (o).xorm[i]; \
+  (void)lo##i; (void)hi##i; (void)sh##i; (void)shh##i; (void)am##i; (void)xm##i; (void)am64##i; (void)xm64##i;
 
 static inline uint32_t post_f32(const VOps *o, uint32_t x) {
   float f; memcpy(&f, &x, 4);
@@ -186,9 +191,10 @@ static inline uint32_t post_f16(const VOps *o, uint32_t x) {   /* clamp only; om
   if (o->clamp) { if ((x & 0x7fff) > 0x7c00 || (x & 0x8000)) x = 0; else if (x > 0x3c00) x = 0x3c00; }
   return x;
 }
-#define DST32(o, L, x) ((o).d[L] = (uint32_t)(x))
-#define DST16(o, L, x) ((o).d[L] = ((o).d[L] & ~(0xffffu << (o).dsh)) | ((uint32_t)(x) & 0xffff) << (o).dsh)
-#define DST64(o, L, x) ((o).d[L] = (uint32_t)(x), (o).d2[L] = (uint32_t)((uint64_t)(x) >> 32))
+#define DST32(o, L, x) (dd[L] = (uint32_t)(x))
+#define DST16(o, L, x) (dd[L] = (dd[L] & ~(0xffffu << dsh)) | ((uint32_t)(x) & 0xffff) << dsh)
+#define DST64(o, L, x) (dd[L] = (uint32_t)(x), dd2[L] = (uint32_t)((uint64_t)(x) >> 32))
+#define DSTLOCALS(o) uint32_t *const dd = (o).d, *const dd2 = (o).d2; const uint32_t dsh = (o).dsh; (void)dd; (void)dd2; (void)dsh;
 #define OLD16(o, L) (((o).d[L] >> (o).dsh) & 0xffff)
 #define OLD32(o, L) ((o).d[L])
 #define OLD64(o, L) ((uint64_t)(o).d2[L] << 32 | (o).d[L])
