@@ -56,18 +56,35 @@ def build(src:str, cache_dir:str|None=None, opt:str="-O0", cc:str|None=None) -> 
     os.replace(tmp_so, so)
   return ctypes.CDLL(so)
 
+# test harness register files and memory: exported arrays the tests read and write through ctypes
+HARNESS = r"""#include <stdint.h>
+#include <string.h>
+uint8_t pc_h_mem[65536]; uint32_t pc_h_vgpr[64 * 256]; uint32_t pc_h_sgpr[128];
+#define PC_H_BAD(s, what) ((s)->fault = 1, (s)->fault_msg = what, 0)
+#define PC_MEM_RD(s, a, n) ({ uint64_t _a = (a), _v = 0; if (_a > 65536 - (uint64_t)(n)) PC_H_BAD(s, "MEM read"); else memcpy(&_v, pc_h_mem + _a, (n)); _v; })
+#define PC_MEM_WR(s, a, n, v) do { uint64_t _a = (a), _v = (v); if (_a > 65536 - (uint64_t)(n)) PC_H_BAD(s, "MEM write"); else memcpy(pc_h_mem + _a, &_v, (n)); } while (0)
+#define PC_VGPR_RD(s, l, r) ({ uint64_t _l = (l), _r = (r); (_l < 64 && _r < 256) ? pc_h_vgpr[_l * 256 + _r] : (uint32_t)PC_H_BAD(s, "VGPR read"); })
+#define PC_VGPR_WR(s, l, r, v) do { uint64_t _l = (l), _r = (r); if (_l < 64 && _r < 256) pc_h_vgpr[_l * 256 + _r] = (v); else PC_H_BAD(s, "VGPR write"); } while (0)
+#define PC_SGPR_RD(s, r) ({ uint64_t _r = (r); _r < 128 ? pc_h_sgpr[_r] : (uint32_t)PC_H_BAD(s, "SGPR read"); })
+#define PC_SGPR_WR(s, r, v) do { uint64_t _r = (r); if (_r < 128) pc_h_sgpr[_r] = (v); else PC_H_BAD(s, "SGPR write"); } while (0)
+"""
+
 class ArchLib:
-  """All compilable entries of one arch in one shared library, callable by entry name: `ArchLib('rdna3').run(name, state)`."""
+  """All compilable entries of one arch in one shared library, callable by entry name: `ArchLib('rdna3').run(name, state)`.
+  MEM, VGPR and SGPR are the exported arrays `mem` (64 KiB), `vgpr` (64 lanes x 256, index lane*256+reg), `sgpr` (128)."""
   def __init__(self, arch:str, ops:list[str]|None=None, opt:str="-O0"):
     from mockgpu.pcode.cemit import emit, _emit_all
     self.arch = arch
     self.names = list(_emit_all(arch)[0]) if ops is None else list(ops)
-    src = emit(arch, self.names)
+    src = HARNESS + emit(arch, self.names)
     src += "typedef void (*pc_fn)(PcState *);\nstatic pc_fn pc_table[] = {" + ", ".join(f"pc_{n}" for n in self.names) + "};\n"
     src += "int pc_call(int i, PcState *s) { pc_table[i](s); return s->fault; }\n"
     self.lib = build(src, opt=opt)
     self.lib.pc_call.argtypes, self.lib.pc_call.restype = [ctypes.c_int, ctypes.POINTER(PcState)], ctypes.c_int
     self.index = {n: i for i, n in enumerate(self.names)}
+    self.mem = (ctypes.c_uint8 * 65536).in_dll(self.lib, "pc_h_mem")
+    self.vgpr = (ctypes.c_uint32 * (64 * 256)).in_dll(self.lib, "pc_h_vgpr")
+    self.sgpr = (ctypes.c_uint32 * 128).in_dll(self.lib, "pc_h_sgpr")
   def run(self, name:str, s:PcState) -> int:
     """Run entry `name` on state `s` in place; returns s.fault."""
     return self.lib.pc_call(self.index[name], ctypes.byref(s))

@@ -11,7 +11,7 @@ class Ty:
   kind: str
   bits: int
   @property
-  def isfloat(self) -> bool: return self.kind in ("f", "bf")
+  def isfloat(self) -> bool: return self.kind in ("f", "bf", "fp8", "bf8", "fp6", "bf6", "fp4")
   @property
   def signed(self) -> bool: return self.kind in ("i", "int")
   def __repr__(self): return "int" if self.kind == "int" else f"{self.kind}{self.bits}"
