@@ -102,7 +102,8 @@ class Evaluator:
   # ---- memory and register files
   def mem_rd(self, addr:int, nbytes:int) -> int:
     addr &= M(64)
-    return sum(self.s.mem.get(addr + i, 0) << (8 * i) for i in range(nbytes))
+    mem = self.s.mem
+    return sum(mem.get(addr + i, 0) << (8 * i) for i in range(nbytes))
   def mem_wr(self, addr:int, nbytes:int, val:int):
     addr &= M(64)
     for i in range(nbytes): self.s.mem[addr + i] = (val >> (8 * i)) & 0xff
