@@ -6,7 +6,7 @@ runnable queues with a small packet budget, and re-checks blocked waits on every
 another queue (signals, kick signals of HCQGraph) unblocks them. A queue that fails stops; its error is printed to stderr
 and reported through the KFD events (memory fault or hardware exception), so tinygrad raises its own error."""
 from __future__ import annotations
-import ctypes, sys, threading, time, traceback
+import ctypes, os, sys, threading, time, traceback
 from typing import TYPE_CHECKING
 from tinygrad.runtime.autogen import libc
 from mockgpu.emu.memory import MemoryMap
@@ -38,7 +38,7 @@ class GPU:
     self.memory = MemoryMap()
     self.queues: list[Queue] = []
     self.doorbells = host_mmap(0, DOORBELL_PAGE)
-    self.stats = {"dispatches": 0, "wave_instructions": 0, "emu_seconds": 0.0}
+    self.stats = {"dispatches": 0, "wave_instructions": 0, "emu_seconds": 0.0, "indirect_buffers": 0}
 
   def __repr__(self): return f"GPU(node={self.node.node} gpu_id={self.gpu_id:#x} arch={self.profile.arch})"
 
@@ -92,11 +92,17 @@ class Queue:
     self.gpu.kfd.report_queue_error(self.gpu, exc)
 
 class DeviceThread:
-  """The per-process daemon thread that executes all queues. Started by the first CREATE_QUEUE; `kick()` wakes it early."""
-  POLL_MIN, POLL_MAX = 0.0002, 0.002
+  """The per-process daemon thread that executes all queues. Started by the first CREATE_QUEUE; `kick()` wakes it early.
+
+  tinygrad busy-waits on signals for 200 ms before it makes any call into the mock, holding the GIL, which it hands over
+  only every `sys.getswitchinterval()`. So the interval bounds the submit-to-completion latency: unless the user changed
+  it, it is lowered from Python's 5 ms to `MOCKGPU_SWITCH_INTERVAL` (default 1 ms) when the thread starts."""
+  POLL_MIN, POLL_MAX = 0.0001, 0.0005
+  SWITCH_INTERVAL = float(os.environ.get("MOCKGPU_SWITCH_INTERVAL", "0.001"))
 
   def __init__(self, kfd:KFD):
     self.kfd, self.wake = kfd, threading.Event()
+    if sys.getswitchinterval() == 0.005 and self.SWITCH_INTERVAL > 0: sys.setswitchinterval(self.SWITCH_INTERVAL)
     self.thread = threading.Thread(target=self._loop, name="mockgpu-device", daemon=True)
     self.thread.start()
 

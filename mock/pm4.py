@@ -144,6 +144,7 @@ class PM4Queue(Queue):
     if len(self.ibs) >= MAX_IB_DEPTH: raise self.bad(f"INDIRECT_BUFFER nested deeper than {MAX_IB_DEPTH} levels")
     size = ctl & 0xFFFFF
     self.ibs.append([self._addr(lo & ~3, hi & 0xFFFF, size * 4, "INDIRECT_BUFFER"), size, 0])
+    self.gpu.stats["indirect_buffers"] += 1
     return True
 
   def copy_data(self, ctrl:int, src_lo:int, src_hi:int, dst_lo:int, dst_hi:int) -> bool:

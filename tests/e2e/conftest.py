@@ -2,14 +2,16 @@
 import json, os, subprocess, sys, textwrap
 import pytest
 
+MARK = "@@mockgpu-result@@ "
+
 def tinygrad(code:str, dev:str="MOCKKFD+AMD", timeout:float=120, check:bool=True, **env) -> subprocess.CompletedProcess:
-  """Run `code` with DEV=`dev`; the code reports through `out(obj)` (JSON on the last stdout line) -> `.result`."""
+  """Run `code` with DEV=`dev`; the code reports through `out(obj)` (a marked JSON line on stdout) -> `.result`."""
   full = {k: v for k, v in os.environ.items() if k not in ("DEV", "MOCKGPU")} | {"DEV": dev, "PYTHONUNBUFFERED": "1"} | env
-  prog = "import json, sys\ndef out(obj): print('\\n' + json.dumps(obj))\n" + textwrap.dedent(code)
+  prog = "import json, sys\ndef out(obj): print('\\n" + MARK + "' + json.dumps(obj))\n" + textwrap.dedent(code)
   p = subprocess.run([sys.executable, "-c", prog], env=full, capture_output=True, text=True, timeout=timeout, cwd=os.path.dirname(__file__))
   if check: assert p.returncode == 0, f"exit {p.returncode}\n--- stdout\n{p.stdout[-3000:]}\n--- stderr\n{p.stderr[-6000:]}"
-  lines = p.stdout.strip().splitlines()
-  p.result = json.loads(lines[-1]) if p.returncode == 0 and lines else None
+  res = [l[len(MARK):] for l in p.stdout.splitlines() if l.startswith(MARK)]
+  p.result = json.loads(res[-1]) if res else None
   return p
 
 @pytest.fixture
