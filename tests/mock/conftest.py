@@ -77,3 +77,9 @@ class Driver:
 
 @pytest.fixture
 def drv(): return Driver()
+
+@pytest.fixture
+def make_driver():
+  """Driver factory for tests that configure the model before the first queue (test modules must not import conftest:
+  every test folder has one and the name is shared)."""
+  return Driver

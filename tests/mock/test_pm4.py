@@ -144,9 +144,8 @@ def test_unmapped_wait_address_is_an_mmu_fault(drv):
   drv.run()
   assert drv.wait([sig, mem, hw])[1][1].memory_exception_data.va == 0x1234000
 
-def test_device_thread_runs_queues_by_itself():
-  from conftest import Driver
-  d = Driver()
+def test_device_thread_runs_queues_by_itself(make_driver):
+  d = make_driver()
   d.kfd.autorun = True
   q, (buf, _) = d.queue(0), d.userptr(0x1000)
   q.pm4(*release(buf, 5))
