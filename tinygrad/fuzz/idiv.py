@@ -123,10 +123,10 @@ class IdivFuzzer(Fuzzer):
   def _uop(self, case:dict):
     dt = DTYPES[case["dtype"]]
     if not (dt.min <= case["lo"] <= case["hi"] <= dt.max) or not (case["d"] != 0 and dt.min < case["d"] <= dt.max): return None
-    x, node = build(case)
+    _, node = build(case)
     try: low = lower(node, self.extra_rules)
     except Exception as e: return Failure(f"exception:lower:{type(e).__name__}", f"lowering {case}: {e}"), []
-    self.counts["fast" if not any(u.op in (Ops.CDIV, Ops.CMOD, Ops.FLOORDIV, Ops.FLOORMOD) and u.src[1].op is Ops.CONST and
+    self.counts["lowered" if not any(u.op in (Ops.CDIV, Ops.CMOD, Ops.FLOORDIV, Ops.FLOORMOD) and u.src[1].op is Ops.CONST and
                                   u.src[1].arg & (u.src[1].arg - 1) for u in nodes(low)) else "not-lowered"] += 1
     xs = _inputs(case)
     vals, _ = eval_points(low, {"x": np.array(xs, dtype=np.uint64 if case["hi"] >= 2**63 else np.int64)})
