@@ -56,9 +56,8 @@ def _key(arch: ArchSpec) -> str:
   cemit, tables = _pcode_emitter()
   from importlib.metadata import version
   own = [*CSRC.glob("*.[ch]"), *(HERE / n for n in ("gen_c.py", "isa.py", "pcinfo.py", "build.py"))]
-  parts = [arch.name, arch.family, tables.source_hash(arch.family), str(getattr(cemit, "EMITTER_VERSION", getattr(cemit, "VERSION", ""))),
-           _files_hash(p for p in PCODE_DIR.glob("*") if p.suffix in (".py", ".h")), _files_hash(own), compiler()[1], " ".join(CFLAGS),
-           version("tinygrad")]
+  parts = [arch.name, arch.family, tables.source_hash(arch.family), cemit.EMITTER_VERSION, cemit.cache_key(arch.family),
+           _files_hash(own), compiler()[1], " ".join(CFLAGS), version("tinygrad")]
   return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
 
 def _emit(arch: ArchSpec) -> str:

@@ -22,7 +22,9 @@ PROSE_C = {
   "S_DCACHE_INV": "h_nop", "S_GL1_INV": "h_nop", "S_TTRACEDATA": "h_nop", "S_TTRACEDATA_IMM": "h_nop", "S_WAIT_IDLE": "h_nop",
   "S_INCPERFLEVEL": "h_nop", "S_DECPERFLEVEL": "h_nop", "S_WAIT_EVENT": "h_nop", "S_SENDMSGHALT": "h_nop",
   "V_NOP": "h_nop", "V_PIPEFLUSH": "h_nop", "S_GETREG_B32": "h_getreg", "S_SETREG_B32": "h_setreg", "S_SETREG_IMM32_B32": "h_setreg",
-  "S_ROUND_MODE": "h_nop", "S_DENORM_MODE": "h_nop",
+  "S_ROUND_MODE": "h_nop", "S_DENORM_MODE": "h_nop", "DS_NOP": "h_nop",
+  "V_WMMA_F32_16X16X16_F16": "h_wmma_f32_f16", "V_WMMA_F32_16X16X16_BF16": "h_wmma_f32_bf16", "V_WMMA_F16_16X16X16_F16": "h_wmma_f16_f16",
+  "V_WMMA_BF16_16X16X16_BF16": "h_wmma_bf16_bf16", "V_WMMA_I32_16X16X16_IU8": "h_wmma_i32_iu8", "V_WMMA_I32_16X16X16_IU4": "h_wmma_i32_iu4",
 }
 _WAVE_FIELDS = ("SCC", "EXEC", "EXEC_LO", "VCC", "M0", "PC", "WAVE64", "WAVE32", "VCCZ", "EXECZ")
 _FW = {"F16": 16, "BF16": 16, "F32": 32, "F64": 64, "PK2_F16": 16, "PK2_BF16": 16}
@@ -323,6 +325,11 @@ def _pcode_entries(family: str) -> dict:
   from mockgpu.pcode.tables import entries
   return entries(family)
 
+def _usage(family: str, ents: dict, ename: str) -> Usage:
+  try: from mockgpu.pcode.cemit import metadata
+  except ImportError: metadata = None
+  return usage(ents[ename].text, metadata(family, ename) if metadata is not None else None)
+
 def handler_names(arch: ArchSpec) -> tuple[tuple[str, ...], dict[str, int]]:
   """hid -> "FORMAT OPNAME" for every (format, opcode) slot, and the first hid of each format."""
   names, base = [], {}
@@ -357,7 +364,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       if f.name == "VOPD":
         tgt = _vopd_target(arch.family, name, ents)
         if tgt and f"pc_{tgt}" in pcode_fns:
-          handlers.append(_vopd_half(f"VH_{name}", f"pc_{tgt}", usage(ents[tgt].text), ops_tab.get(ents[tgt].op, {}), base_name))
+          handlers.append(_vopd_half(f"VH_{name}", f"pc_{tgt}", _usage(arch.family, ents, tgt), ops_tab.get(ents[tgt].op, {}), base_name))
           row.append(f"VH_{name}"); decls.append(f"void VH_{name}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);")
         else: row.append("0"); missing[key] = f"VOPD target {tgt or base_name} has no compiled pseudocode"
         continue
@@ -365,7 +372,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       fn = f"pc_{ename}"
       if fn not in pcode_fns or ename not in ents:
         row.append("h_unsupported"); missing[key] = "no compiled pseudocode" if ename in ents else "no pseudocode in the wheel"; continue
-      u, ops = usage(ents[ename].text), ops_tab.get(member, {})
+      u, ops = _usage(arch.family, ents, ename), ops_tab.get(member, {})
       if f.name in _SALU: handlers.append(_salu(f, h, fn, u, ops))
       elif f.name in _VALU: handlers.append(_valu(f, h, fn, u, ops, base_name, arch))
       elif f.name in _VMEM or f.name in ("DS", "SMEM"):

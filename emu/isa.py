@@ -51,7 +51,7 @@ def _conv(f: BitField, name: str) -> str:
 def _fields(cls: type[Inst], skip: set[str] = frozenset()) -> tuple[Field, ...]:
   out = []
   for n, f in cls._fields:
-    if isinstance(f, (FixedBitField, EnumBitField)) or n in skip: continue
+    if isinstance(f, FixedBitField) or n == "op" or n in skip: continue
     if f.lo // 32 != f.hi // 32: raise ValueError(f"{cls.__name__}.{n} crosses a dword boundary; the decoder generator cannot split it")
     out.append(Field("lane_sel" if n.startswith("lane_sel_") else CANON.get(n, n), f.lo, f.hi - f.lo + 1, _conv(f, n)))
   return tuple(out)

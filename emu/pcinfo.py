@@ -16,8 +16,9 @@ class Usage:
   lane_vgpr: bool      # VGPR[laneId][...] only: per-lane register-file access (MOVREL)
   wave_vgpr: bool      # VGPR[other lane][...]: a wave-wide entry, evaluated once
 
-def usage(text: str) -> Usage:
-  """Scan pseudocode text (comments removed) for the state it reads and assigns."""
+def usage(text: str, meta: dict | None = None) -> Usage:
+  """Scan pseudocode text (comments removed) for the state it reads and assigns; `meta` (mockgpu.pcode.cemit.metadata of
+  the entry) adds what the compiler saw, e.g. targets of concatenation assignments `{ D1.u1, D0.u64 } = ...`."""
   reads: set[str] = set(); writes: set[str] = set()
   for line in text.split("\n"):
     line = line.split("//")[0]
@@ -27,6 +28,8 @@ def usage(text: str) -> Usage:
       reads.update(_IDENT.findall(line[m.end():]))
       if "[" in m.group(2) or re.search(r"([-+*|&^]|<<|>>)$", m.group(2).strip()): reads.add(m.group(1))   # partial or compound
     else: reads.update(_IDENT.findall(line))
+  if meta:
+    reads.update(meta.get("reads") or ()); writes.update(meta.get("writes") or ())
   idx = re.findall(r"VGPR\[([^\]]*)\]", text)
   wave = any(i.strip() != "laneId" for i in idx)
   return Usage(frozenset(reads), frozenset(writes), bool(idx) and not wave, wave)

@@ -92,6 +92,7 @@ static __attribute__((noinline)) int valu_setup(Wave *w, const Inst *in, const O
   for (int i = 0; i < 3; i++) {
     int bits = oi->sbits[i], fw = oi->sfw[i], e = es[i];
     o->sh[i] = 0; o->shhi[i] = 16; o->andm[i] = ~0ull; o->xorm[i] = 0;
+    if (i == 0 && in->dpp_kind) continue;   /* DPP: src0 comes from vsrc0 through the lane permutation below */
     if (!bits) { o->lo[i] = o->hi[i] = o->bc[i][0]; continue; }
     int hi16 = 0;
     if (e >= 256) {

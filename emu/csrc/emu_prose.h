@@ -27,3 +27,79 @@ static void h_getreg(Wave *w, const Inst *in) {
   sdst_write(w, in->sdst, v, 32);
 }
 static void h_setreg(Wave *w, const Inst *in) { (void)w; (void)in; }   /* MODE writes (rounding, denormals) are not modelled */
+
+/* ---------- WMMA (RDNA3, wave32): D = A (16x16) * B (16x16) + C, lane layouts of the RDNA3 ISA guide, section 7.9 ----------
+ * A (src0): lane l%16 holds row M = l%16, K = 0..15 packed two per VGPR (lanes 16..31 repeat lanes 0..15).
+ * B (src1): lane l%16 holds column N = l%16, K = 0..15 the same way.
+ * C/D (src2/vdst), 32-bit types: VGPR i of lane l holds element (M = 2i + l/16, N = l%16); 16-bit types: the same element in
+ * the low (OPSEL[2] = 0) or high half of VGPR i. Products are accumulated in f32 (integers in i32) in K order. */
+static inline float emu_h2f(uint32_t h) {
+  uint32_t s = (h >> 15) & 1, e = (h >> 10) & 31, m = h & 1023, b;
+  if (e == 0) { float f = ldexpf((float)m, -24); return s ? -f : f; }
+  b = e == 31 ? (s << 31) | 0x7f800000u | (m << 13) : (s << 31) | ((e + 112) << 23) | (m << 13);
+  float f; memcpy(&f, &b, 4); return f;
+}
+static inline uint32_t emu_f2h(float f) {   /* round to nearest even */
+  uint32_t b; memcpy(&b, &f, 4);
+  uint32_t s = (b >> 16) & 0x8000; int e = (int)((b >> 23) & 255) - 127 + 15; uint32_t m = b & 0x7fffff;
+  if (((b >> 23) & 255) == 255) return s | 0x7c00 | (m ? 0x200 | (m >> 13) : 0);
+  if (e >= 31) return s | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return s;
+    m |= 0x800000; uint32_t sh = (uint32_t)(14 - e), r = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);
+    if (rem > half || (rem == half && (r & 1))) r++;
+    return s | r;
+  }
+  uint32_t r = ((uint32_t)e << 10) | (m >> 13), rem = m & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (r & 1))) r++;
+  return s | r;
+}
+static inline float emu_bf2f(uint32_t h) { uint32_t b = (h & 0xffff) << 16; float f; memcpy(&f, &b, 4); return f; }
+static inline uint32_t emu_f2bf(float f) {
+  uint32_t b; memcpy(&b, &f, 4);
+  if ((b & 0x7fffffff) > 0x7f800000) return (b >> 16) | 0x40;
+  return (b + 0x7fff + ((b >> 16) & 1)) >> 16;
+}
+enum { WM_F32_F16, WM_F32_BF16, WM_F16_F16, WM_BF16_BF16, WM_I32_IU8, WM_I32_IU4 };
+static void wmma(Wave *w, const Inst *in, int kind) {
+  if (w->c->wave_size != 32) { set_status(w, ST_UNSUPPORTED, "WMMA in wave64 is not modelled"); return; }
+  if (in->src0 < 256 || in->src1 < 256) { set_status(w, ST_INVALID, "WMMA A and B must be VGPRs"); return; }
+  const uint32_t *A = w->v + (in->src0 - 256) * MAXLANES, *B = w->v + (in->src1 - 256) * MAXLANES;
+  int isint = kind >= WM_I32_IU8, out16 = kind == WM_F16_F16 || kind == WM_BF16_BF16, hi = (in->opsel >> 2) & 1;
+  float a[16][16], b[16][16], c[16][16]; int32_t ia[16][16], ib[16][16], ic[16][16];
+  for (int l = 0; l < 16; l++) for (int k = 0; k < 16; k++) {
+    if (isint) {
+      int bits = kind == WM_I32_IU8 ? 8 : 4, per = 32 / bits;
+      uint32_t wa = A[(k / per) * MAXLANES + l], wb = B[(k / per) * MAXLANES + l];
+      uint32_t xa = (wa >> ((k % per) * bits)) & ((1u << bits) - 1), xb = (wb >> ((k % per) * bits)) & ((1u << bits) - 1);
+      ia[l][k] = (in->neg & 1) ? sext(xa, bits) : (int32_t)xa; ib[k][l] = (in->neg & 2) ? sext(xb, bits) : (int32_t)xb;
+    } else {
+      uint32_t ha = A[(k / 2) * MAXLANES + l] >> ((k & 1) * 16), hb = B[(k / 2) * MAXLANES + l] >> ((k & 1) * 16);
+      int bf = kind == WM_F32_BF16 || kind == WM_BF16_BF16;
+      a[l][k] = bf ? emu_bf2f(ha) : emu_h2f(ha & 0xffff); b[k][l] = bf ? emu_bf2f(hb) : emu_h2f(hb & 0xffff);
+    }
+  }
+  for (int i = 0; i < 8; i++) for (int l = 0; l < 32; l++) {
+    int m = 2 * i + l / 16, n = l % 16;
+    uint32_t cv = in->src2 >= 256 ? w->v[(in->src2 - 256 + i) * MAXLANES + l] : (uint32_t)scalar_src(w, in, in->src2, 32, isint ? 0 : out16 ? 16 : 32);
+    if (isint) ic[m][n] = (int32_t)cv;
+    else if (out16) { uint32_t h = in->src2 >= 256 ? (cv >> (hi * 16)) & 0xffff : cv & 0xffff; c[m][n] = kind == WM_BF16_BF16 ? emu_bf2f(h) : emu_h2f(h); }
+    else memcpy(&c[m][n], &cv, 4);
+  }
+  for (int i = 0; i < 8; i++) for (int l = 0; l < 32; l++) {
+    int m = 2 * i + l / 16, n = l % 16;
+    uint32_t *d = w->v + (in->vdst - 256 + i) * MAXLANES + l;
+    if (isint) { int64_t acc = ic[m][n]; for (int k = 0; k < 16; k++) acc += (int64_t)ia[m][k] * ib[k][n];
+      if (in->clmp) acc = acc > INT32_MAX ? INT32_MAX : acc < INT32_MIN ? INT32_MIN : acc;
+      *d = (uint32_t)(int32_t)acc; continue; }
+    float acc = c[m][n]; for (int k = 0; k < 16; k++) acc += a[m][k] * b[k][n];
+    if (out16) { uint32_t h = kind == WM_BF16_BF16 ? emu_f2bf(acc) : emu_f2h(acc); *d = (*d & ~(0xffffu << (hi * 16))) | (h & 0xffff) << (hi * 16); }
+    else memcpy(d, &acc, 4);
+  }
+}
+static void h_wmma_f32_f16(Wave *w, const Inst *in) { wmma(w, in, WM_F32_F16); }
+static void h_wmma_f32_bf16(Wave *w, const Inst *in) { wmma(w, in, WM_F32_BF16); }
+static void h_wmma_f16_f16(Wave *w, const Inst *in) { wmma(w, in, WM_F16_F16); }
+static void h_wmma_bf16_bf16(Wave *w, const Inst *in) { wmma(w, in, WM_BF16_BF16); }
+static void h_wmma_i32_iu8(Wave *w, const Inst *in) { wmma(w, in, WM_I32_IU8); }
+static void h_wmma_i32_iu4(Wave *w, const Inst *in) { wmma(w, in, WM_I32_IU4); }

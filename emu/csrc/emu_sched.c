@@ -161,3 +161,13 @@ int emu_run(EmuArgs *a, uint64_t code_end) {
   free(c.m.vgpr); free(c.m.lds); free(c.m.scratch); free(c.m.waves); free(c.icache);
   return a->status;
 }
+
+/* decode one instruction without executing it (tests compare this against the wheel's DSL). Returns 1 valid, 0 no match,
+ * -1 truncated; fills format index, opcode (opx for VOPD), size in bytes and whether a handler with semantics exists. */
+int emu_decode_one(const uint32_t *words, int ndw, int32_t *out) {
+  Inst in; memset(&in, 0, sizeof(in));
+  int r = emu_decode(words, ndw, &in);
+  out[0] = in.fmt; out[1] = in.opx ? in.opx : in.op; out[2] = in.size; out[3] = 0;
+  if (r > 0) { Handler h = HANDLERS[in.fmt][in.op]; out[3] = h && h != h_unsupported; }
+  return r;
+}

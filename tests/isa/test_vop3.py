@@ -1,0 +1,56 @@
+"""VOP3: three-source ops, abs/neg input modifiers, clamp/omod output modifiers, op_sel on 16-bit ops, compares and
+v_cndmask with SGPR masks, 64-bit shifts."""
+import numpy as np
+from tinygrad.runtime.autogen.amd.rdna3.ins import *
+from conftest import lanes, run, f32
+
+rng = np.random.default_rng(2)
+
+def test_fma_with_neg_abs():
+  a, b, c = (rng.standard_normal(32).astype(np.float32) for _ in range(3))
+  out, _ = lanes([v_fma_f32(v[5], -v[2], abs(v[3]), v[4])], a, b, c)
+  np.testing.assert_allclose(out.view(np.float32), (-a) * np.abs(b) + c, rtol=1e-6, atol=1e-6)
+
+def test_clamp_and_omod():
+  a = (rng.standard_normal(32) * 2).astype(np.float32)
+  out, _ = lanes([v_add_f32_e64(v[5], v[2], 0.5, clmp=1)], a)
+  np.testing.assert_array_equal(out.view(np.float32), np.clip(a + np.float32(0.5), 0, 1))
+  out, _ = lanes([v_mul_f32_e64(v[5], v[2], v[3], omod=1)], a, a)
+  np.testing.assert_array_equal(out.view(np.float32), (a * a) * 2)
+  out, _ = lanes([v_add_f32_e64(v[5], v[2], v[3], omod=3)], a, a)
+  np.testing.assert_array_equal(out.view(np.float32), (a + a) * np.float32(0.5))
+
+def test_integer_three_source():
+  a, b, c = (rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32) for _ in range(3))
+  out, _ = lanes([v_add3_u32(v[5], v[2], v[3], v[4])], a, b, c)
+  np.testing.assert_array_equal(out, a + b + c)
+  out, _ = lanes([v_bfe_u32(v[5], v[2], 4, 8)], a)
+  np.testing.assert_array_equal(out, (a >> 4) & 0xff)
+  out, _ = lanes([v_lshl_or_b32(v[5], v[2], 3, v[4])], a, None, c)
+  np.testing.assert_array_equal(out, (a << 3) | c)
+  out, _ = lanes([v_mul_lo_u32(v[5], v[2], v[3]), ], a, b)
+  np.testing.assert_array_equal(out, a * b)
+  out, _ = lanes([v_mul_hi_u32(v[5], v[2], v[3])], a, b)
+  np.testing.assert_array_equal(out, ((a.astype(np.uint64) * b) >> 32).astype(np.uint32))
+
+def test_lshlrev_b64():
+  a = rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32)
+  sh = rng.integers(0, 64, 32).astype(np.uint32)
+  out, _ = lanes([v_mov_b32_e32(v[7], v[2]), v_mov_b32_e32(v[8], 0), v_lshlrev_b64(v[5:6], v[3], v[7:8])], a, sh, out_words=2)
+  full = (a.astype(np.uint64) | (0 << 32))
+  got = out[0::2].astype(np.uint64) | (out[1::2].astype(np.uint64) << 32)
+  np.testing.assert_array_equal(got, (full << sh.astype(np.uint64)) & 0xffffffffffffffff)
+
+def test_cmp_e64_to_sgpr_and_cndmask_e64():
+  a = rng.standard_normal(32).astype(np.float32)
+  out, st = lanes([v_cmp_gt_f32_e64(s[10], v[2], 0), v_cndmask_b32_e64(v[5], 0, 1.0, s[10])], a)
+  np.testing.assert_array_equal(out.view(np.float32), np.where(a > 0, 1.0, 0.0).astype(np.float32))
+  assert st.state.sgprs[10] == sum(1 << i for i in range(32) if a[i] > 0)
+
+def test_f16_opsel():
+  a, b = rng.standard_normal(32).astype(np.float16), rng.standard_normal(32).astype(np.float16)
+  packed = (a.view(np.uint16).astype(np.uint32) << 16) | b.view(np.uint16)
+  # hi(v2) + lo(v2) written to the high half of v5 (op_sel bits 0, 3); the low half keeps its old value
+  out, _ = lanes([v_mov_b32_e32(v[5], 0x1234), VOP3(VOP3Op.V_ADD_F16, vdst=v[5], src0=v[2], src1=v[2], opsel=0b1001)], packed)
+  np.testing.assert_array_equal((out >> 16).astype(np.uint16).view(np.float16), a + b)
+  np.testing.assert_array_equal(out & 0xffff, np.full(32, 0x1234))
