@@ -7,7 +7,7 @@ from mockgpu.mock.errors import UnknownArchError
 from mockgpu.mock.kfd import KFD, MMAP_TYPE_DOORBELL
 from mockgpu.mock.profiles import PROFILES, profile_for
 from mockgpu.mock.sysfs import TOPOLOGY, Device, Dir
-from conftest import USERPTR, request
+from kfd_driver import USERPTR, request
 
 def test_topology_has_a_cpu_node_and_six_gpus():
   k = KFD(profile_for("gfx1100"), autorun=False)
