@@ -6,6 +6,67 @@ import pytest
 def test_plus_one(run, dev):
   assert run("from tinygrad import Tensor\nout((Tensor([1, 2, 3]) + 1).tolist())", dev).result == [2, 3, 4]
 
+def test_elementwise_over_dtypes(run):
+  r = run("""
+    import numpy as np
+    from tinygrad import Tensor, dtypes
+    rng, res = np.random.default_rng(1), {}
+    for name in ["float32", "float16", "int8", "uint8", "int32", "uint32", "int64", "uint64"]:
+      a, b = (rng.integers(0, 50, 64)).astype(name), (rng.integers(1, 50, 64)).astype(name)
+      got = ((Tensor(a) + Tensor(b)) * 2 - Tensor(b)).numpy()
+      res[name] = bool(np.array_equal(got, (a + b) * 2 - b))
+    x, y = rng.random(64).astype(np.float32), rng.random(64).astype(np.float32)
+    res["bool"] = bool(np.array_equal((Tensor(x) < Tensor(y)).numpy(), x < y))
+    res["float_math"] = bool(np.allclose((Tensor(x).exp() + Tensor(y).sqrt() * Tensor(x).sin()).numpy(), np.exp(x) + np.sqrt(y) * np.sin(x), rtol=1e-4))
+    res["where"] = bool(np.array_equal(Tensor(x > 0.5).where(Tensor(x), 0).numpy(), np.where(x > 0.5, x, 0)))
+    res["cast"] = bool(np.array_equal(Tensor(x * 100).cast(dtypes.int32).numpy(), (x * 100).astype(np.int32)))
+    out(res)""").result
+  assert all(r.values()), r
+
+def test_reductions_matmul_conv_argmax(run):
+  r = run("""
+    import numpy as np
+    from tinygrad import Tensor
+    rng, res = np.random.default_rng(2), {}
+    a, b = rng.standard_normal((48, 40)).astype(np.float32), rng.standard_normal((40, 24)).astype(np.float32)
+    res["sum"] = bool(np.allclose(Tensor(a).sum(axis=1).numpy(), a.sum(axis=1), atol=1e-4))
+    res["max"] = bool(np.array_equal(Tensor(a).max(axis=0).numpy(), a.max(axis=0)))
+    res["mean_all"] = bool(np.isclose(Tensor(a).mean().item(), a.mean(), atol=1e-5))
+    res["argmax"] = bool(np.array_equal(Tensor(a).argmax(axis=1).numpy(), a.argmax(axis=1)))
+    res["matmul"] = bool(np.allclose((Tensor(a) @ Tensor(b)).numpy(), a @ b, atol=1e-4))
+    x, w = rng.standard_normal((1, 2, 8, 8)).astype(np.float32), rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    ref = np.zeros((1, 3, 6, 6), np.float32)
+    for o in range(3):
+      for i in range(6):
+        for j in range(6): ref[0, o, i, j] = (x[0, :, i:i+3, j:j+3] * w[o]).sum()
+    res["conv2d"] = bool(np.allclose(Tensor(x).conv2d(Tensor(w)).numpy(), ref, atol=1e-4))
+    out(res)""").result
+  assert all(r.values()), r
+
+def test_random_assign_jit_and_two_gpus(run):
+  r = run("""
+    import numpy as np
+    from tinygrad import Tensor, TinyJit
+    res = {}
+    Tensor.manual_seed(0)
+    u = Tensor.rand(4096).numpy()
+    res["rand"] = bool(0 <= u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 0.05 and len(np.unique(u)) > 4000)
+    t = Tensor.zeros(8).contiguous().realize()
+    t.assign(t + 1).realize()
+    t.assign(t * 3).realize()
+    res["assign"] = t.tolist() == [3.0] * 8
+    @TinyJit
+    def f(x, y): return ((x * y + 1).contiguous() * 2).realize()
+    a, b = np.arange(16, dtype=np.float32), np.full(16, 2, np.float32)
+    res["jit"] = all(np.array_equal(f(Tensor(a + i), Tensor(b)).numpy(), ((a + i) * b + 1) * 2) for i in range(5))
+    from mockgpu.mock.kfd import system
+    res["graph"] = sum(g.stats["indirect_buffers"] for g in system().gpus.values())   # HCQGraph submits IBs
+    y = (Tensor(a, device="AMD:1") * 3).to("AMD") + 1
+    res["two_gpus"] = bool(np.array_equal(y.numpy(), a * 3 + 1))
+    out(res)""").result
+  assert r.pop("graph") >= 2, r
+  assert all(r.values()), r
+
 def test_profile_times_kernels(run):
   r = run("""
     from tinygrad import Tensor, Device
