@@ -248,11 +248,11 @@ def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   if "VCC" in u.reads: L.append("  s.VCC = rd_vcc(w);")
   L.append("  DSTLOCALS(o)")
   L += [f"  SRCLOCALS(o, {i}) s.S{i}.d[1] = 0;" for i in range(2) if sb[i]]
-  L.append("  uint64_t ex = exec;")
-  L.append("  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L;")
-  L += [f"    s.S{i}.d[0] = SRC32({i}, L);" for i in range(2) if sb[i]]
-  if "D0" in u.reads: L.append("    s.D0.q[0] = OLD32(o, L);")
-  L += [f"    {fn}(&s);", f"    {_CHECK}", "    out[L] = s.D0.d[0];", "  }"]
+  body = [f"s.S{i}.d[0] = SRC32({i}, L);" for i in range(2) if sb[i]] + (["s.D0.q[0] = OLD32(o, L);"] if "D0" in u.reads else [])
+  body += [f"{fn}(&s);", "out[L] = s.D0.d[0];"]
+  L.append("  if (LIKELY(exec == 0xffffffffull && w->c->wave_size == 32)) { for (int L = 0; L < 32; L++) { s.laneId = (uint64_t)L; " + " ".join(body) + " } }")
+  L.append("  else { uint64_t ex = exec; while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L; " + " ".join(body) + " } }")
+  L.append(f"  {_CHECK}")
   return "\n".join(L) + "\n}\n"
 
 def _vopd_target(fam: str, name: str, ents: dict) -> str | None:

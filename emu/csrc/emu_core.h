@@ -197,13 +197,40 @@ static inline void vgpr_wr(PcState *s, uint64_t lane, uint64_t reg, uint32_t v) 
 static inline uint32_t sgpr_rd(PcState *s, uint64_t reg) { Wave *w = (Wave *)s->user; return reg < NSREG ? w->s[reg] : 0; }
 static inline void sgpr_wr(PcState *s, uint64_t reg, uint32_t v) { Wave *w = (Wave *)s->user; if (reg < NSREG && reg != 124) w->s[reg] = v; }
 
-static inline uint64_t emu_mem_rd(PcState *s, uint64_t a, int n) {
+static __attribute__((noinline)) uint64_t emu_mem_rd_slow(PcState *s, uint64_t a, int n) {
   int sp = ((Wave *)s->user)->c->space;
-  return LIKELY(sp == SP_GLOBAL) ? g_rd(s, a, n) : sp == SP_LDS ? l_rd(s, a, n) : p_rd(s, a, n);
+  return sp == SP_GLOBAL ? g_rd(s, a, n) : sp == SP_LDS ? l_rd(s, a, n) : p_rd(s, a, n);
 }
-static inline void emu_mem_wr(PcState *s, uint64_t a, int n, uint64_t v) {
+static __attribute__((noinline)) void emu_mem_wr_slow(PcState *s, uint64_t a, int n, uint64_t v) {
   int sp = ((Wave *)s->user)->c->space;
-  if (LIKELY(sp == SP_GLOBAL)) g_wr(s, a, n, v); else if (sp == SP_LDS) l_wr(s, a, n, v); else p_wr(s, a, n, v);
+  if (sp == SP_GLOBAL) g_wr(s, a, n, v); else if (sp == SP_LDS) l_wr(s, a, n, v); else p_wr(s, a, n, v);
+}
+/* fast path: a global access inside the last range hit (n is a constant at every call site, so the copy is one move) */
+static inline __attribute__((always_inline)) uint64_t emu_mem_rd(PcState *s, uint64_t a, int n) {
+  Ctx *c = ((Wave *)s->user)->c;
+  if (LIKELY(c->space == SP_GLOBAL && a >= c->hit_lo && a + (uint64_t)n <= c->hit_hi && a + (uint64_t)n > a)) {
+    const void *p = (const void *)(uintptr_t)a;
+    switch (n) {
+      case 1: return *(const uint8_t *)p;
+      case 2: { uint16_t x; memcpy(&x, p, 2); return x; }
+      case 4: { uint32_t x; memcpy(&x, p, 4); return x; }
+      case 8: { uint64_t x; memcpy(&x, p, 8); return x; }
+    }
+  }
+  return emu_mem_rd_slow(s, a, n);
+}
+static inline __attribute__((always_inline)) void emu_mem_wr(PcState *s, uint64_t a, int n, uint64_t v) {
+  Ctx *c = ((Wave *)s->user)->c;
+  if (LIKELY(c->space == SP_GLOBAL && a >= c->hit_lo && a + (uint64_t)n <= c->hit_hi && a + (uint64_t)n > a)) {
+    void *p = (void *)(uintptr_t)a;
+    switch (n) {
+      case 1: *(uint8_t *)p = (uint8_t)v; return;
+      case 2: { uint16_t x = (uint16_t)v; memcpy(p, &x, 2); return; }
+      case 4: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); return; }
+      case 8: memcpy(p, &v, 8); return;
+    }
+  }
+  emu_mem_wr_slow(s, a, n, v);
 }
 /* after a pc_* call left s->fault set: memory faults are already recorded; a missing hook is an unsupported operation */
 static void pc_fault(Wave *w, PcState *s) {

@@ -1,0 +1,61 @@
+"""Emulator throughput benchmarks (printed by `python -m mockgpu.emu bench`, never asserted in tests).
+
+(a) a VALU/SALU loop kernel assembled with the wheel's DSL, (b) the kernel tinygrad emits for a 256x256 f32 matmul on
+gfx1100 (fixtures/kernels). Cold = first dispatch in this process (library load from the disk cache and decode-cache
+fill; a one-time build, if it happens, is reported on its own line); warm = best of the following dispatches."""
+from __future__ import annotations
+import os, resource, time
+import numpy as np
+from mockgpu.emu.api import run_code, Stats
+from mockgpu.emu.arch import get_arch
+from mockgpu.emu.memory import MemoryMap
+
+__all__ = ["loop_kernel", "bench_loop", "bench_matmul", "main"]
+
+def loop_kernel(iters: int = 20000) -> bytes:
+  """4 VALU + 3 SALU instructions per iteration (float add/fma, integer add, move, counter, compare, branch)."""
+  from tinygrad.runtime.autogen.amd.rdna3.ins import (s_mov_b32, s_add_u32, s_cmp_lg_u32, s_cbranch_scc1, s_endpgm, v_add_f32_e32,
+                                                     v_fmac_f32_e32, v_add_nc_u32_e32, v_mov_b32_e32, s, v)
+  body = [v_add_f32_e32(v[1], v[1], v[2]), v_fmac_f32_e32(v[5], 1.0, v[1]), v_add_nc_u32_e32(v[3], v[3], v[0]), v_mov_b32_e32(v[4], v[1]),
+          s_add_u32(s[4], s[4], -1), s_cmp_lg_u32(s[4], 0)]
+  nwords = sum(len(i.to_bytes()) for i in body) // 4 + 1
+  insts = [s_mov_b32(s[4], iters), *body, s_cbranch_scc1(simm16=(-nwords) & 0xffff), s_endpgm()]
+  return b"".join(i.to_bytes() for i in insts)
+
+def _measure(fn, reps: int) -> tuple[Stats, float, float]:
+  t0 = time.perf_counter(); st = fn(); cold = time.perf_counter() - t0
+  warm = min(fn().seconds for _ in range(reps))
+  return st, cold, warm
+
+def bench_loop(reps: int = 3, backend: str = "c") -> tuple[Stats, float, float]:
+  code = loop_kernel()
+  return _measure(lambda: run_code(code, block=(256, 1, 1), grid=(8, 1, 1), backend=backend), reps)
+
+def bench_matmul(reps: int = 3, backend: str = "c") -> tuple[Stats, float, float]:
+  from mockgpu.emu.codeobj import load_elf
+  from mockgpu.emu.fixtures import load_fixture
+  from mockgpu.emu.launch import prepare
+  elf, meta = load_fixture("matmul256_f32_gfx1100_k0")
+  rng = np.random.default_rng(0)
+  bufs = [np.zeros((256, 256), np.float32), rng.standard_normal((256, 256)).astype(np.float32), rng.standard_normal((256, 256)).astype(np.float32)]
+  mem = MemoryMap()
+  for i, b in enumerate(bufs): mem.add(b.ctypes.data, b.nbytes, f"buf{i}")
+  launch = prepare(load_elf(elf), "gfx1100", meta["grid"], meta["block"], [b.ctypes.data for b in bufs], memory=mem)
+  st, cold, warm = _measure(lambda: launch.run(backend=backend), reps)
+  err = float(np.abs(bufs[0] - bufs[1] @ bufs[2]).max())
+  if err > 1e-3: raise RuntimeError(f"matmul result is wrong (max abs error {err}); the benchmark figures would be meaningless")
+  return st, cold, warm
+
+def main(reps: int = 3, backend: str = "c") -> int:
+  from mockgpu.emu.build import build
+  if backend == "c":
+    lib = build(get_arch("gfx1100"))
+    print(f"library: {lib.path.name} ({'built now in %.1f s' % lib.build_seconds if lib.built else 'from the cache'})")
+  load = os.getloadavg()[0]
+  print(f"machine: {os.cpu_count()} cpus, load average {load:.2f}" + ("  (busy: figures are lower than on an idle machine)" if load > (os.cpu_count() or 1) else ""))
+  for name, fn in (("loop (VALU/SALU)", bench_loop), ("matmul 256x256 f32 (tinygrad, LLVM)", bench_matmul)):
+    st, cold, warm = fn(reps, backend)
+    print(f"{name:38s} {st.instructions:>10d} wave-inst  cold {st.instructions / cold / 1e6:8.2f} M/s ({cold * 1e3:7.1f} ms)  "
+          f"warm {st.instructions / warm / 1e6:8.2f} M/s ({warm * 1e3:7.1f} ms)")
+  print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+  return 0

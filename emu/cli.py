@@ -1,0 +1,67 @@
+"""`mockgpu emu ...` / `python -m mockgpu.emu ...`: benchmark, run a raw kernel or an ELF code object, rebuild fixtures."""
+from __future__ import annotations
+import argparse, sys
+
+__all__ = ["main"]
+
+def _dims(s: str) -> tuple[int, int, int]:
+  p = [int(x, 0) for x in s.split(",")]
+  return tuple((p + [1, 1])[:3])
+
+def _run(a) -> int:
+  import numpy as np
+  from mockgpu.emu.api import run_code
+  from mockgpu.emu.memory import MemoryMap
+  data = open(a.file, "rb").read()
+  mem = MemoryMap()
+  bufs = [np.zeros(int(n, 0) // 4, np.uint32) for n in a.buffer]
+  for i, b in enumerate(bufs): mem.add(b.ctypes.data, b.nbytes, f"buf{i}")
+  opts = dict(budget=a.budget, backend=a.backend, capture=True, op_counts=a.counts)
+  if data[:4] == b"\x7fELF" and not a.raw:
+    from mockgpu.emu.codeobj import load_elf
+    from mockgpu.emu.launch import prepare
+    co = load_elf(data)
+    print(f"code object: entry={co.entry:#x} rsrc1={co.rsrc1:#x} rsrc2={co.rsrc2:#x} lds={co.lds_bytes} scratch/lane={co.scratch_bytes_per_lane} "
+          f"wave{'32' if co.wave32 else '64'}")
+    st = prepare(co, a.arch, a.grid, a.block, [b.ctypes.data for b in bufs], memory=mem).run(**opts)
+  else:
+    us = tuple(x for b in bufs for x in (b.ctypes.data & 0xffffffff, b.ctypes.data >> 32))
+    st = run_code(data, mem, arch=a.arch, grid=a.grid, block=a.block, user_sgprs=us, rsrc2=a.rsrc2 if a.rsrc2 is not None else len(us) << 1,
+                  lds_bytes=a.lds, scratch_bytes_per_lane=a.scratch, wave64=a.wave64, **opts)
+  print(f"{st.instructions} wave-instructions, {st.workgroups} workgroups, {st.waves} waves, {st.seconds * 1e3:.2f} ms")
+  if st.state is not None:
+    w = st.state
+    print(f"workgroup 0 wave 0 at s_endpgm (pc={w.pc:#x}): exec={w.exec:#x} vcc={w.vcc:#x} scc={w.scc} m0={w.m0:#x}")
+    print("sgprs: " + " ".join(f"s{i}={x:#x}" for i, x in enumerate(w.sgprs[:106]) if x))
+    for r in range(a.vgprs): print(f"v{r:<3d} " + " ".join(f"{x:08x}" for x in w.vgprs[r]))
+  for i, b in enumerate(bufs): print(f"buf{i}: " + " ".join(f"{x:08x}" for x in b[:16]) + (" ..." if len(b) > 16 else ""))
+  if st.op_counts: print("\n".join(f"{n:8d} {k}" for k, n in sorted(st.op_counts.items(), key=lambda kv: -kv[1])))
+  return 0
+
+def main(argv: list[str] | None = None) -> int:
+  """Entry point. Returns the process exit code (2 for usage errors, 1 for emulator errors)."""
+  p = argparse.ArgumentParser(prog="mockgpu emu", description="AMD ISA emulator tools")
+  sub = p.add_subparsers(dest="cmd", required=True)
+  b = sub.add_parser("bench", help="wave-instructions/s, warm and cold: VALU/SALU loop and tinygrad's 256x256 matmul")
+  b.add_argument("--reps", type=int, default=3); b.add_argument("--backend", default="c", choices=("c", "python"))
+  r = sub.add_parser("run", help="run a raw kernel (instruction bytes) or an ELF code object and print the final registers")
+  r.add_argument("file"); r.add_argument("--arch", default="gfx1100"); r.add_argument("--raw", action="store_true", help="treat FILE as raw bytes")
+  r.add_argument("--grid", type=_dims, default=(1, 1, 1)); r.add_argument("--block", type=_dims, default=(32, 1, 1))
+  r.add_argument("--buffer", action="append", default=[], help="bytes of a zeroed buffer passed as kernel argument / s-pair (repeatable)")
+  r.add_argument("--rsrc2", type=lambda x: int(x, 0)); r.add_argument("--lds", type=int, default=0); r.add_argument("--scratch", type=int, default=0)
+  r.add_argument("--wave64", action="store_true"); r.add_argument("--budget", type=int); r.add_argument("--backend", default="c", choices=("c", "python"))
+  r.add_argument("--vgprs", type=int, default=8, help="VGPRs to print"); r.add_argument("--counts", action="store_true", help="per-opcode counts")
+  sub.add_parser("fixtures", help="recompile fixtures/kernels with tinygrad (needs LLVM 19)")
+  a = p.parse_args(argv)
+  from mockgpu.errors import MockGPUError
+  try:
+    if a.cmd == "bench":
+      from mockgpu.emu.bench import main as bench_main
+      return bench_main(a.reps, a.backend)
+    if a.cmd == "run": return _run(a)
+    from mockgpu.emu.fixtures import regenerate
+    for f in regenerate(): print(f)
+    return 0
+  except MockGPUError as e:
+    print(f"mockgpu emu: {type(e).__name__}: {e}", file=sys.stderr)
+    return 1
