@@ -69,7 +69,8 @@ class KFD:
     self.events: dict[int, Event] = {}
     self.open_files: dict[int, Device] = {}
     self.event_page: Allocation|None = None
-    self._fds, self._handles, self._bo, self._nonsignal = itertools.count(1 << 24), itertools.count(1), itertools.count(1), itertools.count(kfd.KFD_SIGNAL_EVENT_LIMIT)
+    self._fds, self._handles, self._bo = itertools.count(1 << 24), itertools.count(1), itertools.count(1)
+    self._nonsignal = itertools.count(kfd.KFD_SIGNAL_EVENT_LIMIT)   # non-signal event ids follow the signal slots
     self.thread: DeviceThread|None = None
     self.runtime_enabled, self.acquired_vms = False, set()
 
@@ -180,7 +181,8 @@ class KFD:
 
   def _device_ids(self, a, ioctl:str) -> list[GPU]:
     if not 0 < a.n_devices <= len(self.nodes) or not a.device_ids_array_ptr:
-      raise OSError(errno.EINVAL, f"{ioctl}: n_devices={a.n_devices} device_ids_array_ptr={a.device_ids_array_ptr:#x} (1..{len(self.nodes)} ids needed)")
+      raise OSError(errno.EINVAL, f"{ioctl}: n_devices={a.n_devices} device_ids_array_ptr={a.device_ids_array_ptr:#x} "
+                                  f"(1..{len(self.nodes)} ids needed)")
     return [self.gpu(i, ioctl) for i in (ctypes.c_uint32 * a.n_devices).from_address(a.device_ids_array_ptr)]
 
   def map_memory_to_gpu(self, a):
@@ -199,7 +201,8 @@ class KFD:
   def unmap_memory_from_gpu(self, a):
     alloc = self._alloc(a.handle, "UNMAP_MEMORY_FROM_GPU")
     for i, gpu in enumerate(self._device_ids(a, "UNMAP_MEMORY_FROM_GPU")):
-      if gpu.gpu_id not in alloc.mapped: raise OSError(errno.EINVAL, f"UNMAP_MEMORY_FROM_GPU: handle={alloc.handle:#x} is not mapped to gpu_id={gpu.gpu_id:#x}")
+      if gpu.gpu_id not in alloc.mapped:
+        raise OSError(errno.EINVAL, f"UNMAP_MEMORY_FROM_GPU: handle={alloc.handle:#x} is not mapped to gpu_id={gpu.gpu_id:#x}")
       self._unmap(alloc, gpu)
       a.n_success = i + 1
 
@@ -207,7 +210,8 @@ class KFD:
     if a.event_page_offset:
       if self.event_page is not None: raise OSError(errno.EINVAL, "CREATE_EVENT: the event page is already set for this process")
       self.event_page = page = self._alloc(a.event_page_offset, "CREATE_EVENT(event_page_offset)")
-      if page.size < kfd.KFD_SIGNAL_EVENT_LIMIT * 8: raise OSError(errno.EINVAL, f"CREATE_EVENT: event page of {page.size:#x} bytes < {kfd.KFD_SIGNAL_EVENT_LIMIT * 8:#x}")
+      if page.size < kfd.KFD_SIGNAL_EVENT_LIMIT * 8:
+        raise OSError(errno.EINVAL, f"CREATE_EVENT: event page of {page.size:#x} bytes < {kfd.KFD_SIGNAL_EVENT_LIMIT * 8:#x}")
     if a.event_type not in (kfd.KFD_IOC_EVENT_SIGNAL, kfd.KFD_IOC_EVENT_MEMORY, kfd.KFD_IOC_EVENT_HW_EXCEPTION, kfd.KFD_IOC_EVENT_NODECHANGE,
                             kfd.KFD_IOC_EVENT_DEVICESTATECHANGE, kfd.KFD_IOC_EVENT_SYSTEM_EVENT, kfd.KFD_IOC_EVENT_DEBUG_EVENT,
                             kfd.KFD_IOC_EVENT_PROFILE_EVENT, kfd.KFD_IOC_EVENT_QUEUE_EVENT):
@@ -240,17 +244,20 @@ class KFD:
     qtypes = {kfd.KFD_IOC_QUEUE_TYPE_COMPUTE: PM4Queue, kfd.KFD_IOC_QUEUE_TYPE_SDMA: SDMAQueue, kfd.KFD_IOC_QUEUE_TYPE_SDMA_XGMI: SDMAQueue}
     if (cls:=qtypes.get(a.queue_type)) is None:
       raise OSError(errno.EINVAL, f"CREATE_QUEUE: queue_type={a.queue_type} is not modelled (COMPUTE=0, SDMA=1; AQL queues: unset AMD_AQL)")
-    if a.ring_size < 0x100 or a.ring_size & (a.ring_size - 1): raise OSError(errno.EINVAL, f"CREATE_QUEUE: ring_size={a.ring_size:#x} is not a power of two >= 256")
+    if a.ring_size < 0x100 or a.ring_size & (a.ring_size - 1):
+      raise OSError(errno.EINVAL, f"CREATE_QUEUE: ring_size={a.ring_size:#x} is not a power of two >= 256")
     if (a.queue_percentage & 0xFF) > kfd.KFD_MAX_QUEUE_PERCENTAGE or a.queue_priority > kfd.KFD_MAX_QUEUE_PRIORITY:
       raise OSError(errno.EINVAL, f"CREATE_QUEUE: queue_percentage={a.queue_percentage & 0xFF} queue_priority={a.queue_priority} out of range")
     for what, addr, size in (("ring_base_address", a.ring_base_address, a.ring_size), ("read_pointer_address", a.read_pointer_address, 8),
                              ("write_pointer_address", a.write_pointer_address, 8)):
-      if gpu.memory.find(addr, size) is None: raise OSError(errno.EINVAL, f"CREATE_QUEUE: {what}={addr:#x} (+{size:#x}) is not mapped to gpu_id={gpu.gpu_id:#x}")
+      if gpu.memory.find(addr, size) is None:
+        raise OSError(errno.EINVAL, f"CREATE_QUEUE: {what}={addr:#x} (+{size:#x}) is not mapped to gpu_id={gpu.gpu_id:#x}")
     if len(gpu.queues) >= MAX_QUEUES_PER_GPU: raise OSError(errno.ENOSPC, f"CREATE_QUEUE: gpu_id={gpu.gpu_id:#x} has {MAX_QUEUES_PER_GPU} queues")
     slot = len(gpu.queues)
     for addr in (a.read_pointer_address, a.write_pointer_address): ctypes.c_uint64.from_address(addr).value = 0
     gpu.queues.append(cls(gpu, slot, a.ring_base_address, a.ring_size, a.read_pointer_address, a.write_pointer_address, gpu.doorbells + slot * 8))
-    a.queue_id, a.doorbell_offset = sum(len(g.queues) for g in self.gpus.values()) - 1, MMAP_TYPE_DOORBELL | gpu.gpu_id << MMAP_GPU_ID_SHIFT | slot * 8
+    a.queue_id = sum(len(g.queues) for g in self.gpus.values()) - 1
+    a.doorbell_offset = MMAP_TYPE_DOORBELL | gpu.gpu_id << MMAP_GPU_ID_SHIFT | slot * 8
     if self.thread is None and self.autorun: self.thread = DeviceThread(self)
 
   # *** the GPU side: scheduling, interrupts and errors ***
@@ -299,7 +306,8 @@ class KFD:
       if reset_cause is not None and ev.type == kfd.KFD_IOC_EVENT_HW_EXCEPTION and ev.data is None:
         ev.data = kfd.struct_kfd_event_data(event_id=ev.event_id)
         hw = ev.data.hw_exception_data
-        hw.gpu_id, hw.reset_type, hw.reset_cause, hw.memory_lost, ev.signaled = gpu.gpu_id, kfd.KFD_HW_EXCEPTION_PER_ENGINE_RESET, reset_cause, 0, True
+        hw.gpu_id, hw.reset_type, hw.reset_cause, hw.memory_lost = gpu.gpu_id, kfd.KFD_HW_EXCEPTION_PER_ENGINE_RESET, reset_cause, 0
+        ev.signaled = True
     self.cond.notify_all()
 
   def report_queue_error(self, gpu:GPU, exc:BaseException):

@@ -95,7 +95,8 @@ class PM4Queue(Queue):
   def acquire_mem(self, *_) -> bool: return True   # caches are coherent in the model
 
   def release_mem(self, event_dw:int, sel:int, addr_lo:int, addr_hi:int, data_lo:int, data_hi:int, ctxid:int=0) -> bool:
-    if (ev:=self.event_names.get(event_dw & 0x3F)) not in EOP_EVENTS: raise self.bad(f"RELEASE_MEM event {ev or event_dw & 0x3F} is not an end-of-pipe event")
+    if (ev:=self.event_names.get(event_dw & 0x3F)) not in EOP_EVENTS:
+      raise self.bad(f"RELEASE_MEM event {ev or event_dw & 0x3F} is not an end-of-pipe event")
     data_sel, int_sel = (sel >> 29) & 7, (sel >> 24) & 7
     if data_sel == 1: self._write(self._addr(addr_lo, addr_hi, 4, "RELEASE_MEM"), data_lo, 4)
     elif data_sel == 2: self._write(self._addr(addr_lo, addr_hi, 8, "RELEASE_MEM"), data_hi << 32 | data_lo, 8)
@@ -125,7 +126,8 @@ class PM4Queue(Queue):
     if not initiator & 1: raise self.bad(f"DISPATCH_DIRECT initiator {initiator:#x} without COMPUTE_SHADER_EN")
     if any(sh(f"regCOMPUTE_START_{d}") for d in "XYZ"): raise self.bad("COMPUTE_START_X/Y/Z != 0 is not modelled")
     d = Dispatch(arch=p.arch, code_addr=(sh("regCOMPUTE_PGM_HI") << 32 | sh("regCOMPUTE_PGM_LO")) << 8, grid=(gx, gy, gz),
-                 block=tuple(sh(f"regCOMPUTE_NUM_THREAD_{d}") & 0x3FF for d in "XYZ"), user_sgprs=tuple(sh("regCOMPUTE_USER_DATA_0", i) for i in range(16)),
+                 block=tuple(sh(f"regCOMPUTE_NUM_THREAD_{d}") & 0x3FF for d in "XYZ"),
+                 user_sgprs=tuple(sh("regCOMPUTE_USER_DATA_0", i) for i in range(16)),
                  rsrc1=sh("regCOMPUTE_PGM_RSRC1"), rsrc2=sh("regCOMPUTE_PGM_RSRC2"), rsrc3=sh("regCOMPUTE_PGM_RSRC3"),
                  wave64=p.wave_size == 64 or not (initiator >> 15) & 1,
                  scratch_bytes_per_lane=((sh("regCOMPUTE_TMPRING_SIZE") >> 12) & 0x3FFFF) * p.scratch_granule // 64)

@@ -80,7 +80,8 @@ class SDMAQueue(Queue):
 
 # op name (sdma_* SDMA_OP_<name>) -> (handler, packet dwords including the header, or a function of the header)
 SDMA_PACKETS: dict[str, tuple] = {
-  "NOP": (SDMAQueue.nop, lambda q, pos: 1 + ((q.dword(pos // 4) >> 16) & 0x3FFF)), "COPY": (SDMAQueue.copy, 7), "FENCE": (SDMAQueue.fence, 4), "TRAP": (SDMAQueue.trap, 2),
+  "NOP": (SDMAQueue.nop, lambda q, pos: 1 + ((q.dword(pos // 4) >> 16) & 0x3FFF)),
+  "COPY": (SDMAQueue.copy, 7), "FENCE": (SDMAQueue.fence, 4), "TRAP": (SDMAQueue.trap, 2),
   "POLL_REGMEM": (SDMAQueue.poll_regmem, 6), "TIMESTAMP": (SDMAQueue.timestamp, 3),
   "WRITE": (SDMAQueue.write, lambda q, pos: 5 + (q.dword(pos // 4 + 3) & 0xFFFFF)),
 }

@@ -17,7 +17,8 @@ def test_elementwise_over_dtypes(run):
       res[name] = bool(np.array_equal(got, (a + b) * 2 - b))
     x, y = rng.random(64).astype(np.float32), rng.random(64).astype(np.float32)
     res["bool"] = bool(np.array_equal((Tensor(x) < Tensor(y)).numpy(), x < y))
-    res["float_math"] = bool(np.allclose((Tensor(x).exp() + Tensor(y).sqrt() * Tensor(x).sin()).numpy(), np.exp(x) + np.sqrt(y) * np.sin(x), rtol=1e-4))
+    got = (Tensor(x).exp() + Tensor(y).sqrt() * Tensor(x).sin()).numpy()
+    res["float_math"] = bool(np.allclose(got, np.exp(x) + np.sqrt(y) * np.sin(x), rtol=1e-4))
     res["where"] = bool(np.array_equal(Tensor(x > 0.5).where(Tensor(x), 0).numpy(), np.where(x > 0.5, x, 0)))
     res["cast"] = bool(np.array_equal(Tensor(x * 100).cast(dtypes.int32).numpy(), (x * 100).astype(np.int32)))
     out(res)""").result
@@ -34,6 +35,8 @@ def test_reductions_matmul_conv_argmax(run):
     res["mean_all"] = bool(np.isclose(Tensor(a).mean().item(), a.mean(), atol=1e-5))
     res["argmax"] = bool(np.array_equal(Tensor(a).argmax(axis=1).numpy(), a.argmax(axis=1)))
     res["matmul"] = bool(np.allclose((Tensor(a) @ Tensor(b)).numpy(), a @ b, atol=1e-4))
+    m, n = rng.standard_normal((256, 256)).astype(np.float32), rng.standard_normal((256, 256)).astype(np.float32)
+    res["matmul256"] = bool(np.allclose((Tensor(m) @ Tensor(n)).numpy(), m @ n, atol=1e-3))
     x, w = rng.standard_normal((1, 2, 8, 8)).astype(np.float32), rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
     ref = np.zeros((1, 3, 6, 6), np.float32)
     for o in range(3):

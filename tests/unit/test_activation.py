@@ -42,7 +42,8 @@ def test_hook_wins_over_a_checkouts_test_mockgpu(tmp_path):
   (tmp_path / "test" / "mockgpu" / "usb.py").write_text("raise ImportError('the checkout mock was imported')\n")
   out = run_py("""
     import test, tinygrad.runtime.support.hcq as hcq, tinygrad.runtime.support.usb as usb
-    print(getattr(test, "CHECKOUT", False), hcq.FileIOInterface.__module__, usb.USB3.__module__)""", tmp_path, DEV="MOCKKFD+AMD", PYTHONPATH=str(tmp_path))
+    print(getattr(test, "CHECKOUT", False), hcq.FileIOInterface.__module__, usb.USB3.__module__)""",
+    tmp_path, DEV="MOCKKFD+AMD", PYTHONPATH=str(tmp_path))
   assert out.returncode == 0, out.stderr
   assert out.stdout.split() == ["True", "mockgpu.mock.fileio", "mockgpu.tinygrad.compat.usb"]
 
