@@ -34,6 +34,7 @@ class PM4Queue(Queue):
     self.handlers = {getattr(self.pm4, f"PACKET3_{name}"): (name, fn, lens) for name, (fn, lens) in PM4_PACKETS.items()}
     self.event_names = p.soc.enum_VGT_EVENT_TYPE
     self.hdp_done = {p.nbif_reg(f"regBIF_BX_PF{pf}_GPU_HDP_FLUSH_REQ"): p.nbif_reg(f"regBIF_BX_PF{pf}_GPU_HDP_FLUSH_DONE") for pf in "01"}
+    self.sqtt_regs = {r.addr[0] for n, r in p.gc_regs.regs.items() if n.startswith(("regSQ_THREAD_TRACE_", "mmSQ_THREAD_TRACE_"))}
 
   def _where(self, pos:int) -> str: return f"IB {self.ibs[-1][0]:#x} dword {pos:#x}" if self.ibs else f"ring dword {pos:#x}"
   def _read(self, pos:int) -> int: return ctypes.c_uint32.from_address(self.ibs[-1][0] + pos * 4).value if self.ibs else self.dword(pos)
@@ -77,6 +78,8 @@ class PM4Queue(Queue):
   def _write(self, addr:int, value:int, size:int):
     (ctypes.c_uint64 if size == 8 else ctypes.c_uint32).from_address(addr).value = value & ((1 << (8 * size)) - 1)
   def _write_reg(self, reg:int, value:int):
+    if reg in self.sqtt_regs: raise self.bad(f"register {reg:#x} belongs to the SQ thread trace (SQTT), which is not modelled; unset SQTT "
+                                             "(and VIZ>=2); PROFILE=1 and PMC=1 work")
     self.regs[reg] = value
     if (done:=self.hdp_done.get(reg)) is not None: self.regs[done] = value   # an HDP flush completes at once
 
