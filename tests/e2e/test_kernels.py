@@ -113,3 +113,15 @@ def test_out_of_bounds_kernel_is_an_mmu_fault_and_the_process_survives(run):
   assert r["err"] is not None and f"MMU fault: 0x{addr:X}" in r["err"], r
   assert r["other_gpu"] == [2, 3]
   assert "GPUFault" in p.stderr and "lane=0" in p.stderr and f"addr={addr:#x}" in p.stderr, p.stderr
+
+def test_deterministic_results_and_instruction_counts(run):
+  code = """
+    import numpy as np
+    from tinygrad import Tensor
+    from mockgpu.mock.kfd import system
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((64, 64)).astype(np.float32), rng.standard_normal((64, 64)).astype(np.float32)
+    r = ((Tensor(a) @ Tensor(b)).relu().sum(axis=0)).numpy()
+    out({"r": r.tobytes().hex(), "insts": sum(g.stats["wave_instructions"] for g in system().gpus.values())})"""
+  first, second = run(code).result, run(code).result
+  assert first == second and first["insts"] > 0

@@ -77,3 +77,11 @@ def test_install_is_idempotent_and_first(monkeypatch):
   f = activate.install()
   assert sys.meta_path[0] is f and activate.install() is f
   assert sum(isinstance(x, activate.MockGPUFinder) for x in sys.meta_path) == 1
+
+@pytest.mark.parametrize("env,want", [({"DEV": "MOCKKFD+AMD"}, "activation on: MOCKKFD+AMD -> gfx1100 x6"),
+                                      ({"DEV": "MOCK+AMD:LLVM:gfx1201", "MOCKGPU_GPUS": "2"}, "on: MOCK+AMD:LLVM:gfx1201 -> gfx1201 x2"),
+                                      ({"DEV": "MOCK+CUDA"}, "MOCK+CUDA -> not supported yet"),
+                                      ({"DEV": "MOCKKFD+AMD", "MOCKGPU": "0"}, "activation off"), ({}, "DEV=<unset>; activation off")])
+def test_pytest_header(env, want):
+  from mockgpu.tinygrad.pytest_plugin import describe
+  assert want in describe(env)
