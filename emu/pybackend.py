@@ -1,0 +1,498 @@
+"""The pure-Python reference backend: the same decoder tables, operand rules, scheduler and memory checks as the C
+backend, with semantics from mockgpu.pcode.pyeval (the pseudocode's reference evaluator) instead of generated C.
+About 10^4 times slower; used for differential tests and as the fallback without a C compiler. Supported here: SALU,
+VALU (VOP1/2/3/3SD/3P/C, VOPD, DPP16/DPP8), SMEM, DS, FLAT/GLOBAL/SCRATCH and the hand-written prose ops except WMMA;
+anything else raises InvalidInstruction("unsupported ... python backend")."""
+from __future__ import annotations
+import ctypes, re, time
+from mockgpu.emu.api import Dispatch, Stats, WaveState
+from mockgpu.emu.arch import ArchSpec
+from mockgpu.emu.gen_c import PROSE_C, handler_names, _vopd_target, _SALU, _VALU, _VMEM, _opinfo, _usage
+from mockgpu.emu.isa import Format, formats, operands
+from mockgpu.emu.memory import MemoryMap
+from mockgpu.emu.report import raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT
+
+__all__ = ["run"]
+
+FC64 = [0x3fe0000000000000, 0xbfe0000000000000, 0x3ff0000000000000, 0xbff0000000000000, 0x4000000000000000, 0xc000000000000000,
+        0x4010000000000000, 0xc010000000000000, 0x3fc45f306dc9c882]
+FC32 = [0x3f000000, 0xbf000000, 0x3f800000, 0xbf800000, 0x40000000, 0xc0000000, 0x40800000, 0xc0800000, 0x3e22f983]
+FC16 = [0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118]
+M32, M64 = 0xffffffff, (1 << 64) - 1
+
+class Stop(Exception):
+  def __init__(self, status: int, **kw): self.status, self.kw = status, kw
+
+def sext(v: int, bits: int) -> int: return v - (1 << bits) if (v >> (bits - 1)) & 1 else v
+
+def decode(arch: ArchSpec, words: list[int]) -> tuple[int, dict] | None:
+  """(format index, fields) like the C decoder (emu_decode), or None. Raises Stop for truncated instructions."""
+  raw = sum(w << (32 * i) for i, w in enumerate(words))
+  def field(fl, f):
+    v = (raw >> fl.lo) & ((1 << fl.width) - 1)
+    if fl.conv == "vgpr": f[fl.name] = v + 256
+    elif fl.conv == "sbase": f[fl.name] = v << 1
+    elif fl.conv == "srsrc": f[fl.name] = v << 2
+    elif fl.conv == "vdsty": f[fl.name] = 256 + ((v << 1) | (((f["vdstx"] - 256) & 1) ^ 1))
+    elif fl.conv.startswith("lanesel"): f["lane_sel"] = f.get("lane_sel", 0) | v << (3 * int(fl.conv[-1]))
+    else: f[fl.name] = v
+  for fi, fm in enumerate(formats(arch.family)):
+    nd = (fm.mask.bit_length() + 31) // 32
+    if nd > len(words) or (raw & fm.mask) != fm.value: continue
+    f: dict = {"dpp_kind": 0, "lit": 0, "size": fm.size}
+    if fm.op_field:
+      lo, wd = fm.op_field
+      f["op"] = (raw >> lo) & ((1 << wd) - 1)
+      if f["op"] not in fm.valid: continue
+    for fl in fm.fields: field(fl, f)
+    if fm.name == "VOPD" and (f["opx"] not in fm.valid or f["opy"] not in fm.valid): return None
+    if "_DPP16" in fm.variants and f.get("src0") == arch.enc_dpp16:
+      f["dpp_kind"], f["size"] = 1, fm.variants["_DPP16"][0]
+      for fl in fm.variants["_DPP16"][1]: field(fl, f)
+    elif "_DPP8" in fm.variants and arch.enc_dpp8 >= 0 and f.get("src0") in (arch.enc_dpp8, arch.enc_dpp8 + 1):
+      f["dpp_kind"], f["size"] = (2 if f["src0"] == arch.enc_dpp8 else 3), fm.variants["_DPP8"][0]
+      for fl in fm.variants["_DPP8"][1]: field(fl, f)
+    elif any(f.get(s) == 255 for s in fm.src_fields) or (fm.lit_only and (f.get("op") in fm.lit_only or f.get("opx") in fm.lit_only or f.get("opy") in fm.lit_only)):
+      f["lit"], f["size"] = (raw >> (fm.size * 8)) & M32, fm.size + 4
+    if f["size"] > 4 * len(words): raise Stop(ST_INVALID, msg="instruction runs past the end of the code's mapped range", fmt=fi)
+    return fi, f
+  return None
+
+class _Mem:
+  """Checked byte access for pyeval's MEM (global / LDS / scratch of one lane); faults raise Stop before touching memory."""
+  def __init__(self, wave, space: str, lane_ref): self.w, self.space, self.lane = wave, space, lane_ref
+  def _check(self, addr: int, kind: int):
+    w, lane = self.w, self.lane[0]
+    if self.space == "global":
+      if not any(r.start <= addr < r.end for r in w.ranges): raise Stop(ST_FAULT, kind=kind, space=1, addr=addr, size=w.cur_size, lane=lane)
+      return ("g", addr)
+    if self.space == "lds":
+      a = addr & M32
+      if a >= len(w.lds): raise Stop(ST_FAULT, kind=kind, space=2, addr=a, size=w.cur_size, lane=lane, limit=len(w.lds))
+      return ("l", a)
+    a = addr & M32
+    if a >= w.scratch_lane: raise Stop(ST_FAULT, kind=kind, space=3, addr=a, size=w.cur_size, lane=lane, limit=w.scratch_lane)
+    return ("p", lane * w.scratch_lane + a)
+  def get(self, addr, default=0):
+    k, a = self._check(addr, 1)
+    return ctypes.c_uint8.from_address(a).value if k == "g" else (self.w.lds[a] if k == "l" else self.w.scratch[a])
+  def __setitem__(self, addr, val):
+    k, a = self._check(addr, 2 if not self.w.atomic else 3)
+    if k == "g": ctypes.c_uint8.from_address(a).value = val
+    elif k == "l": self.w.lds[a] = val
+    else: self.w.scratch[a] = val
+
+class _VRegs:
+  def __init__(self, w): self.w = w
+  def get(self, key, default=0): lane, reg = key; return self.w.v[reg][lane] if reg < 256 and lane < 64 else 0
+  def __getitem__(self, key): return self.get(key)
+  def __setitem__(self, key, val): lane, reg = key; self.w.v[reg][lane] = val & M32
+
+class _SRegs:
+  def __init__(self, w): self.w = w
+  def get(self, r, default=0): return self.w.s[r] if r < 128 else 0
+  def __getitem__(self, r): return self.get(r)
+  def __setitem__(self, r, val):
+    if r < 128 and r != 124: self.w.s[r] = val & M32
+
+class Wave:
+  def __init__(self, ctx, wid):
+    self.c, self.id, self.s, self.scc, self.pc, self.pc0, self.state = ctx, wid, [0] * 128, 0, 0, 0, "run"
+    self.v = [[0] * 64 for _ in range(256)]
+    self.ranges, self.lds, self.scratch_lane = ctx.ranges, ctx.lds, ctx.scratch_lane
+    self.scratch = bytearray(max(1, ctx.scratch_lane * 64))
+    self.atomic, self.cur_size = False, 0
+  @property
+  def exec(self): return ((self.s[127] << 32) | self.s[126]) & self.c.wave_mask
+  @exec.setter
+  def exec(self, v): self.s[126], self.s[127] = v & M32, (v >> 32) & M32 if self.c.wave_size == 64 else 0
+  @property
+  def vcc(self): return ((self.s[107] << 32) | self.s[106]) & self.c.wave_mask
+  @vcc.setter
+  def vcc(self, v):
+    self.s[106] = v & M32
+    if self.c.wave_size == 64: self.s[107] = (v >> 32) & M32
+
+class Ctx:
+  def __init__(self, arch, d: Dispatch, memory: MemoryMap, budget, timeout):
+    self.arch, self.d, self.ranges, self.budget, self.timeout = arch, d, memory.ranges(), budget, timeout
+    self.wave_size, self.wave_mask = d.wave_size, (1 << d.wave_size) - 1
+    self.lds, self.scratch_lane = bytearray(d.lds_size), d.scratch_bytes_per_lane
+    self.icount, self.wg, self.cache, self.t0 = 0, (0, 0, 0), {}, time.perf_counter()
+    self.fmts, self.ops, self.names = formats(arch.family), operands(arch.family), handler_names(arch)
+    from mockgpu.pcode.tables import entries
+    self.ents = entries(arch.family)
+
+# ---------------- operands ----------------
+def scalar_src(w: Wave, f: dict, e: int, bits: int, fw: int) -> int:
+  if e < 128:
+    if e == 124: return 0
+    v = w.s[e] | (w.s[e + 1] << 32 if bits > 32 and e < 127 else 0)
+    if e in (126, 127): v = w.exec if e == 126 else (w.exec >> 32)
+    return v
+  if e <= 192: return e - 128
+  if e <= 208: return (192 - e) & M64
+  if 240 <= e <= 248:
+    k = fw or bits
+    return FC64[e - 240] if k == 64 else FC16[e - 240] if k == 16 else FC32[e - 240]
+  if e == 255: return f["lit"] << 32 if fw == 64 else f["lit"]
+  if e == 253: return w.scc
+  if e == 251: return int(w.vcc == 0)
+  if e == 252: return int(w.exec == 0)
+  if e in (235, 236, 237, 238):
+    base = 0x1000000000000 if e < 237 else 0x2000000000000
+    v = base + (0xffffffff if e in (236, 238) else 0)
+    return v if bits > 32 else v >> 32
+  raise Stop(ST_UNSUPPORTED, msg="source operand encoding not supported (LDS_DIRECT, POPS, reserved)")
+
+def sdst_write(w: Wave, e: int, v: int, bits: int):
+  if e == 124: return
+  if e == 126 and bits > 32: w.exec = v; return
+  if e < 128: w.s[e] = v & M32
+  if bits > 32 and e + 1 < 128: w.s[e + 1] = (v >> 32) & M32
+
+def dpp16_src(ctl: int, L: int):
+  row, r = L & ~15, L & 15
+  if ctl <= 0xff: return (L & ~3) | ((ctl >> ((L & 3) * 2)) & 3), True
+  if 0x101 <= ctl <= 0x10f: return (row | (r + (ctl & 15)), True) if r + (ctl & 15) <= 15 else (L, False)
+  if 0x111 <= ctl <= 0x11f: return (row | (r - (ctl & 15)), True) if r - (ctl & 15) >= 0 else (L, False)
+  if 0x121 <= ctl <= 0x12f: return row | ((r - (ctl & 15)) & 15), True
+  if ctl == 0x140: return row | (15 - r), True
+  if ctl == 0x141: return row | (r & 8) | (7 - (r & 7)), True
+  if 0x150 <= ctl <= 0x15f: return row | (ctl & 15), True
+  if 0x160 <= ctl <= 0x16f: return row | (r ^ (ctl & 15)), True
+  raise Stop(ST_UNSUPPORTED, msg="DPP16 control not supported on this arch")
+
+def pyrun(c: Ctx, w: Wave, ename: str, space: str = "global", **kw):
+  from mockgpu.pcode.pyeval import State, run as prun
+  lane = [kw.get("laneId", 0)]
+  st = State(**kw)
+  st.mem, st.vgpr, st.sgpr = _Mem(w, space, lane), _VRegs(w), _SRegs(w)
+  return prun(c.arch.family, ename, st)
+
+def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: dict, u):
+  sb, sf, db, dfw = _opinfo(ops, fm.name, name)
+  t16, packed, mix = fm.name in ("VOP1", "VOP2", "VOPC"), fm.name == "VOP3P" and "_PK_" in name, "FMA_MIX" in name or "MAD_MIX" in name
+  cmp = name.startswith(("V_CMP_", "V_CMPX_"))
+  vcc_src2 = fm.name in ("VOP3", "VOP3SD") and "src2" in ops and ops["src2"][0].name == "FMT_NUM_M64"
+  if vcc_src2: sb[2] = 0
+  vd = ops.get("vdst")
+  dst_sgpr = vd is not None and vd[2].name in ("OPR_SREG", "OPR_SDST") and not cmp
+  es = [f.get("src0", 0), f.get("src1", 0) if fm.name != "VOP1" else 0, f.get("src2", 0) if not t16 else 0]
+  opsel, neg, ab, neg_hi, opsel_hi = (0, 0, 0, 0, 0) if t16 else (f.get("opsel", 0), f.get("neg", 0), f.get("abs", 0), f.get("neg_hi", 0),
+                                                                 f.get("opsel_hi", 0) | f.get("opsel_hi2", 0) << 2)
+  exe = w.exec
+  srcs = []
+  for i in range(3):
+    bits, fw, e = sb[i], sf[i], es[i]
+    if not bits or (i == 0 and f["dpp_kind"]): srcs.append(None); continue
+    sh, shh, am, xm, hi16 = 0, 16, M64, 0, 0
+    if e >= 256:
+      r = e - 256
+      if bits == 16 and t16: hi16, r = r >> 7, r & 127
+      get = (lambda r: lambda L, k=0: w.v[(r + k) & 255][L])(r)
+    else:
+      val = scalar_src(w, f, e, bits, fw)
+      get = (lambda val: lambda L, k=0: (val >> (32 * k)) & M32)(val)
+    if packed and bits == 32 and fw == 16: sh, shh, xm = (opsel >> i & 1) * 16, (opsel_hi >> i & 1) * 16, (neg >> i & 1) << 15 | (neg_hi >> i & 1) << 31
+    elif mix:
+      sbit = ((31 if opsel >> i & 1 else 15) if opsel_hi >> i & 1 else 31)
+      xm, am = (neg >> i & 1) << sbit, M64 & ~((neg_hi >> i & 1) << sbit)
+    else:
+      if bits == 16: sh = (hi16 | (opsel >> i & 1)) * 16
+      if fw:
+        if ab >> i & 1: am = M64 & ~(1 << (fw - 1))
+        if neg >> i & 1: xm = 1 << (fw - 1)
+    srcs.append([get, sh, shh, am, xm, bits, packed and bits == 32 and fw == 16])
+  if f["dpp_kind"]:
+    r, bits = f["vsrc0"] - 256, sb[0]
+    vals, wmask = {}, 0
+    for L in range(c.wave_size):
+      if f["dpp_kind"] == 1:
+        sl, valid = dpp16_src(f["dpp"], L)
+        if not (f["row_mask"] >> (L >> 4) & 1) or not (f["bank_mask"] >> ((L >> 2) & 3) & 1): continue
+        if valid and not f.get("fi", 0) and not (exe >> sl & 1): valid = False
+        if not valid and not f.get("bc", 0): continue
+      else:
+        sl = (L & ~7) | ((f.get("lane_sel", 0) >> ((L & 7) * 3)) & 7); valid = not (f["dpp_kind"] == 2 and not (exe >> sl & 1))
+      wmask |= 1 << L
+      vals[L] = (w.v[r][sl], w.v[(r + 1) & 255][sl]) if valid else (0, 0)
+    exe &= wmask
+    am, xm = M64, 0
+    if f["dpp_kind"] == 1 and sf[0]:
+      if f.get("src0_abs"): am = M64 & ~(1 << (sf[0] - 1))
+      if f.get("src0_neg"): xm = 1 << (sf[0] - 1)
+    if f["dpp_kind"] == 1 and sf[1] and srcs[1] is not None:
+      if f.get("src1_abs"): srcs[1][3] = M64 & ~(1 << (sf[1] - 1))
+      if f.get("src1_neg"): srcs[1][4] = 1 << (sf[1] - 1)
+    srcs[0] = [lambda L, k=0, vals=vals: vals[L][k], ((r >> 7) & 1) * 16 if bits == 16 and t16 else 0, 16, am, xm, bits, False]
+  def fetch(s, L):
+    get, sh, shh, am, xm, bits, pk = s
+    if pk: raw = get(L); return (((raw >> sh) & 0xffff) | ((raw >> shh) & 0xffff) << 16) ^ xm
+    if bits == 16: return ((get(L) >> sh) & 0xffff & am) ^ xm
+    if bits == 64: return ((get(L) | get(L, 1) << 32) & am) ^ xm
+    if bits > 64: return sum(get(L, k) << (32 * k) for k in range(bits // 32))
+    return (get(L) & am & M32) ^ xm
+  edst = f.get("vdst", 0) if not (cmp or dst_sgpr) and "vdst" in ops else 0
+  dsh, dr = 0, edst - 256
+  if edst >= 256 and db == 16:
+    h = dr >> 7 if t16 else (opsel >> 3 & 1)
+    if t16: dr &= 127
+    dsh = h * 16
+  omod, clamp = (f.get("omod", 0), f.get("clmp", 0)) if fm.name in ("VOP3", "VOP3SD") and dfw else (0, f.get("clmp", 0) if fm.name == "VOP3P" and dfw else 0)
+  kw = dict(SCC=w.scc, EXEC=w.exec, EXEC_LO=w.exec & M32, M0=w.s[125], PC=c.d.code_addr + w.pc0, WAVE64=int(c.wave_size == 64),
+            SIMM16=sext(f.get("simm16", 0), 16) & M64, SIMM32=f["lit"], VCCZ=int(w.vcc == 0), EXECZ=int(w.exec == 0),
+            OPSEL=opsel, OPSEL_HI=opsel_hi, NEG=neg, SRC0=(es[0] - 256) & M32, SRC1=(es[1] - 256) & M32, SRC2=(es[2] - 256) & M32,
+            DST=(f.get("vdst", 0) - 256) & M32, VDST=(f.get("vdst", 0) - 256) & M32)
+  kw["VCC"] = (scalar_src(w, f, f.get("src2", 0), 64, 0) & c.wave_mask) if vcc_src2 else w.vcc
+  if u.wave_vgpr or dst_sgpr:
+    for i in range(3):
+      if sb[i] and es[i] < 256: kw[f"S{i}"] = scalar_src(w, f, es[i], sb[i], sf[i])
+    st = pyrun(c, w, ename, laneId=0, **kw)
+    if "D0" in u.writes:
+      if dst_sgpr: sdst_write(w, f.get("vdst", 0) - 256, st.D0, db)
+      else:
+        for L in range(64):
+          if exe >> L & 1: w.v[dr][L] = st.D0 & M32
+    if "EXEC" in u.writes: w.exec = st.EXEC
+    return
+  d0mask, vcc, execw = 0, kw["VCC"], 0
+  for L in range(c.wave_size):
+    if not exe >> L & 1: continue
+    for i in range(3):
+      if srcs[i] is not None: kw[f"S{i}"] = fetch(srcs[i], L)
+    kw["VCC"], kw["laneId"], kw["D0"], kw["EXEC"] = vcc, L, d0mask if cmp else 0, execw if cmp and "EXEC" in u.writes else w.exec
+    if "D0" in u.reads and not cmp and edst:
+      kw["D0"] = ((w.v[dr][L] >> dsh) & 0xffff) if db == 16 else (w.v[dr][L] | w.v[(dr + 1) & 255][L] << 32 if db == 64 else w.v[dr][L])
+    st = pyrun(c, w, ename, **kw)
+    vcc = st.VCC
+    if cmp: d0mask, execw = st.D0 & M64, st.EXEC
+    if "D0" in u.writes and not cmp and edst:
+      val = st.D0
+      if (omod or clamp) and dfw == db: val = _post(val, dfw, omod, clamp)
+      if db == 16: w.v[dr][L] = (w.v[dr][L] & ~(0xffff << dsh) & M32) | ((val & 0xffff) << dsh)
+      elif db == 64: w.v[dr][L], w.v[(dr + 1) & 255][L] = val & M32, (val >> 32) & M32
+      else: w.v[dr][L] = val & M32
+    if "S0" in u.writes and sb[0] and es[0] >= 256: w.v[(es[0] - 256) & (127 if t16 and sb[0] == 16 else 255)][L] = st.S0 & M32
+  if cmp and "EXEC" in u.writes: w.exec = execw
+  elif cmp: sdst_write(w, 106 if fm.name == "VOPC" else f.get("vdst", 0) - 256, d0mask & c.wave_mask, c.wave_size)
+  if "VCC" in u.writes:
+    if fm.name == "VOP3SD": sdst_write(w, f["sdst"], vcc & c.wave_mask, c.wave_size)
+    else: w.vcc = vcc
+
+def _post(val: int, fw: int, omod: int, clamp: int) -> int:
+  import numpy as np
+  if fw == 16:
+    val &= 0xffff
+    if clamp: val = 0 if ((val & 0x7fff) > 0x7c00 or val & 0x8000) else min(val, 0x3c00)
+    return val
+  ft, it = (np.float32, np.uint32) if fw == 32 else (np.float64, np.uint64)
+  with np.errstate(all="ignore"):
+    x = np.array([val], it).view(ft)
+    if omod: x = x * ft(2.0 if omod == 1 else 4.0 if omod == 2 else 0.5)
+    if clamp: x = np.where(np.isnan(x), ft(0), np.clip(x, ft(0), ft(1))).astype(ft)
+  return int(x.view(it)[0])
+
+def exec_salu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: dict, u):
+  sb, sf, db, _ = _opinfo(ops, fm.name, name)
+  kw = dict(SCC=w.scc, EXEC=w.exec, EXEC_LO=w.exec & M32, M0=w.s[125], PC=c.d.code_addr + w.pc0, WAVE64=int(c.wave_size == 64),
+            SIMM16=sext(f.get("simm16", 0), 16) & M64, SIMM32=f["lit"], VCCZ=int(w.vcc == 0), EXECZ=int(w.exec == 0), VCC=w.vcc)
+  if fm.name == "SOPK":
+    db = ops.get("sdst", (None, 32))[1]
+    kw["S0"] = kw["D0"] = scalar_src(w, f, f["sdst"], db, 0)
+  else:
+    for i, k in enumerate(("src0", "src1")):
+      if sb[i]: kw[f"S{i}"] = scalar_src(w, f, f[k], sb[i], sf[i])
+    if "D0" in u.reads and db: kw["D0"] = scalar_src(w, f, f["sdst"], db, 0)
+  st = pyrun(c, w, ename, **kw)
+  if "D0" in u.writes and db:
+    if db <= 64: sdst_write(w, f["sdst"], st.D0, db)
+    else:
+      for i in range(db // 32):
+        if f["sdst"] + i < 124: w.s[f["sdst"] + i] = (st.D0 >> (32 * i)) & M32
+  if "VCC" in u.writes: w.vcc = st.VCC
+  _wb(c, w, st, u)
+
+def _wb(c: Ctx, w: Wave, st, u):
+  if "SCC" in u.writes: w.scc = st.SCC & 1
+  if "EXEC" in u.writes: w.exec = st.EXEC
+  elif "EXEC_LO" in u.writes: w.s[126] = st.EXEC_LO & M32
+  if "M0" in u.writes: w.s[125] = st.M0 & M32
+  if "PC" in u.writes: w.pc = (st.PC - c.d.code_addr) & M64
+
+def _vget(w, reg, L, bits): return sum(w.v[(reg + k) & 255][L] << (32 * k) for k in range(max(1, bits // 32)))
+def _vput(w, reg, L, bits, val):
+  for k in range(max(1, bits // 32)): w.v[(reg + k) & 255][L] = (val >> (32 * k)) & M32
+
+def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: dict, u):
+  w.atomic = "ATOMIC" in name or (fm.name == "DS" and "MEM" in u.writes and "RETURN_DATA" in u.writes)
+  base = dict(SCC=w.scc, EXEC=w.exec, M0=w.s[125], WAVE64=int(c.wave_size == 64), PC=c.d.code_addr + w.pc0)
+  try:
+    if fm.name == "SMEM":
+      db = ops.get("sdata", (None, 32))[1]
+      addr = ((w.s[f["sbase"]] | w.s[f["sbase"] + 1] << 32) + sext(f["offset"], 21) + (w.s[f["soffset"]] if f["soffset"] != 124 else 0)) & M64 & ~3
+      w.cur_size = 4
+      st = pyrun(c, w, ename, ADDR=addr, **base)
+      if "SDATA" in u.writes:
+        for i in range(max(1, db // 32)):
+          if f["sdata"] + i < 124: w.s[f["sdata"] + i] = (st.SDATA >> (32 * i)) & M32
+      return
+    space = "lds" if fm.name == "DS" else "scratch" if "SCRATCH" in fm.name else "global"
+    dbits = ops.get("vdst", (None, 32))[1]
+    exe = w.exec
+    if fm.name == "DS":
+      off = f["offset0"] | f["offset1"] << 8
+      uses_off = bool(u.reads & {"OFFSET", "OFFSET0", "OFFSET1"})
+      d0, d1 = ops.get("data0", (None, 32))[1], ops.get("data1", (None, 32))[1]
+      for L in range(c.wave_size):
+        if not exe >> L & 1: continue
+        addr = w.v[f["addr"] - 256][L] + (0 if uses_off else off)
+        w.cur_size = 4
+        kw = dict(base, laneId=L, ADDR=addr, ADDR_BASE=addr, OFFSET=off, OFFSET0=f["offset0"], OFFSET1=f["offset1"],
+                  DATA=_vget(w, f["data0"] - 256, L, d0), DATA2=_vget(w, f["data1"] - 256, L, d1), RETURN_DATA=_vget(w, f["vdst"] - 256, L, dbits))
+        kw["DATA0"], kw["DATA1"] = kw["DATA"], kw["DATA2"]
+        st = pyrun(c, w, ename, space, **kw)
+        if "RETURN_DATA" in u.writes: _vput(w, f["vdst"] - 256, L, dbits, st.RETURN_DATA)
+      return
+    data = ops.get("data", (None, 32))[1]
+    sa = f["saddr"] not in (124, 0x7f)
+    sbase = (w.s[f["saddr"]] | w.s[f["saddr"] + 1] << 32) if sa else 0
+    off = sext(f["offset"], 13)
+    for L in range(c.wave_size):
+      if not exe >> L & 1: continue
+      a = f["addr"] - 256
+      if space == "scratch": addr = ((w.s[f["saddr"]] if sa else 0) + (w.v[a][L] if f.get("sve") else 0) + off) & M32
+      else: addr = ((sbase + w.v[a][L]) if sa else (w.v[a][L] | w.v[(a + 1) & 255][L] << 32)) + off & M64
+      w.cur_size = 4
+      kw = dict(base, laneId=L, ADDR=addr, DATA=_vget(w, f["data0"] - 256, L, data),
+                VDATA=_vget(w, f["data0"] - 256, L, data) if "STORE" in name else _vget(w, f["vdst"] - 256, L, dbits))
+      st = pyrun(c, w, ename, space, **kw)
+      if "VDATA" in u.writes and "STORE" not in name: _vput(w, f["vdst"] - 256, L, dbits, st.VDATA)
+      if "RETURN_DATA" in u.writes and f.get("glc"): _vput(w, f["vdst"] - 256, L, dbits, st.RETURN_DATA)
+  finally: w.atomic = False
+
+def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
+  fm = c.fmts[fi]
+  if fm.name == "VOPD":
+    outs = []
+    for y, opk in ((0, "opx"), (1, "opy")):
+      member = fm.enum(f[opk]); tgt = _vopd_target(c.arch.family, member.name, c.ents)
+      if tgt is None: raise Stop(ST_UNSUPPORTED, msg="VOPD half has no pseudocode")
+      shadow = Wave.__new__(Wave); shadow.__dict__.update(w.__dict__); shadow.v = [list(r) for r in w.v]
+      g = {"src0": f["srcy0" if y else "srcx0"], "src1": f["vsrcy1" if y else "vsrcx1"], "vdst": f["vdsty" if y else "vdstx"], "dpp_kind": 0, "lit": f["lit"]}
+      vf = Format(**{**fm.__dict__, "name": "VOP2"})
+      exec_valu(c, shadow, vf, g, member.name.replace("V_DUAL_", "V_"), tgt, c.ops.get(c.ents[tgt].op, {}), _usage(c.arch.family, c.ents, tgt))
+      outs.append((g["vdst"] - 256, shadow.v[g["vdst"] - 256]))
+    exe = w.exec
+    for r, col in outs:
+      for L in range(64):
+        if exe >> L & 1: w.v[r][L] = col[L]
+    return
+  member = fm.enum(f["op"]) if fm.enum is not None else None
+  name = re.sub(r"_E(32|64)$", "", member.name) if member is not None else fm.name
+  if name in PROSE_C:
+    h = PROSE_C[name]
+    if h == "h_endpgm": w.state = "done"; _capture(c, w)
+    elif h == "h_barrier": w.state = "barrier"
+    elif h == "h_code_end": raise Stop(ST_INVALID, msg="executed S_CODE_END (padding after the kernel's last instruction)")
+    elif h == "h_trap": raise Stop(ST_UNSUPPORTED, msg="S_TRAP executed: traps are reported as errors, no trap handler is modelled")
+    elif h == "h_getreg":
+      sim = f["simm16"]; rid, off, size = sim & 63, (sim >> 6) & 31, ((sim >> 11) & 31) + 1
+      v = 0xf0 if rid == 1 else w.id if rid == 23 else 0
+      sdst_write(w, f["sdst"], (v >> off) & ((1 << size) - 1), 32)
+    elif h.startswith("h_wmma"): raise Stop(ST_UNSUPPORTED, msg="WMMA is not modelled by the python backend")
+    return
+  ename = f"{type(member).__name__}_{member.name}"
+  if ename not in c.ents: raise Stop(ST_UNSUPPORTED, msg="instruction has no semantics in this build")
+  ops, u = c.ops.get(member, {}), _usage(c.arch.family, c.ents, ename)
+  if fm.name in _SALU: return exec_salu(c, w, fm, f, name, ename, ops, u)
+  if fm.name in _VALU: return exec_valu(c, w, fm, f, name, ename, ops, u)
+  if (fm.name in _VMEM or fm.name in ("DS", "SMEM")) and not ("LDS" in member.name and fm.name != "DS"): return exec_mem(c, w, fm, f, name, ename, ops, u)
+  raise Stop(ST_UNSUPPORTED, msg="instruction has no semantics in the python backend")
+
+def _capture(c: Ctx, w: Wave):
+  if w.id == 0 and c.wg == (0, 0, 0) and c.capture:
+    ws = c.wave_size
+    c.state = WaveState(tuple(w.s), tuple(tuple(r[:ws]) for r in w.v), w.exec, w.vcc, w.scc, w.s[125], w.pc0)
+
+def _fetch(c: Ctx, w: Wave):
+  addr = c.d.code_addr + w.pc
+  if w.pc in c.cache: return c.cache[w.pc]
+  if w.pc & 3 or not (c.code.start <= addr and addr + 4 <= c.code.end):
+    raise Stop(ST_FAULT, kind=4, space=4, addr=addr, size=4, lane=-1, limit=c.code.end - c.d.code_addr, noinst=True)
+  n = min(4, (c.code.end - addr) // 4)
+  words = list((ctypes.c_uint32 * n).from_address(addr))
+  r = decode(c.arch, words)
+  raw = b"".join(x.to_bytes(4, "little") for x in words)
+  if r is None: raise Stop(ST_INVALID, msg="no encoding of this arch matches", raw=raw, fmt=-1)
+  c.cache[w.pc] = (r[0], r[1], raw[:r[1]["size"]])
+  return c.cache[w.pc]
+
+def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout: float | None, op_counts: bool, capture: bool) -> Stats:
+  """Run `d` on the Python reference backend (see mockgpu.emu.api.run)."""
+  from mockgpu.emu.cbackend import GPUFault, FaultReport
+  c = Ctx(arch, d, memory, budget, timeout)
+  c.capture, c.state = capture, None
+  c.code = next((r for r in c.ranges if r.start <= d.code_addr < r.end), None)
+  if c.code is None: raise GPUFault(FaultReport("fetch", "code", d.code_addr, 4, arch.name, 0, d.code_addr, b"", "(code not mapped)"),
+                                    "register the code object's buffer in the MemoryMap before dispatching")
+  counts: dict[str, int] = {}
+  names, hbase = c.names
+  nt = d.block[0] * d.block[1] * d.block[2]
+  nw = (nt + c.wave_size - 1) // c.wave_size
+  t0, nwaves, nwg = time.perf_counter(), 0, 0
+  w = None
+  try:
+    for z in range(d.grid[2]):
+      for y in range(d.grid[1]):
+        for x in range(d.grid[0]):
+          c.wg = (x, y, z)
+          waves = [Wave(c, i) for i in range(nw)]
+          for w in waves: _init_wave(c, w, nt, nw)
+          nwaves += nw
+          while True:
+            for w in waves:
+              while w.state == "run":
+                w.pc0 = w.pc
+                fi, f, raw = _fetch(c, w)
+                c.icount += 1
+                if c.icount > budget: c.icount -= 1; raise Stop(ST_WATCHDOG, raw=raw, fi=fi, f=f)
+                if timeout and time.perf_counter() - t0 > timeout: raise Stop(ST_TIMEOUT, raw=raw, fi=fi, f=f)
+                if op_counts:
+                  key = names[hbase[c.fmts[fi].name] + (f.get("opx") or f.get("op", 0))]
+                  counts[key] = counts.get(key, 0) + 1
+                w.pc += f["size"]
+                try: exec_inst(c, w, fi, f)
+                except Stop as e: e.kw.setdefault("raw", raw); e.kw.setdefault("fi", fi); e.kw.setdefault("f", f); raise
+            states = [v.state for v in waves]
+            if all(s == "done" for s in states): break
+            if all(s in ("done", "barrier") for s in states):
+              for v in waves:
+                if v.state == "barrier": v.state = "run"
+          nwg += 1
+  except Stop as e:
+    k = e.kw
+    f = k.get("f") or {}
+    raw = b"" if k.get("noinst") else k.get("raw", b"")
+    raise_status(arch, e.status, code_addr=d.code_addr, memory=memory, budget=budget, timeout=timeout, pc=w.pc0 if w else 0, raw=raw,
+                 fmt=k.get("fi", k.get("fmt", -1)), op=f.get("opx") or f.get("op", -1), wave=w.id if w else -1, wg=c.wg, kind=k.get("kind", 0),
+                 space=k.get("space", 0), addr=k.get("addr", 0), size=k.get("size", 0), lane=k.get("lane", -1), limit=k.get("limit", 0),
+                 msg=k.get("msg", ""))
+  return Stats(c.icount, nwg, nwaves, time.perf_counter() - t0, "python", counts if op_counts else None, c.state)
+
+def _init_wave(c: Ctx, w: Wave, nt: int, nw: int):
+  d, n = c.d, (c.d.rsrc2 >> 1) & 31
+  for k in range(n): w.s[k] = d.user_sgprs[k] if k < len(d.user_sgprs) else 0
+  k = n
+  if c.arch.tgid_in_ttmp: w.s[108 + 9], w.s[108 + 7] = c.wg[0], c.wg[1] | c.wg[2] << 16
+  else:
+    for bit, val in ((7, c.wg[0]), (8, c.wg[1]), (9, c.wg[2]), (10, nw), (0, 0)):
+      if d.rsrc2 >> bit & 1: w.s[k] = val; k += 1
+  bx, by = d.block[0], d.block[1]
+  ex = 0
+  for L in range(c.wave_size):
+    tid = w.id * c.wave_size + L
+    if tid >= nt: continue
+    ex |= 1 << L
+    w.v[0][L] = (tid % bx) | ((tid // bx) % by) << 10 | (tid // (bx * by)) << 20
+  w.exec = ex
