@@ -50,14 +50,14 @@ class GPU:
 class Queue:
   """A ring buffer queue as the KFD creates it. Subclasses implement `step()` (execute one packet or report blocked).
 
-  Pointers count `unit` bytes (PM4: dwords, SDMA: bytes). `rptr` is the next position to execute; it is published to
-  `rptr_addr` after progress. The doorbell slot holds the producer's write pointer."""
+  Pointers count dwords (PM4) or bytes (SDMA). `rptr` is the next position to execute; it is published to `rptr_addr`
+  after progress. The doorbell slot holds the producer's write pointer (tinygrad stores the same value to the write
+  pointer in memory first), so the doorbell is both the trigger and the limit."""
   engine = "queue"
-  unit = 4
   budget = 64   # packets per scheduling round, so one busy queue cannot starve the others
 
-  def __init__(self, gpu:GPU, qid:int, ring:int, ring_size:int, rptr_addr:int, wptr_addr:int, doorbell_addr:int):
-    self.gpu, self.qid, self.ring, self.ring_size, self.rptr_addr, self.wptr_addr = gpu, qid, ring, ring_size, rptr_addr, wptr_addr
+  def __init__(self, gpu:GPU, qid:int, ring:int, ring_size:int, rptr_addr:int, doorbell_addr:int):
+    self.gpu, self.qid, self.ring, self.ring_size, self.rptr_addr = gpu, qid, ring, ring_size, rptr_addr
     self.ring_dw = (ctypes.c_uint32 * (ring_size // 4)).from_address(ring)
     self.doorbell = ctypes.c_uint64.from_address(doorbell_addr)
     self.rptr, self.error, self.blocked_on = 0, None, ""

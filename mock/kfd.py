@@ -4,12 +4,12 @@
 Failures are what the kernel would return: `OSError(errno, message naming the ioctl and the bad field)`; an unknown request
 is ENOTTY. One `KFD` instance per process (`system()`), shared by all GPUs, like the real `/dev/kfd`."""
 from __future__ import annotations
-import ctypes, errno, itertools, os, sys, threading
+import ctypes, errno, itertools, os, threading
 from dataclasses import dataclass, field
 from tinygrad.runtime.autogen import kfd, amdgpu_drm
 from mockgpu.emu.errors import EmuError, GPUFault
 from mockgpu.mock.errors import QueueFault
-from mockgpu.mock.gpu import GPU, DeviceThread, Queue, DOORBELL_PAGE, host_mmap
+from mockgpu.mock.gpu import GPU, DeviceThread, DOORBELL_PAGE, host_mmap
 from mockgpu.mock.pm4 import PM4Queue
 from mockgpu.mock.profiles import GPUProfile, profile_for
 from mockgpu.mock.sdma import SDMAQueue
@@ -112,7 +112,7 @@ class KFD:
       raise OSError(errno.EINVAL, f"{io.name}: argument size {size} != sizeof({io.struct.__name__}) = {ctypes.sizeof(io.struct)}")
     args = arg if isinstance(arg, io.struct) else io.struct.from_address(arg if isinstance(arg, int) else ctypes.addressof(arg))
     with self.lock:
-      getattr(self, io.handler)(args, dev) if dev.kind != "kfd" else getattr(self, io.handler)(args)
+      getattr(self, io.handler)(args)
     if self.thread is not None: self.thread.kick()
     return 0
 
@@ -255,7 +255,7 @@ class KFD:
     if len(gpu.queues) >= MAX_QUEUES_PER_GPU: raise OSError(errno.ENOSPC, f"CREATE_QUEUE: gpu_id={gpu.gpu_id:#x} has {MAX_QUEUES_PER_GPU} queues")
     slot = len(gpu.queues)
     for addr in (a.read_pointer_address, a.write_pointer_address): ctypes.c_uint64.from_address(addr).value = 0
-    gpu.queues.append(cls(gpu, slot, a.ring_base_address, a.ring_size, a.read_pointer_address, a.write_pointer_address, gpu.doorbells + slot * 8))
+    gpu.queues.append(cls(gpu, slot, a.ring_base_address, a.ring_size, a.read_pointer_address, gpu.doorbells + slot * 8))
     a.queue_id = sum(len(g.queues) for g in self.gpus.values()) - 1
     a.doorbell_offset = MMAP_TYPE_DOORBELL | gpu.gpu_id << MMAP_GPU_ID_SHIFT | slot * 8
     if self.thread is None and self.autorun: self.thread = DeviceThread(self)
@@ -276,7 +276,7 @@ class KFD:
     return max_rounds
 
   # *** DRM ioctl handlers (DRM_IOCTLS) ***
-  def amdgpu_info(self, a, dev:Device):
+  def amdgpu_info(self, a):
     if a.query != amdgpu_drm.AMDGPU_INFO_DEV_INFO: raise OSError(errno.EINVAL, f"DRM AMDGPU_INFO: query={a.query:#x} is not modelled (only DEV_INFO)")
     p, props = self.profile, dict(self.profile.props)
     info = amdgpu_drm.struct_drm_amdgpu_info_device(device_id=p.device_id, family=p.family, gpu_counter_freq=100000,

@@ -25,7 +25,6 @@ MAX_IB_DEPTH = 2   # IB1 and IB2, as on the hardware
 class PM4Queue(Queue):
   """A PM4 compute queue (KFD queue type COMPUTE) with its own register state (SH, UCONFIG, the HDP flush pair)."""
   engine = "PM4"
-  unit = 4
 
   def __init__(self, gpu:GPU, *args):
     super().__init__(gpu, *args)

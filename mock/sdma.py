@@ -14,7 +14,6 @@ __all__ = ["SDMAQueue", "SDMA_PACKETS"]
 class SDMAQueue(Queue):
   """An SDMA queue (KFD queue type SDMA). Packet formats come from tinygrad's `autogen.am.sdma_*` for the GPU's SDMA IP."""
   engine = "SDMA"
-  unit = 1
 
   def __init__(self, gpu:GPU, *args):
     super().__init__(gpu, *args)

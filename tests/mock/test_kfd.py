@@ -6,7 +6,7 @@ from tinygrad.runtime.autogen.am import am
 from mockgpu.mock.errors import UnknownArchError
 from mockgpu.mock.kfd import KFD, MMAP_TYPE_DOORBELL
 from mockgpu.mock.profiles import PROFILES, profile_for
-from mockgpu.mock.sysfs import TOPOLOGY, Device, Dir
+from mockgpu.mock.sysfs import TOPOLOGY, Device
 from kfd_driver import USERPTR, request
 
 def test_topology_has_a_cpu_node_and_six_gpus():
