@@ -8,7 +8,6 @@ with an injected bug) to the fuzzers instead of patching tinygrad.
 """
 from __future__ import annotations
 import os, shutil, contextlib, io, mmap, signal, struct
-from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 import numpy as np
@@ -28,24 +27,28 @@ class ExecFault(IntegrationError):
     super().__init__(f"executor={executor} faulted: {detail}")
 
 class ParamSlotCollision(IntegrationError):
-  """tinygrad 0.14.0 numbered a variable PARAM (e.g. the CPU thread id `core_id`) into a slot a buffer already holds: the kernel
-  ABI is broken (CLANG passes a pointer as the thread id and segfaults, LLVM rejects the duplicate argument). Not run."""
-  def __init__(self, executor:str, slots:list[int], names:list[str]):
-    self.executor, self.slots = executor, slots
-    super().__init__(f"executor={executor}: PARAM slots {slots} are used twice ({', '.join(names)}); tinygrad's pm_number_params numbers "
-                     "variables from the count of buffers, not past the highest slot, so a buffer dropped by simplification collides")
+  """tinygrad 0.14.0 numbered a variable PARAM (e.g. the CPU thread id `core_id`) into the buffers' slot range: the runtime
+  passes buffers first and variables after them, the rendered function takes its PARAMs in slot order, so the ABI is broken
+  (CLANG gets a pointer as the thread id and segfaults, LLVM rejects a duplicate argument). The kernel is not run."""
+  def __init__(self, executor:str, buffers:list[int], variables:list[tuple[str, int]]):
+    self.executor, self.buffers, self.variables = executor, buffers, variables
+    super().__init__(f"executor={executor}: variable PARAMs {variables} are numbered inside the buffer slots {buffers}; "
+                     "tinygrad's pm_number_params starts variables at the count of buffers, not past the highest slot, so a buffer "
+                     "dropped by simplification shifts them into the buffer range")
 
 def check_param_slots(ast:UOp, renderer:Renderer, name:str) -> None:
-  """Lower `ast` for `renderer` and check that no two PARAMs share a slot.
+  """Lower `ast` for `renderer` and check that every variable PARAM's slot comes after every buffer's slot.
 
   Raises:
-    ParamSlotCollision: two PARAMs share a slot.
+    ParamSlotCollision: a variable slot is not past the last buffer slot.
   """
   from tinygrad.codegen import full_rewrite_to_sink
+  from tinygrad.dtype import AddrSpace
   with quiet(): sink = full_rewrite_to_sink(ast, renderer, optimize=ast.tag is None)
   params = {u for u in sink.toposort() if u.op is Ops.PARAM}
-  if dups:=sorted(s for s, c in Counter(u.arg.slot for u in params).items() if c > 1):
-    raise ParamSlotCollision(name, dups, sorted(f"{u.arg.name or 'buffer'}@{u.arg.slot}" for u in params if u.arg.slot in dups))
+  bufs = sorted(u.arg.slot for u in params if u.addrspace != AddrSpace.ALU)
+  vs = sorted((str(u.arg.name), u.arg.slot) for u in params if u.addrspace == AddrSpace.ALU)
+  if bufs and any(s <= bufs[-1] for _, s in vs): raise ParamSlotCollision(name, bufs, vs)
 
 class ExecutorUnavailable(IntegrationError):
   """The executor's toolchain is missing (no clang, no unicorn). Install it or drop the executor from the list."""

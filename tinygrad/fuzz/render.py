@@ -5,7 +5,8 @@ Programs are small SSA lists over one loop (see `render_ir`), lowered by tinygra
 exactly-determined floats must match the reference bit for bit (+0.0 and -0.0 are equal: the LLVM renderer emits `nsz`);
 other floats must lie within the error bound the reference carries. Failure classes: `mismatch:<EXEC>` (a value outside its
 class), `fault:<EXEC>` (the kernel faulted), `crash:<EXEC>` (lowering, rendering or compiling raised),
-`param-slot-collision:<EXEC>` (the lowered kernel's PARAM slots collide, see kexec.ParamSlotCollision; not run).
+`param-slot-collision:<EXEC>` (the lowered kernel's PARAM slots collide, see kexec.ParamSlotCollision; not run),
+`cast-nonfinite:<EXEC>` (the executor raised casting inf/NaN to an integer, which the reference leaves undetermined).
 """
 from __future__ import annotations
 import copy, inspect, json, math, random
@@ -35,37 +36,40 @@ class RenderFuzzer(Fuzzer):
   Args:
     executors: names from `kexec.EXECUTORS` (default: all of them).
     max_nodes: the most ALU/CAST nodes per program.
-    narrow_arith: generate ADD/MUL/SHL on 8/16-bit integers (finding F2 fires on them with CLANG).
-    ignore: failure-class prefixes to accept as known findings (e.g. `param-slot-collision`, finding F1).
+    avoid_known: do not generate the triggers of the documented findings (see `render_ir.generate`).
+    ignore: failure-class prefixes to accept as known findings (e.g. `param-slot-collision`: F1, `cast-nonfinite`: F7).
     extra: additional `Executor` objects (tests inject a renderer with a known bug here; not saved in `options`).
   """
   name = "render"
-  def __init__(self, executors:Sequence[str]=DEFAULT_EXECUTORS, max_nodes:int=10, narrow_arith:bool=True, ignore:Sequence[str]=(),
+  def __init__(self, executors:Sequence[str]=DEFAULT_EXECUTORS, max_nodes:int=10, avoid_known:bool=False, ignore:Sequence[str]=(),
                extra:Sequence[Executor]=()):
-    self.executor_names, self.max_nodes, self.narrow_arith, self.ignore = tuple(executors), max_nodes, narrow_arith, tuple(ignore)
+    self.executor_names, self.max_nodes, self.avoid_known, self.ignore = tuple(executors), max_nodes, avoid_known, tuple(ignore)
     self.extra, self._executors = tuple(extra), None
   def options(self) -> dict:
-    return {"executors": list(self.executor_names), "max_nodes": self.max_nodes, "narrow_arith": self.narrow_arith, "ignore": list(self.ignore)}
+    return {"executors": list(self.executor_names), "max_nodes": self.max_nodes, "avoid_known": self.avoid_known, "ignore": list(self.ignore)}
   def executors(self) -> list[Executor]:
     """Returns: the executors, built on first use (so forked campaign workers build their own)."""
     if self._executors is None: self._executors = [executor(n) for n in self.executor_names] + list(self.extra)
     return self._executors
 
-  def generate(self, rng:random.Random) -> dict: return ir.generate(rng, self.max_nodes, self.narrow_arith)
+  def generate(self, rng:random.Random) -> dict: return ir.generate(rng, self.max_nodes, self.avoid_known)
 
   def check(self, case:dict) -> Failure|None:
     f = self._check(case)
     return None if f is not None and f.cls.startswith(self.ignore) else f
 
   def _check(self, case:dict) -> Failure|None:
-    ref, out_dts = ir.evaluate(case), [case["nodes"][o][1] for o in case["outs"]]
+    ref, out_dts = ir.evaluate(case, signed_overflow=not self.avoid_known), [case["nodes"][o][1] for o in case["outs"]]
     ast = ir.build_ast(case)
     for ex in self.executors():
       arrays = ir.to_arrays(case, out_dts)
       try: ex.run(ast, arrays)
       except ExecFault as e: return Failure(f"fault:{ex.name}", f"{ex.name} faulted: {e.detail}")
       except ParamSlotCollision as e: return Failure(f"param-slot-collision:{ex.name}", str(e))
-      except Exception as e: return Failure(f"crash:{ex.name}", f"{ex.name} raised {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
+      except Exception as e:
+        if isinstance(e, (OverflowError, ValueError)) and "cannot convert float" in str(e):
+          return Failure(f"cast-nonfinite:{ex.name}", f"{ex.name} cannot cast a non-finite float to an integer: {e}")
+        return Failure(f"crash:{ex.name}", f"{ex.name} raised {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
       for j, (dt, col) in enumerate(zip(out_dts, ref)):
         for lane in range(case["n"]):
           got = arrays[j][lane].item()
@@ -77,9 +81,10 @@ class RenderFuzzer(Fuzzer):
   def shrink(self, case:dict) -> Iterator[dict]:
     if len(case["outs"]) > 1:
       for o in case["outs"]: yield ir.gc({**case, "outs": [o]})
+      for k in range(len(case["outs"])): yield ir.gc({**case, "outs": case["outs"][:k] + case["outs"][k+1:]})
     n = case["n"]
     if n > 1:
-      spans = [(0, n//2), (n//2, n)] + [(i, i+1) for i in range(n)]
+      spans = [(0, n//2), (n//2, n)] + [(i, i+1) for i in range(n)] + [(0, n-1), (1, n)]
       for a, b in spans: yield self._lanes(case, a, b)
     if case["axis"] == "GLOBAL": yield {**case, "axis": "LOOP"}
     nodes = case["nodes"]
@@ -129,7 +134,7 @@ class RenderFuzzer(Fuzzer):
   def repro(self, case:dict) -> str:
     f = self.check(case)
     bad = f.cls.split(":", 1)[1] if f is not None and ":" in f.cls else "CLANG"
-    ref = ir.evaluate(case)
+    ref = ir.evaluate(case, signed_overflow=not self.avoid_known)
     expect = [[None if r is None else (list(r) if isinstance(r, tuple) else r) for r in col] for col in ref]
     return _REPRO.format(msg=f.message if f else "passes now", build=inspect.getsource(ir.build_ast), case=json.dumps(case),
                          expect=json.dumps(expect), executor=json.dumps(bad), to_arrays=_TO_ARRAYS)

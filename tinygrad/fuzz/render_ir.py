@@ -76,13 +76,15 @@ def _rand_val(rng:random.Random, dt:str) -> Any:
   return rng.randint(lo, hi)
 
 NARROW = ("int8", "uint8", "int16", "uint16")
-def generate(rng:random.Random, max_nodes:int=10, narrow_arith:bool=True) -> dict:
+def generate(rng:random.Random, max_nodes:int=10, avoid_known:bool=False) -> dict:
   """Draw a random program.
 
   Args:
     rng: the only randomness.
     max_nodes: the most ALU/CAST nodes the program gets (leaves are extra).
-    narrow_arith: allow ADD/MUL/SHL on 8 and 16-bit integers (False avoids finding F2 of docs/fuzz_oob_render.md again).
+    avoid_known: do not generate the triggers of the findings documented in docs/fuzz_oob_render.md (ADD/MUL/SHL on 8/16-bit
+      integers: F2; loop indices cast to 64-bit integers: F3; SQRT: F5; SIN on float64: F6; shifts of constants: F9), so a
+      campaign looks for new bugs (pair it with `evaluate(signed_overflow=False)` for F8).
   Returns:
     a case dict (see the module docstring).
   """
@@ -94,19 +96,19 @@ def generate(rng:random.Random, max_nodes:int=10, narrow_arith:bool=True) -> dic
   def add(nd:list) -> int:
     nodes.append(nd)
     return len(nodes) - 1
-  def leaf(dt:str) -> int:
+  def leaf(dt:str, const_ok:bool=True) -> int:
     r = rng.random()
-    if r < 0.55:
+    if r < 0.55 or not const_ok:
       case["inputs"].append({"dtype": dt, "bits": [to_bits(_rand_val(rng, dt), dt) for _ in range(n)]})
       return add(["in", dt, len(case["inputs"]) - 1])
-    if r < 0.7 and dt in INTS: return add(["idx", dt, rng.choice([0, 0, 1, 3, 100])])
+    if r < 0.7 and dt in INTS and not (avoid_known and BITS[dt] == 64): return add(["idx", dt, rng.choice([0, 0, 1, 3, 100])])
     return add(["const", dt, to_bits(_rand_val(rng, dt), dt)])
   def get(dt:str) -> int:
     have = [i for i, d in enumerate(dts()) if d == dt]
     if have and rng.random() < 0.6: return rng.choice(have)
     return leaf(dt)
   def positive(dt:str) -> int:  # a divisor that is never 0 (and never -1): (x & mask) | 1, or a constant
-    if rng.random() < 0.5: return add(["const", dt, to_bits(rng.choice([1, 2, 3, 5, 7, 8, 10, 16, 100, 255]), dt)])
+    if rng.random() < 0.5: return add(["const", dt, rng.choice([1, 2, 3, 5, 7, 8, 10, 16, 100, 127])])
     return add(["OR", dt, add(["AND", dt, get(dt), add(["const", dt, rng.choice([3, 7, 15, 127])])]), add(["const", dt, 1])])
   for _ in range(rng.randint(1, max_nodes)):
     dt = rng.choice(pool + ["bool"] * (rng.random() < 0.15))
@@ -121,14 +123,14 @@ def generate(rng:random.Random, max_nodes:int=10, narrow_arith:bool=True) -> dic
       bc = [d for d in INTS + FLOATS if BITS[d] == BITS[dt] and d != dt and d in pool]
       add(["BITCAST", dt, get(bc[0])] if bc and rng.random() < 0.3 else ["CAST", dt, get(src)])
     elif dt in FLOATS:
-      if r < 0.5: add([rng.choice(FLOAT_UN), dt, get(dt)])
+      if r < 0.5: add([rng.choice([o for o in FLOAT_UN if not avoid_known or (o != "SQRT" and (o, dt) != ("SIN", "float64"))]), dt, get(dt)])
       else: add([rng.choice(("ADD", "MUL", "MAX")), dt, get(dt), get(dt)])
-    elif dt in NARROW and not narrow_arith:
+    elif dt in NARROW and avoid_known:
       if r < 0.5: add([rng.choice(("CDIV", "CMOD")), dt, get(dt), positive(dt)])
       else: add([rng.choice(("MAX", "AND", "OR", "XOR")), dt, get(dt), get(dt)])
     else:
       if r < 0.35: add([rng.choice(("CDIV", "CMOD")), dt, get(dt), positive(dt)])
-      elif r < 0.5: add([rng.choice(("SHL", "SHR")), dt, get(dt), add(["const", dt, rng.randint(0, BITS[dt]-1)])
+      elif r < 0.5: add([rng.choice(("SHL", "SHR")), dt, leaf(dt, const_ok=False) if avoid_known else get(dt), add(["const", dt, rng.randint(0, BITS[dt]-1)])
                          if rng.random() < 0.6 else add(["AND", dt, get(dt), add(["const", dt, BITS[dt]-1])])])
       else: add([rng.choice(INT_BIN), dt, get(dt), get(dt)])
   last = len(nodes) - 1
@@ -171,20 +173,21 @@ _F1 = {"SQRT": np.sqrt, "EXP2": np.exp2, "LOG2": np.log2, "SIN": np.sin, "RECIPR
 _D1 = {"SQRT": lambda x: 0.5 / math.sqrt(x) if x > 0 else math.inf, "EXP2": lambda x: math.log(2) * 2.0**min(x, 1024),
        "LOG2": lambda x: 1 / (x * math.log(2)) if x > 0 else math.inf, "SIN": lambda x: 1.0, "RECIPROCAL": lambda x: 1 / (x*x) if x else math.inf}
 
-def _fadd_like(op:str, a, b, dt:str, fused:bool):
+def _fadd_like(op:str, a, b, dt:str, fused:bool, mag:float):
   (va, ea), (vb, eb) = a, b
   if ea == 0 and eb == 0 or not (math.isfinite(va) and math.isfinite(vb)):
     if (ea or eb) and not all(math.isfinite(x) for x in (va, vb)):
       corners = {_np(_F2[op], x, y) for x in (va-ea, va+ea) for y in (vb-eb, vb+eb)}
       if len({("nan" if math.isnan(c) else c) for c in corners}) != 1: return None
     v = _rnd(_np(_F2[op], va, vb), dt)
-    return (v, 0.0 if not fused or not math.isfinite(v) else _ulp(v, dt))
+    return (v, 0.0 if not fused or not math.isfinite(v) else _ulp(v, dt) + (2 * _ulp(mag, dt) if op == "ADD" else 0.0))
   v = _rnd(_np(_F2[op], va, vb), dt)
   err = (ea + eb) if op != "MUL" else abs(vb)*ea + abs(va)*eb + ea*eb
-  return (v, err + _ulp(v, dt))
+  # a reassociated chain of adds rounds partial sums bounded by the sum of the magnitudes of its terms
+  return (v, err + _ulp(v, dt) + (2 * _ulp(mag, dt) if fused and op == "ADD" else 0.0))
 
-def _feval(op:str, xs:list, dt:str, fusable:bool):
-  if op in _F2: return _fadd_like(op, xs[0], xs[1], dt, fusable)
+def _feval(op:str, xs:list, dt:str, fusable:bool, mag:float):
+  if op in _F2: return _fadd_like(op, xs[0], xs[1], dt, fusable, mag)
   (va, ea) = xs[0]
   if op == "MAX":
     (vb, eb) = xs[1]
@@ -245,14 +248,19 @@ def _cmp(op:str, a, b, is_float:bool):
   return {"CMPLT": a < b, "CMPNE": a != b, "CMPEQ": a == b}[op]
 
 _ARITH = ("ADD", "MUL")
-def evaluate(case:dict) -> list[list[Any]]:
+def evaluate(case:dict, signed_overflow:bool=True) -> list[list[Any]]:
   """The reference value of every output lane.
 
+  Args:
+    case: the program.
+    signed_overflow: True: signed integer ADD/MUL/SHL wrap (tinygrad's PYTHON backend, numpy); False: a lane whose signed
+      ADD/MUL/SHL overflows is undetermined (C and LLVM `nsw` semantics, see finding F8).
   Returns:
     outs[j][lane]: None (undetermined) or a bool/int, or (float value, absolute error bound) for float outputs.
   """
   nodes, n = case["nodes"], case["n"]
   vals: list[list[Any]] = []
+  mags: list[list[float]] = []  # per float lane: the sum of |terms| of the add chain it ends (bounds reassociated partial sums)
   for nd in nodes:
     op, dt, args = nd[0], nd[1], nd[2:]
     if op == "in": col = [from_bits(b, dt) for b in case["inputs"][args[0]]["bits"]]
@@ -272,11 +280,16 @@ def evaluate(case:dict) -> list[list[Any]]:
         elif op == "BITCAST": col[i] = _bitcast(xs[0], nodes[args[0]][1], dt)
         elif op in CMP: col[i] = _cmp(op, xs[0], xs[1], nodes[args[0]][1] in FLOATS)
         elif dt in FLOATS:
-          col[i] = _feval(op, xs, dt, fusable)
+          col[i] = _feval(op, xs, dt, fusable, mags[args[0]][i] + mags[args[1]][i] if op == "ADD" else 0.0)
           if col[i] is not None and math.isfinite(col[i][0]) and abs(col[i][0]) + col[i][1] >= FMAX[dt]: col[i] = None
         elif dt == "bool": col[i] = {"AND": xs[0] and xs[1], "OR": xs[0] or xs[1], "XOR": xs[0] != xs[1], "CMPNE": xs[0] != xs[1]}[op]
-        else: col[i] = _ieval(op, xs[0], xs[1], dt)
+        else:
+          col[i] = _ieval(op, xs[0], xs[1], dt)
+          if not signed_overflow and signed(dt) and op in ("ADD", "MUL", "SHL") and col[i] is not None and \
+             col[i] != (xs[0]+xs[1] if op == "ADD" else xs[0]*xs[1] if op == "MUL" else xs[0] << xs[1]): col[i] = None
     vals.append(col)
+    mags.append([abs(x[0]) if isinstance(x, tuple) and math.isfinite(x[0]) else 0.0 for x in col] if op != "ADD" or dt not in FLOATS else
+                [mags[args[0]][i] + mags[args[1]][i] for i in range(n)])
   return [vals[o] for o in case["outs"]]
 
 def build_ast(case):

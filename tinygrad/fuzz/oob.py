@@ -1,0 +1,353 @@
+"""The oob fuzzer: tinygrad's static bounds check (CHECK_OOB=1, z3) against dynamic execution and an exhaustive ground truth.
+
+A case is one kernel that reads (or writes) a data buffer at a random index expression, optionally gated, over one to three
+loops; the index may use a value loaded from an index buffer. The ground truth is every index the kernel touches, computed
+here over all iterations. Three verdicts are compared:
+  truth    some gated-in iteration indexes outside [0, size)        (this module, exhaustively)
+  static   tinygrad's spec check with CHECK_OOB=1 rejects the kernel  (`static_check`, z3 inside tinygrad)
+  dynamic  an executor faults (`DYNAMIC`: the PYTHON emulator's bounds errors; add the mock AMD GPU's fault reports there)
+Failure classes: `static-miss` (out of bounds, static check passes: unsound; `static-miss:vectorized` when the access is an
+upcast vector load/store, which tinygrad's check skips), `false-alarm` (in bounds on every input the
+check must consider, static check flags: only judged when the index is data-independent or the index buffer holds every value
+of its dtype), `dynamic-miss:<EXEC>` / `dynamic-fault:<EXEC>` (an executor disagrees with the truth: a miscompile),
+`static-crash` (the check raised instead of answering).
+"""
+from __future__ import annotations
+import copy, inspect, json, random
+from typing import Any, Callable, Iterator, Sequence
+import numpy as np
+from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure
+from mockgpu.tinygrad.fuzz.kexec import Executor, ExecFault, executor, quiet
+
+__all__ = ["OobFuzzer", "static_check", "vectorized_access", "truth", "exhaustive", "build_oob_ast", "DYNAMIC", "IDX_DTYPES"]
+
+DYNAMIC: tuple[str, ...] = ("PYTHON",)  # executors that report out-of-bounds accesses; the mock AMD GPU joins here
+IDX_DTYPES = {"uint8": (0, 255), "int8": (-128, 127), "int16": (-32768, 32767), "int32": (-2**31, 2**31-1)}
+BIN, CMP = ("+", "*", "//", "%", "max"), ("<", "!=")
+
+# *** the case language: nested lists ***
+#   ["r", k] loop k | ["c", v] constant | ["ld"] index buffer at the load loop | [op, a, b] op in BIN (// % * take a constant b)
+#   gates: ["<", a, b] | ["!=", a, b] | ["&", g, h]
+
+def _ev(e:list, env:dict) -> int|bool:
+  op = e[0]
+  if op == "r": return env[e[1]]
+  if op == "c": return e[1]
+  if op == "ld": return env["ld"]
+  a, b = _ev(e[1], env), _ev(e[2], env)
+  if op == "+": return a + b
+  if op == "*": return a * b
+  if op in ("//", "%"):
+    q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)  # CDIV/CMOD truncate toward zero
+    return q if op == "//" else a - q*b
+  if op == "max": return max(a, b)
+  if op == "<": return a < b
+  if op == "!=": return a != b
+  return bool(a) and bool(b)
+
+def _iterations(case:dict) -> Iterator[dict]:
+  dims, ld = case["dims"], case.get("ibuf")
+  for flat in range(int(np.prod(dims))):
+    env, rem = {}, flat
+    for k in reversed(range(len(dims))): env[k], rem = rem % dims[k], rem // dims[k]
+    if ld is not None: env["ld"] = ld["data"][env[ld["loop"]]]
+    yield env
+
+def truth(case:dict) -> tuple[bool, int|None, int|None]:
+  """Exhaustive ground truth of a case.
+
+  Returns:
+    (out_of_bounds, min index touched, max index touched); min/max are None when the gate masks every iteration.
+  """
+  lo = hi = None
+  for env in _iterations(case):
+    if case["gate"] is not None and not _ev(case["gate"], env): continue
+    i = _ev(case["idx"], env)
+    lo, hi = (i, i) if lo is None else (min(lo, i), max(hi, i))
+  return (lo is not None and (lo < 0 or hi >= case["size"])), lo, hi
+
+def _uses(e:list, what:tuple) -> bool: return list(e[:len(what)]) == list(what) or any(isinstance(x, list) and _uses(x, what) for x in e[1:])
+
+def exhaustive(case:dict) -> bool:
+  """Whether the iterations cover every input the static check must assume: the index is data-independent, or it loads from an
+  index buffer that holds every value of its dtype at a loop used only for that load."""
+  ld = case.get("ibuf")
+  if ld is None or not (_uses(case["idx"], ("ld",)) or (case["gate"] is not None and _uses(case["gate"], ("ld",)))): return True
+  lo, hi = IDX_DTYPES[ld["dtype"]]
+  loop_used = _uses(case["idx"], ("r", ld["loop"])) or (case["gate"] is not None and _uses(case["gate"], ("r", ld["loop"])))
+  return not loop_used and hi - lo + 1 <= len(ld["data"]) and set(ld["data"]) == set(range(lo, hi+1))
+
+# *** generation ***
+
+def _gen_expr(rng:random.Random, loops:list[int], has_ld:bool, depth:int) -> list:
+  if depth <= 0 or rng.random() < 0.3:
+    r = rng.random()
+    if has_ld and r < 0.25: return ["ld"]
+    if r < 0.8 and loops: return ["r", rng.choice(loops)]
+    return ["c", rng.randint(-4, 16)]
+  op = rng.choice(BIN)
+  a = _gen_expr(rng, loops, has_ld, depth-1)
+  if op == "*": return [op, a, ["c", rng.choice([1, 2, 3, 4, 5, 8, 16, -1, -2, 100])]]
+  if op in ("//", "%"): return [op, a, ["c", rng.choice([1, 2, 3, 4, 5, 7, 8, 16])]]
+  return [op, a, _gen_expr(rng, loops, has_ld, depth-1)]
+
+def _gen_gate(rng:random.Random, loops:list[int], has_ld:bool) -> list:
+  g = [rng.choice(CMP), _gen_expr(rng, loops, has_ld, 1), ["c", rng.randint(-2, 12)]]
+  return g if rng.random() < 0.7 else ["&", g, _gen_gate(rng, loops, has_ld)]
+
+def generate(rng:random.Random) -> dict:
+  """Draw a random case (see the module docstring); the buffer size is chosen from the truth so about half the cases are just
+  in bounds and half just out of bounds."""
+  nloops = rng.choice([1, 1, 2, 2, 3])
+  dims = [rng.choice([1, 2, 3, 4, 5, 7, 8, 13, 16]) for _ in range(nloops)]
+  while np.prod(dims) > 512: dims[dims.index(max(dims))] //= 2  # the PYTHON emulator runs every iteration in Python
+  axes = [rng.choice(["LOOP", "LOOP", "GLOBAL"]) for _ in range(nloops)]
+  ibuf = None
+  if rng.random() < 0.35:
+    dt = rng.choice(["uint8", "uint8", "int8", "int16", "int32"])
+    lo, hi = IDX_DTYPES[dt]
+    if dt in ("uint8", "int8"): data = rng.sample(range(lo, hi+1), hi-lo+1)
+    else: data = [rng.choice([lo, hi, 0, -1, 1, rng.randint(-300, 300), rng.randint(lo, hi)]) for _ in range(rng.choice([4, 16, 64]))]
+    while np.prod(dims) > 16: dims[dims.index(max(dims))] //= 2
+    dims.append(len(data))
+    axes.append("LOOP")
+    ibuf = {"dtype": dt, "data": data, "loop": len(dims) - 1}
+  loops = list(range(nloops))
+  case: dict = {"dims": dims, "axes": axes, "ibuf": ibuf, "mode": rng.choice(["load", "load", "store"]), "size": 1,
+                "idx": _gen_expr(rng, loops, ibuf is not None, rng.randint(1, 4)),
+                "gate": _gen_gate(rng, loops, ibuf is not None) if rng.random() < 0.4 else None}
+  _, lo, hi = truth(case)
+  if lo is None: case["size"] = rng.randint(1, 16)
+  else:
+    shift = -lo + rng.choice([0, 0, 0, 0, -1]) if lo < 0 or rng.random() < 0.5 else 0
+    if shift: case["idx"], lo, hi = ["+", case["idx"], ["c", shift]], lo + shift, hi + shift
+    case["size"] = max(1, hi + 1 + rng.choice([-1, 0, 0, 0, 1, 5]))
+  return case
+
+# *** tinygrad ***
+
+def build_oob_ast(case):
+  """Build the kernel AST of an oob case (self-contained: repro scripts embed this function's source). Buffer slots: 0 the data
+  buffer, 1 the output (load mode), then the index buffer."""
+  import math
+  from tinygrad.dtype import dtypes
+  from tinygrad.uop.ops import UOp, Ops, KernelInfo, AxisType, ParamArg
+  def param(slot, size, dt): return UOp(Ops.PARAM, dt, (UOp.const(size, dtypes.weakint),), ParamArg(slot, dt, device="CPU"))
+  dims = case["dims"]
+  rngs = [UOp.range(d, k, AxisType.GLOBAL if a == "GLOBAL" else AxisType.LOOP) for k, (d, a) in enumerate(zip(dims, case["axes"]))]
+  data, ib = param(0, case["size"], dtypes.int32), case.get("ibuf")
+  ld = None
+  if ib is not None:
+    ld = param(1 + (case["mode"] == "load"), len(ib["data"]), getattr(dtypes, ib["dtype"])).index(rngs[ib["loop"]]).cast(dtypes.weakint)
+  def ev(e):
+    if e[0] == "r": return rngs[e[1]]
+    if e[0] == "c": return UOp.const(e[1], dtypes.weakint)
+    if e[0] == "ld": return ld
+    a, b = ev(e[1]), ev(e[2])
+    if e[0] == "<": return a < b
+    if e[0] == "!=": return a.ne(b)
+    if e[0] == "&": return a & b
+    return UOp({"+": Ops.ADD, "*": Ops.MUL, "//": Ops.CDIV, "%": Ops.CMOD, "max": Ops.MAX}[e[0]], dtypes.weakint, (a, b))
+  idx = ev(case["idx"])
+  gate = ev(case["gate"]) if case["gate"] is not None else None
+  if gate is not None: idx = gate.where(idx, UOp.invalid())
+  flat = UOp.const(0, dtypes.weakint)
+  for r, d in zip(rngs, dims): flat = flat * d + r
+  if case["mode"] == "store": st = data.index(idx).store(UOp.const(7, dtypes.int32))
+  else:
+    val = data.index(idx)
+    st = param(1, math.prod(dims), dtypes.int32).index(flat).store(
+      gate.where(val, UOp.const(0, dtypes.int32)) if gate is not None else val)
+  return st.end(*rngs).sink(arg=KernelInfo(name="fuzz_oob"))
+
+def static_check(ast, renderer=None) -> bool:
+  """tinygrad's static bounds check: lower `ast` with CHECK_OOB=1 (SPEC on) and report whether the spec rejected an index.
+
+  Args:
+    ast: the kernel AST.
+    renderer: the renderer whose lowering is checked (default: PYTHON's, the one the dynamic executor runs).
+  Returns:
+    True if tinygrad flags an out-of-bounds access.
+  Raises:
+    whatever tinygrad raises besides the spec failure (z3 conversion errors...): the caller reports `static-crash`.
+  """
+  from tinygrad.codegen import full_rewrite_to_sink
+  from tinygrad.helpers import Context, Target
+  from tinygrad.runtime.ops_python import PythonRenderer
+  try:
+    with Context(CHECK_OOB=1, SPEC=1), quiet(): full_rewrite_to_sink(ast, renderer or PythonRenderer(Target("PYTHON")))
+  except RuntimeError as e:
+    if str(e).startswith("UOp verification failed"): return True
+    raise
+  return False
+
+def vectorized_access(ast) -> bool:
+  """Returns: whether PYTHON's lowering of `ast` accesses memory through a vector SHRINK (which CHECK_OOB does not check)."""
+  from tinygrad.codegen import full_rewrite_to_sink
+  from tinygrad.helpers import Target
+  from tinygrad.uop.ops import Ops
+  from tinygrad.runtime.ops_python import PythonRenderer
+  with quiet(): sink = full_rewrite_to_sink(ast, PythonRenderer(Target("PYTHON")))
+  return any(u.op is Ops.SHRINK and len(u.src) > 2 for u in sink.toposort())
+
+class OobFuzzer(Fuzzer):
+  """Static-vs-dynamic bounds fuzzer.
+
+  Args:
+    dynamic: executor names that report faults (default `DYNAMIC`).
+    ignore: failure classes to accept as known findings (e.g. `static-miss:vectorized`, finding F12).
+    extra: additional dynamic `Executor` objects (tests; not saved in `options`).
+    static: the static oracle, `static(ast) -> flagged` (default `static_check`; tests inject a broken one).
+  """
+  name = "oob"
+  def __init__(self, dynamic:Sequence[str]=DYNAMIC, ignore:Sequence[str]=(), extra:Sequence[Executor]=(),
+               static:Callable[[Any], bool]|None=None):
+    self.dynamic_names, self.ignore, self.extra, self.static = tuple(dynamic), tuple(ignore), tuple(extra), static or static_check
+    self._executors: list[Executor]|None = None
+  def options(self) -> dict: return {"dynamic": list(self.dynamic_names), "ignore": list(self.ignore)}
+  def executors(self) -> list[Executor]:
+    """Returns: the dynamic executors, built on first use."""
+    if self._executors is None: self._executors = [executor(n) for n in self.dynamic_names] + list(self.extra)
+    return self._executors
+
+  def generate(self, rng:random.Random) -> dict: return generate(rng)
+
+  def verdicts(self, case:dict) -> dict:
+    """Returns: {"truth": bool, "exhaustive": bool, "static": bool|str (str: the exception), <executor>: "fault"|"clean"|str}."""
+    oob, _, _ = truth(case)
+    out: dict = {"truth": oob, "exhaustive": exhaustive(case)}
+    ast = build_oob_ast(case)
+    try: out["static"] = self.static(ast)
+    except Exception as e: out["static"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    for ex in self.executors():
+      arrays = [np.zeros(case["size"], np.int32)] + ([np.zeros(int(np.prod(case["dims"])), np.int32)] if case["mode"] == "load" else [])
+      if case.get("ibuf") is not None: arrays.append(np.array(case["ibuf"]["data"], np.dtype(case["ibuf"]["dtype"])))
+      try: ex.run(ast, arrays); out[ex.name] = "clean"
+      except ExecFault: out[ex.name] = "fault"
+      except Exception as e: out[ex.name] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    return out
+
+  def check(self, case:dict) -> Failure|None:
+    f = self._check(case)
+    return None if f is not None and f.cls in self.ignore else f
+
+  def _check(self, case:dict) -> Failure|None:
+    v = self.verdicts(case)
+    desc = f"truth={'OOB' if v['truth'] else 'in-bounds'} static={v['static']} " + " ".join(f"{ex.name}={v[ex.name]}" for ex in self.executors())
+    for ex in self.executors():
+      if v[ex.name] not in ("fault", "clean"): return Failure(f"dynamic-crash:{ex.name}", desc)
+      if (v[ex.name] == "fault") != v["truth"]: return Failure(f"dynamic-{'miss' if v['truth'] else 'fault'}:{ex.name}", desc)
+    if isinstance(v["static"], str): return Failure("static-crash", desc)
+    if v["truth"] and not v["static"]:
+      # tinygrad's validate_index returns True for any INDEX/SHRINK with more than two sources: upcast (vector) accesses
+      return Failure("static-miss:vectorized" if vectorized_access(build_oob_ast(case)) else "static-miss", desc)
+    if not v["truth"] and v["static"] and v["exhaustive"]: return Failure("false-alarm", desc)
+    return None
+
+  def shrink(self, case:dict) -> Iterator[dict]:
+    def var(**kw) -> dict: return {**copy.deepcopy(case), **kw}
+    if case["gate"] is not None:
+      yield var(gate=None)
+      if case["gate"][0] == "&": yield var(gate=case["gate"][1]); yield var(gate=case["gate"][2])
+    for k, d in enumerate(case["dims"]):
+      if case.get("ibuf") is not None and case["ibuf"]["loop"] == k: continue
+      for nd in dict.fromkeys((1, d // 2, d - 1)):
+        if 1 <= nd < d: yield var(dims=case["dims"][:k] + [nd] + case["dims"][k+1:])
+      if case["axes"][k] == "GLOBAL": yield var(axes=case["axes"][:k] + ["LOOP"] + case["axes"][k+1:])
+    if case.get("ibuf") is not None and not _uses(case["idx"], ("ld",)) and (case["gate"] is None or not _uses(case["gate"], ("ld",))):
+      k = case["ibuf"]["loop"]
+      yield var(ibuf=None, dims=case["dims"][:k] + case["dims"][k+1:], axes=case["axes"][:k] + case["axes"][k+1:])
+    if case["mode"] == "store": yield var(mode="load")
+    for path, sub in _subtrees(case["idx"]):
+      for rep in _smaller(sub): yield var(idx=_replace_at(case["idx"], path, rep))
+    if case["gate"] is not None:
+      for path, sub in _subtrees(case["gate"]):
+        for rep in _smaller(sub): yield var(gate=_replace_at(case["gate"], path, rep))
+
+  def describe(self, case:dict) -> str:
+    return f"dims={case['dims']} size={case['size']} mode={case['mode']} idx={_show(case['idx'])}" + \
+           (f" gate={_show(case['gate'])}" if case["gate"] is not None else "") + (f" ibuf={case['ibuf']['dtype']}" if case.get("ibuf") else "")
+
+  def repro(self, case:dict) -> str:
+    f = self.check(case)
+    return _REPRO.format(msg=(f.cls + ": " + f.message) if f else "passes now", build=inspect.getsource(build_oob_ast),
+                         case=json.dumps(case), want=json.dumps(f.cls if f else ""), describe=self.describe(case))
+
+def _show(e:list) -> str:
+  if e[0] == "r": return f"r{e[1]}"
+  if e[0] == "c": return str(e[1])
+  if e[0] == "ld": return "ld"
+  return f"{e[0]}({_show(e[1])}, {_show(e[2])})" if e[0] == "max" else f"({_show(e[1])}{e[0]}{_show(e[2])})"
+
+def _subtrees(e:list, path:tuple=()) -> Iterator[tuple[tuple, list]]:
+  yield path, e
+  if e[0] not in ("r", "c", "ld"):
+    for i in (1, 2): yield from _subtrees(e[i], path + (i,))
+
+def _smaller(e:list) -> Iterator[list]:
+  if e[0] == "c":
+    if e[1] != 0: yield ["c", 0]
+    if abs(e[1]) > 1: yield ["c", e[1] // 2]
+    return
+  if e[0] in ("r", "ld"):
+    yield ["c", 0]
+    return
+  for i in (1, 2):
+    if e[i][0] not in ("c",) or e[0] not in ("*", "//", "%"): yield e[i]
+
+def _replace_at(e:list, path:tuple, rep:list) -> list:
+  if not path: return rep
+  out = list(e)
+  out[path[0]] = _replace_at(e[path[0]], path[1:], rep)
+  return out
+
+_REPRO = '''"""Standalone repro of a mockgpu oob-fuzzer failure (needs tinygrad and z3-solver).
+{msg}
+case: {describe}
+"""
+import json, sys, contextlib, io
+import numpy as np
+{build}
+case = json.loads({case!r})
+want = {want}
+from tinygrad.codegen import full_rewrite_to_sink, do_to_program
+from tinygrad.device import Device
+from tinygrad.helpers import Context, Target
+from tinygrad.runtime.ops_python import PythonRenderer
+ast = build_oob_ast(case)
+# the truth: every index the kernel touches
+def ev(e, env):
+  if e[0] == "r": return env[e[1]]
+  if e[0] == "c": return e[1]
+  if e[0] == "ld": return env["ld"]
+  a, b = ev(e[1], env), ev(e[2], env)
+  if e[0] in ("//", "%"):
+    q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+    return q if e[0] == "//" else a - q*b
+  return {{"+": lambda: a+b, "*": lambda: a*b, "max": lambda: max(a, b), "<": lambda: a < b, "!=": lambda: a != b, "&": lambda: a and b}}[e[0]]()
+touched = []
+for flat in range(int(np.prod(case["dims"]))):
+  env, rem = {{}}, flat
+  for k in reversed(range(len(case["dims"]))): env[k], rem = rem % case["dims"][k], rem // case["dims"][k]
+  if case["ibuf"]: env["ld"] = case["ibuf"]["data"][env[case["ibuf"]["loop"]]]
+  if case["gate"] is None or ev(case["gate"], env): touched.append(ev(case["idx"], env))
+oob = any(not 0 <= i < case["size"] for i in touched)
+print(f"truth: {{'OUT OF BOUNDS' if oob else 'in bounds'}} (indices {{min(touched, default=None)}}..{{max(touched, default=None)}}, size {{case['size']}})")
+try:
+  with Context(CHECK_OOB=1, SPEC=1): full_rewrite_to_sink(ast, PythonRenderer(Target("PYTHON")))
+  static = False
+except RuntimeError as e: static = str(e).startswith("UOp verification failed")
+print(f"static CHECK_OOB=1: {{'flags OOB' if static else 'passes'}}")
+prg = do_to_program(ast, PythonRenderer(Target("PYTHON")))
+arrays = [np.zeros(case["size"], np.int32)] + ([np.zeros(int(np.prod(case["dims"])), np.int32)] if case["mode"] == "load" else [])
+if case["ibuf"]: arrays.append(np.array(case["ibuf"]["data"], np.dtype(case["ibuf"]["dtype"])))
+try:
+  Device["PYTHON"].runtime(prg.to_elf())(*[memoryview(arrays[i]).cast("B") for i in prg.arg.globals], global_size=prg.arg.global_size,
+                                          local_size=prg.arg.local_size or (1, 1, 1), vals=prg.arg.vals({{}}))
+  dynamic = False
+except IndexError as e: dynamic = True; print("PYTHON:", e)
+print(f"dynamic PYTHON: {{'faults' if dynamic else 'clean'}}")
+bad = (want == "static-miss" and oob and not static) or (want == "false-alarm" and not oob and static) or \\
+      (want.startswith("dynamic-") and dynamic != oob)
+sys.exit(1 if bad else 0)
+'''
