@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
   t_start = time.perf_counter()
   print(f"mockgpu demo: DEV={args.dev}, device {Device.DEFAULT} arch {Device[Device.DEFAULT].arch}, renderer "
         f"{type(Device[Device.DEFAULT].renderer).__name__}\n")
-  print(f"{'workload':26s} {'result':7s} {'kernels':>7s} {'wave-inst':>11s} {'emu s':>7s} {'wall s':>7s}")
+  print(f"{'workload':26s} {'result':7s} {'kernels':>7s} {'wave-inst':>11s} {'emu ms':>8s} {'wall s':>7s}")
   failed = 0
   for w in WORKLOADS:
     if args.k not in w.name: continue
@@ -82,10 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.perf_counter() - t0
     k1, i1, e1 = _counters()
     failed += not ok
-    print(f"{w.name:26s} {'ok' if ok else 'WRONG':7s} {k1-k0:7d} {i1-i0:11,d} {e1-e0:7.3f} {wall:7.2f}" + ("" if ok else f"  {why}"))
+    print(f"{w.name:26s} {'ok' if ok else 'WRONG':7s} {k1-k0:7d} {i1-i0:11,d} {(e1-e0)*1e3:8.2f} {wall:7.2f}" + ("" if ok else f"  {why}"))
   k, i, e = _counters()
   total = time.perf_counter() - t_start
-  print(f"\n{k} kernels, {i:,} wave-instructions in {e:.2f} s of emulation ({i / e / 1e6 if e else 0:.1f} M wave-inst/s); "
+  print(f"\n{k} kernels, {i:,} wave-instructions in {e*1e3:.1f} ms of emulation ({i / e / 1e6 if e else 0:.1f} M wave-inst/s); "
         f"{total:.1f} s wall including tinygrad's compiler. {'ALL CORRECT' if not failed else f'{failed} WRONG'}")
   return 1 if failed else 0
 
