@@ -175,17 +175,19 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
 
 def _vgpr_in(var: str, reg: str, bits: int) -> str:
   n = max(1, bits // 32)
-  return f"for (int k = 0; k < {n}; k++) s.{var}.d[k] = w->v[(({reg}) - 256 + k) * MAXLANES + L];"
+  return f"for (int k = 0; k < {n}; k++) s.{var}.d[k] = VV[(({reg.replace('in->', 'r_')}) + k) * MAXLANES + L];"
 
 def _vgpr_out(var: str, reg: str, bits: int) -> str:
   n = max(1, bits // 32)
-  return f"for (int k = 0; k < {n}; k++) w->v[(({reg}) - 256 + k) * MAXLANES + L] = s.{var}.d[k];"
+  return f"for (int k = 0; k < {n}; k++) VV[(({reg.replace('in->', 'r_')}) + k) * MAXLANES + L] = s.{var}.d[k];"
 
 def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   fmt = f.name
   atomic = "ATOMIC" in name or (fmt == "DS" and u.writes & {"MEM"} and "RETURN_DATA" in u.writes)
   L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0;",
-       f"  w->c->atomic = {int(bool(atomic))};"]
+       f"  w->c->atomic = {int(bool(atomic))};",
+       "  uint32_t *const VV = w->v; const int r_vdst = in->vdst - 256, r_data0 = in->data0 - 256, r_data1 = in->data1 - 256;"
+       " (void)VV; (void)r_vdst; (void)r_data0; (void)r_data1;"]
   L += ["  " + x for x in _set_scalars(u, "mem")]
   if fmt == "SMEM":
     db = ops.get("sdata", (None, 32))[1]
@@ -222,14 +224,13 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
     L.append("  uint64_t sbase = sa ? ((uint64_t)w->s[in->saddr + 1] << 32 | w->s[in->saddr]) : 0;")
     L.append("  int64_t off = sext((uint64_t)in->offset, 13);")
     L.append("  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L;")
-    a = "in->addr - 256"
-    if space == "SP_SCRATCH":
-      L.append(f"    s.ADDR = (uint32_t)((sa ? w->s[in->saddr] : 0) + (in->sve ? w->v[({a}) * MAXLANES + L] : 0) + off);")
-    else:
-      L.append(f"    s.ADDR = (sa ? sbase + w->v[({a}) * MAXLANES + L] : ((uint64_t)w->v[({a} + 1) * MAXLANES + L] << 32 | w->v[({a}) * MAXLANES + L])) + off;")
+    L.insert(-1, "  const uint32_t *va = w->v + (in->addr - 256) * MAXLANES, *vah = w->v + ((in->addr - 255) & 255) * MAXLANES;"
+                 " const uint32_t ssa = sa ? w->s[in->saddr] : 0, sve = in->sve;")
+    if space == "SP_SCRATCH": L.append("    s.ADDR = (uint32_t)(ssa + (sve ? va[L] : 0) + off);")
+    else: L.append("    s.ADDR = (sa ? sbase + va[L] : ((uint64_t)vah[L] << 32 | va[L])) + off;")
     if "DATA" in u.reads: L.append("    " + _vgpr_in("DATA", "in->data0", data))
-    if "VDATA" in u.reads or "VDATA" in u.writes:
-      L.append("    " + (_vgpr_in("VDATA", "in->data0", data) if "STORE" in name else _vgpr_in("VDATA", "in->vdst", dbits)))
+    if "STORE" in name and ("VDATA" in u.reads or "VDATA" in u.writes): L.append("    " + _vgpr_in("VDATA", "in->data0", data))
+    elif "D16" in name and "VDATA" in u.writes: L.append("    " + _vgpr_in("VDATA", "in->vdst", dbits))   # the other half is preserved
     L += [f"    {fn}(&s);", f"    {_CHECK}"]
     if "VDATA" in u.writes and "STORE" not in name: L.append("    " + _vgpr_out("VDATA", "in->vdst", dbits))
     if "RETURN_DATA" in u.writes: L.append("    if (in->glc) { " + _vgpr_out("RETURN_DATA", "in->vdst", dbits) + " }")
@@ -249,9 +250,11 @@ def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   L.append("  DSTLOCALS(o)")
   L += [f"  SRCLOCALS(o, {i}) s.S{i}.d[1] = 0;" for i in range(2) if sb[i]]
   body = [f"s.S{i}.d[0] = SRC32({i}, L);" for i in range(2) if sb[i]] + (["s.D0.q[0] = OLD32(o, L);"] if "D0" in u.reads else [])
-  body += [f"{fn}(&s);", "out[L] = s.D0.d[0];"]
-  L.append("  if (LIKELY(exec == 0xffffffffull && w->c->wave_size == 32)) { for (int L = 0; L < 32; L++) { s.laneId = (uint64_t)L; " + " ".join(body) + " } }")
-  L.append("  else { uint64_t ex = exec; while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L; " + " ".join(body) + " } }")
+  body += [f"{fn}(&s);", "tmp[L] = s.D0.d[0];"]
+  L.append("  uint32_t tmp[MAXLANES];")
+  L.append("  if (LIKELY(exec == 0xffffffffull && w->c->wave_size == 32)) { for (int L = 0; L < 32; L++) { s.laneId = (uint64_t)L; " + " ".join(body) + " }"
+           " memcpy(out, tmp, 128); }")
+  L.append("  else { uint64_t ex = exec; while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L; " + " ".join(body) + " out[L] = tmp[L]; } }")
   L.append(f"  {_CHECK}")
   return "\n".join(L) + "\n}\n"
 

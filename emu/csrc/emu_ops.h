@@ -102,8 +102,13 @@ static __attribute__((noinline)) int valu_setup(Wave *w, const Inst *in, const O
     } else {
       uint64_t v = scalar_src(w, in, e, bits, fw);
       uint32_t vl = (uint32_t)v, vh = (uint32_t)(v >> 32);
-      for (uint32_t L = 0; L < MAXLANES; L++) o->bc[i][0][L] = vl;
-      if (bits > 32) for (uint32_t L = 0; L < MAXLANES; L++) o->bc[i][1][L] = vh;
+      if (w->c->wave_size == 32) {
+        for (uint32_t L = 0; L < 32; L++) o->bc[i][0][L] = vl;
+        if (bits > 32) for (uint32_t L = 0; L < 32; L++) o->bc[i][1][L] = vh;
+      } else {
+        for (uint32_t L = 0; L < MAXLANES; L++) o->bc[i][0][L] = vl;
+        if (bits > 32) for (uint32_t L = 0; L < MAXLANES; L++) o->bc[i][1][L] = vh;
+      }
       o->lo[i] = o->bc[i][0]; o->hi[i] = o->bc[i][1];
     }
     if (oi->packed && bits == 32 && fw == 16) {

@@ -10,6 +10,7 @@ static void h_vopd(Wave *w, const Inst *in) {
   hx(w, in, 0, ox, ex); if (w->c->status) return;
   hy(w, in, 1, oy, ex); if (w->c->status) return;
   uint32_t *dx = w->v + (in->vdstx - 256) * MAXLANES, *dy = w->v + (in->vdsty - 256) * MAXLANES;
+  if (ex == 0xffffffffull && w->c->wave_size == 32) { memcpy(dx, ox, 128); memcpy(dy, oy, 128); return; }
   while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; dx[L] = ox[L]; dy[L] = oy[L]; }
 }
 
