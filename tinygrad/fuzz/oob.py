@@ -260,6 +260,8 @@ class OobFuzzer(Fuzzer):
       for nd in dict.fromkeys((1, d // 2, d - 1)):
         if 1 <= nd < d: yield var(dims=case["dims"][:k] + [nd] + case["dims"][k+1:])
       if case["axes"][k] == "GLOBAL": yield var(axes=case["axes"][:k] + ["LOOP"] + case["axes"][k+1:])
+    for k, d in enumerate(case["dims"]):
+      if d == 1 and len(case["dims"]) > 1 and (case.get("ibuf") is None or case["ibuf"]["loop"] != k): yield _drop_loop(case, k)
     if case.get("ibuf") is not None and not _uses(case["idx"], ("ld",)) and (case["gate"] is None or not _uses(case["gate"], ("ld",))):
       k = case["ibuf"]["loop"]
       yield var(ibuf=None, dims=case["dims"][:k] + case["dims"][k+1:], axes=case["axes"][:k] + case["axes"][k+1:])
@@ -278,6 +280,17 @@ class OobFuzzer(Fuzzer):
     f = self.check(case)
     return _REPRO.format(msg=(f.cls + ": " + f.message) if f else "passes now", build=inspect.getsource(build_oob_ast),
                          case=json.dumps(case), want=json.dumps(f.cls if f else ""), describe=self.describe(case))
+
+def _drop_loop(case:dict, k:int) -> dict:
+  # a loop of size 1 is the constant 0: substitute it and renumber the loops after it
+  def sub(e:list) -> list:
+    if e[0] == "r": return ["c", 0] if e[1] == k else ["r", e[1] - (e[1] > k)]
+    return e if e[0] in ("c", "ld") else [e[0], sub(e[1]), sub(e[2])]
+  c = copy.deepcopy(case)
+  c["dims"], c["axes"] = c["dims"][:k] + c["dims"][k+1:], c["axes"][:k] + c["axes"][k+1:]
+  c["idx"], c["gate"] = sub(c["idx"]), sub(c["gate"]) if c["gate"] is not None else None
+  if c.get("ibuf") is not None and c["ibuf"]["loop"] > k: c["ibuf"]["loop"] -= 1
+  return c
 
 def _show(e:list) -> str:
   if e[0] == "r": return f"r{e[1]}"
@@ -298,6 +311,7 @@ def _smaller(e:list) -> Iterator[list]:
   if e[0] in ("r", "ld"):
     yield ["c", 0]
     return
+  if e[0] in CMP: return  # a comparison's operands are integers: it can only shrink inside them
   for i in (1, 2):
     if e[i][0] not in ("c",) or e[0] not in ("*", "//", "%"): yield e[i]
 
