@@ -96,9 +96,9 @@ class DeviceThread:
 
   tinygrad busy-waits on signals for 200 ms before it makes any call into the mock, holding the GIL, which it hands over
   only every `sys.getswitchinterval()`. So the interval bounds the submit-to-completion latency: unless the user changed
-  it, it is lowered from Python's 5 ms to `MOCKGPU_SWITCH_INTERVAL` (default 1 ms) when the thread starts."""
+  it, it is lowered from Python's 5 ms to `MOCKGPU_SWITCH_INTERVAL` (default 0.2 ms) when the thread starts."""
   POLL_MIN, POLL_MAX = 0.0001, 0.0005
-  SWITCH_INTERVAL = float(os.environ.get("MOCKGPU_SWITCH_INTERVAL", "0.001"))
+  SWITCH_INTERVAL = float(os.environ.get("MOCKGPU_SWITCH_INTERVAL", "0.0002"))
 
   def __init__(self, kfd:KFD):
     self.kfd, self.wake = kfd, threading.Event()
