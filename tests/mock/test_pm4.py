@@ -154,3 +154,18 @@ def test_device_thread_runs_queues_by_itself(make_driver):
   deadline = time.time() + 5
   while d.u32(buf) != 5 and time.time() < deadline: time.sleep(0.001)
   assert d.u32(buf) == 5 and d.kfd.thread is not None and d.kfd.thread.thread.is_alive()
+
+@pytest.mark.parametrize("arch,rsrc3_reg,initiator,wave64", [("gfx1201", 0x2E28, 0x8005, False), ("gfx950", 0x2E2D, 0x5, True)])
+def test_dispatch_on_other_archs(make_driver, monkeypatch, arch, rsrc3_reg, initiator, wave64):
+  import mockgpu.emu.api as api
+  monkeypatch.setattr(api, "run", rec:=Recorder())
+  d = make_driver(arch)
+  q, (code, _), (buf, _) = d.queue(0), d.userptr(0x1000), d.userptr(0x1000)
+  q.pm4(pm4.PACKET3_ACQUIRE_MEM, 0, 0xFFFFFFFF, 0xFFFFFFFF, 0, 0, 0xA)   # the gfx9 form: 6 payload dwords
+  q.pm4(pm4.PACKET3_SET_SH_REG, 0x2E0C - SH, *lohi(code >> 8)).pm4(pm4.PACKET3_SET_SH_REG, rsrc3_reg - SH, 0x10005)
+  q.pm4(pm4.PACKET3_SET_SH_REG, 0x2E04 - SH, 0, 0, 0, 64, 1, 1).pm4(pm4.PACKET3_DISPATCH_DIRECT, 2, 1, 1, initiator)
+  q.pm4(pm4.PACKET3_RELEASE_MEM, 0x88514 if arch == "gfx950" else 0x70F514, 1 << 29, *lohi(buf), 9, 0, 0)
+  d.run()
+  (disp, _), = rec.calls
+  assert (disp.arch, disp.grid, disp.block, disp.rsrc3, disp.wave64) == (arch, (2, 1, 1), (64, 1, 1), 0x10005, wave64)
+  assert d.u32(buf) == 9

@@ -77,3 +77,18 @@ def test_copy_from_unmapped_memory_is_an_mmu_fault(drv, capsys):
   q.write(*fence(buf, 1))
   drv.run()
   assert drv.u32(buf) == 0   # a stopped queue stays stopped
+
+def test_ioctls_run_concurrently_with_the_device_thread(make_driver):
+  d = make_driver()
+  d.kfd.autorun = True
+  q, (src, _), (dst, _), (sig, _) = d.queue(0, SDMA, ring_size=0x10000), d.userptr(0x8000), d.userptr(0x8000), d.userptr(0x1000)
+  ctypes.memmove(src, bytes(range(256)) * 128, 0x8000)
+  for i in range(128):
+    q.write(*copy(0x100, src + i * 0x100, dst + i * 0x100), *fence(sig, i + 1))
+    a, h = d.userptr(0x2000)   # MAP while the thread executes
+    ids = (ctypes.c_uint32 * 1)(d.gpu_ids[0])
+    d.io(kfd.AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle=h, device_ids_array_ptr=ctypes.addressof(ids), n_devices=1)
+    d.io(kfd.AMDKFD_IOC_FREE_MEMORY_OF_GPU, handle=h)
+  deadline = time.time() + 20
+  while d.u32(sig) != 128 and time.time() < deadline: time.sleep(0.001)
+  assert d.u32(sig) == 128 and ctypes.string_at(dst, 0x8000) == bytes(range(256)) * 128 and q.q.error is None
