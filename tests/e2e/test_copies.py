@@ -38,9 +38,10 @@ def test_without_sdma_copies_use_memmove(run):
     out([Device["AMD"].has_sdma_queue, Tensor([4, 5, 6], device="AMD").to("AMD:1").tolist()])""", AMD_DISABLE_SDMA="1").result
   assert r == [False, [4, 5, 6]]
 
-def test_more_gpus_than_the_system_has(run):
-  p = run("from tinygrad import Device; Device['AMD:6']", check=False)
-  assert p.returncode != 0 and "No device found for 6" in p.stderr
+@pytest.mark.parametrize("gpus,env", [(6, {}), (2, {"MOCKGPU_GPUS": "2"})])
+def test_more_gpus_than_the_system_has(run, gpus, env):
+  p = run(f"from tinygrad import Device; Device['AMD:{gpus - 1}']; Device['AMD:{gpus}']", check=False, **env)
+  assert p.returncode != 0 and f"No device found for {gpus}" in p.stderr
 
 @pytest.mark.parametrize("arch", ["gfx1201", "gfx950"])
 def test_other_arch_profiles_copy(run, arch):
