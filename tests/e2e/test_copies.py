@@ -61,3 +61,12 @@ def test_profile_timestamps_on_copies(run):
     evs = [e for e in Compiled.profile_events if isinstance(e, ProfileRangeEvent) and e.device.startswith("AMD")]
     out({"n": len(evs), "ok": all(e.en is not None and e.en >= e.st for e in evs)})""", PROFILE="1").result
   assert r["n"] >= 1 and r["ok"]
+
+def test_cpu_device_buffers_to_and_from_the_mock(run):
+  import os, shutil
+  cc = os.environ.get("CC") or ("clang" if shutil.which("clang") else "clang-19")   # tinygrad's CPU backend runs $CC or clang
+  r = run("""
+    from tinygrad import Tensor
+    out([(Tensor([1, 2, 3], device="CPU").to("AMD") * 2).to("CPU").tolist(), (Tensor([4, 5], device="AMD") + 1).to("CPU").tolist()])""",
+    CC=cc).result
+  assert r == [[2, 4, 6], [5, 6]]
