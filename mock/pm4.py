@@ -46,6 +46,7 @@ class PM4Queue(Queue):
       if pos >= end:
         self.ibs.pop()
         return True
+      self.gpu.check(src[0], end * 4, "PM4", "INDIRECT_BUFFER (unmapped while in use)")
     else:
       pos, end = self.rptr, self.put
       if pos >= end: return False
