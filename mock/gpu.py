@@ -6,7 +6,7 @@ runnable queues with a small packet budget, and re-checks blocked waits on every
 another queue (signals, kick signals of HCQGraph) unblocks them. A queue that fails stops; its error is printed to stderr
 and reported through the KFD events (memory fault or hardware exception), so tinygrad raises its own error."""
 from __future__ import annotations
-import ctypes, os, sys, threading, time, traceback
+import ctypes, mmap, os, sys, threading, time, traceback
 from typing import TYPE_CHECKING
 from tinygrad.runtime.autogen import libc
 from mockgpu.emu.memory import MemoryMap
@@ -15,18 +15,19 @@ from mockgpu.mock.profiles import GPUProfile
 from mockgpu.mock.sysfs import GPUNode
 if TYPE_CHECKING: from mockgpu.mock.kfd import KFD
 
-__all__ = ["gpu_clock", "GPU", "Queue", "DeviceThread", "DOORBELL_PAGE"]
+__all__ = ["gpu_clock", "host_mmap", "GPU", "Queue", "DeviceThread", "DOORBELL_PAGE", "MAP_FIXED"]
 
 DOORBELL_PAGE = 0x2000    # bytes of doorbells per GPU; 8-byte slots
-_PROT_RW, _MAP_SHARED_ANON = 0x3, 0x21
+MAP_FIXED = 0x10          # Linux value (Python's mmap module does not export it)
 
 def gpu_clock() -> int:
   """The GPU timestamp counter: 100 MHz, monotonic, shared by all queues and GPUs (tinygrad divides by 100 to get us)."""
   return time.perf_counter_ns() // 10
 
-def host_mmap(addr:int, size:int, flags:int=_MAP_SHARED_ANON) -> int:
-  """A real anonymous read-write mapping (at `addr` when MAP_FIXED is in `flags`). Raises OSError like mmap(2)."""
-  if (ret:=libc.mmap(addr, size, _PROT_RW, flags, -1, 0)) in (None, 0xffffffffffffffff, -1):
+def host_mmap(addr:int, size:int, fixed:bool=False) -> int:
+  """A real shared anonymous read-write mapping (exactly at `addr` if `fixed`). Raises OSError like mmap(2)."""
+  flags = mmap.MAP_SHARED | mmap.MAP_ANONYMOUS | (MAP_FIXED if fixed else 0)
+  if (ret:=libc.mmap(addr, size, mmap.PROT_READ | mmap.PROT_WRITE, flags, -1, 0)) in (None, 0xffffffffffffffff, -1):
     raise OSError(ctypes.get_errno(), f"host mmap of {size:#x} bytes at {addr:#x} failed")
   return ret
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from tinygrad.runtime.autogen import kfd, amdgpu_drm
 from mockgpu.emu.errors import EmuError, GPUFault
 from mockgpu.mock.errors import QueueFault
-from mockgpu.mock.gpu import GPU, DeviceThread, DOORBELL_PAGE, host_mmap
+from mockgpu.mock.gpu import GPU, DeviceThread, DOORBELL_PAGE, MAP_FIXED, host_mmap
 from mockgpu.mock.pm4 import PM4Queue
 from mockgpu.mock.profiles import GPUProfile, profile_for
 from mockgpu.mock.sdma import SDMAQueue
@@ -104,8 +104,9 @@ class KFD:
     table, tname = (KFD_IOCTLS, "KFD") if dev.kind == "kfd" else (DRM_IOCTLS, "DRM")
     nr, typ, size = request & 0xFF, (request >> 8) & 0xFF, (request >> 16) & 0x3FFF
     if (io:=table.get((typ, nr))) is None:
-      known = next((n for n in dir(kfd if dev.kind == "kfd" else amdgpu_drm) if n.startswith(("AMDKFD_IOC_", "DRM_IOCTL_")) and
-                    getattr(getattr(kfd if dev.kind == "kfd" else amdgpu_drm, n), "args", (None,)*3)[1:3] == (typ, nr)), None)
+      mod = kfd if dev.kind == "kfd" else amdgpu_drm   # name the request if tinygrad's autogen knows it
+      known = next((n for n in dir(mod) if n.startswith(("AMDKFD_IOC_", "DRM_IOCTL_"))
+                    and getattr(getattr(mod, n), "args", ())[1:3] == (typ, nr)), None)
       raise OSError(errno.ENOTTY, f"{tname} ioctl request {request:#x} (type {chr(typ)!r} nr {nr:#x}{', ' + known if known else ''}) "
                                   f"is not implemented by the mock {dev.kind} device")
     if size != ctypes.sizeof(io.struct):
@@ -128,10 +129,10 @@ class KFD:
       if (a:=self.bo_offsets.get(offset)) is None or a.gpu_id != dev.gpu_id:
         raise OSError(errno.EINVAL, f"renderD{dev.gpu_id - GPU_ID_BASE + RENDER_MINOR_BASE - 1} mmap offset={offset:#x}: not the mmap_offset of "
                                     "a memory object of this GPU (use the value ALLOC_MEMORY_OF_GPU returned)")
-      if start != a.va or size != a.size or not flags & 0x10:
+      if start != a.va or size != a.size or not flags & MAP_FIXED:
         raise OSError(errno.EINVAL, f"renderD mmap of handle {a.handle:#x}: the mock maps GPU VA == CPU VA, so call it with MAP_FIXED at "
                                     f"va={a.va:#x} size={a.size:#x} (got start={start:#x} size={size:#x} flags={flags:#x})")
-      return host_mmap(a.va, a.size, 0x31)   # MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED
+      return host_mmap(a.va, a.size, fixed=True)
 
   # *** KFD ioctl handlers (KFD_IOCTLS) ***
   def get_version(self, a):
