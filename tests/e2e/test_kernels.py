@@ -125,3 +125,15 @@ def test_deterministic_results_and_instruction_counts(run):
     out({"r": r.tobytes().hex(), "insts": sum(g.stats["wave_instructions"] for g in system().gpus.values())})"""
   first, second = run(code).result, run(code).result
   assert first == second and first["insts"] > 0
+
+def test_jit_graph_across_two_gpus_with_a_transfer(run):
+  r = run("""
+    import numpy as np
+    from tinygrad import Tensor, TinyJit
+    from mockgpu.mock.kfd import system
+    @TinyJit
+    def f(x): return (((x * 2).contiguous().to("AMD:1") + 1).contiguous() * 3).realize()
+    a = np.arange(32, dtype=np.float32)
+    ok = [bool(np.array_equal(f(Tensor(a + i).realize()).numpy(), ((a + i) * 2 + 1) * 3)) for i in range(5)]
+    out({"ok": ok, "ibs": sorted(g.stats["indirect_buffers"] for g in system().gpus.values())})""").result
+  assert r["ok"] == [True] * 5 and len(r["ibs"]) == 2 and min(r["ibs"]) >= 2, r
