@@ -116,7 +116,10 @@ class PM4Queue(Queue):
       if operation != 0: raise self.bad(f"WAIT_REG_MEM operation {operation} on memory is not modelled")
       value = ctypes.c_uint32.from_address(self._addr(a1 & ~3, a2, 4, "WAIT_REG_MEM")).value
     elif mem_space == 0:
-      if operation == 1: self._write_reg(a1, ref)   # write-then-wait: write `ref` to a1, poll a2
+      if operation == 1:   # write-then-wait: write `ref` to a1, poll a2 (only the HDP flush pair has an effect in the model)
+        if self.hdp_done.get(a1) != a2: raise self.bad(f"WAIT_REG_MEM write-then-wait on registers {a1:#x}/{a2:#x} is not modelled "
+                                                       f"(only the HDP flush pairs {', '.join(f'{k:#x}/{v:#x}' for k, v in self.hdp_done.items())})")
+        self._write_reg(a1, ref)
       elif operation != 0: raise self.bad(f"WAIT_REG_MEM operation {operation} is not modelled")
       value = self.regs.get(a2 if operation == 1 else a1, 0)
     else: raise self.bad(f"WAIT_REG_MEM mem_space {mem_space} is not modelled")

@@ -169,3 +169,9 @@ def test_dispatch_on_other_archs(make_driver, monkeypatch, arch, rsrc3_reg, init
   (disp, _), = rec.calls
   assert (disp.arch, disp.grid, disp.block, disp.rsrc3, disp.wave64) == (arch, (2, 1, 1), (64, 1, 1), 0x10005, wave64)
   assert d.u32(buf) == 9
+
+def test_unknown_write_then_wait_register_pair_is_reported(drv, capsys):
+  q = drv.queue(0)
+  q.pm4(pm4.PACKET3_WAIT_REG_MEM, 0x45, 0x1234, 0x1235, 1, 1, 4)
+  drv.run()
+  assert q.q.error is not None and "write-then-wait on registers 0x1234/0x1235" in capsys.readouterr().err
