@@ -12,7 +12,7 @@ __all__ = ["Library", "cache_dir", "compiler", "build", "CFLAGS"]
 HERE = pathlib.Path(__file__).resolve().parent
 CSRC = HERE / "csrc"
 PCODE_DIR = HERE.parent / "pcode"
-CFLAGS = ("-O2", "-march=native", "-mno-avx512f", "-fPIC", "-std=gnu11", "-fno-strict-aliasing", "-fwrapv", "-w")
+CFLAGS = ("-O2", "-march=native", "-mno-avx512f", "-fno-math-errno", "-fPIC", "-std=gnu11", "-fno-strict-aliasing", "-fwrapv", "-w")
 
 @dataclass(frozen=True)
 class Library:

@@ -111,7 +111,11 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   oi = f"static const OpInfo OI_{h} = {{{{{sb[0]}, {sb[1]}, {sb[2]}}}, {{{sf[0]}, {sf[1]}, {sf[2]}}}, {db if not cmp else 0}, {dfw}, {t16}, {packed}, {mix}}};\n"
   L = [f"void {h}(Wave *w, const Inst *in) {{", "  VOps o; PcState s; s.user = w; s.fault = 0;"]
   edst = "in->vdst" if not (cmp or dst_sgpr) and "vdst" in ops else "0"
-  L.append(f"  if (!valu_setup(w, in, &OI_{h}, &o, {e[0]}, {e[1]}, {e[2]}, {edst}, {mods})) return;")
+  fastok = all(b in (0, 32, 64) for b in sb) and db != 16 and not packed and not mix and not (u.wave_vgpr or dst_sgpr)
+  fmods = "0" if t16 else "(in->opsel | in->neg | in->abs | in->neg_hi | in->omod | in->clmp)"
+  setup = f"valu_setup(w, in, &OI_{h}, &o, {e[0]}, {e[1]}, {e[2]}, {edst}, {mods})"
+  if fastok: setup = f"valu_fast(w, in, &OI_{h}, &o, {e[0]}, {e[1]}, {e[2]}, {edst}, {fmods}) || " + setup
+  L.append(f"  if (!({setup})) return;")
   if fmt in ("VOP3", "VOP3SD") and dfw: L.append("  o.omod = in->omod; o.clamp = in->clmp; o.post = o.omod | o.clamp;")
   if fmt == "VOP3P" and dfw: L.append("  o.clamp = in->clmp; o.post = o.clamp;")
   L += ["  " + x for x in _set_scalars(u, "valu")]
@@ -139,7 +143,9 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
         if sb[i] > 64: body.append(f"for (int k = 0; k < {sb[i] // 32}; k++) s.S{i}.d[k] = (o.lo[{i}] + k * MAXLANES)[L];")
         elif sb[i] == 64: body.append(f"s.S{i}.q[0] = SRC64({i}, L);")
         else: body.append(f"s.S{i}.d[0] = {_srcm(sb[i], bool(packed), sf[i])}({i}, L);"); L.append(f"  s.S{i}.d[1] = 0;")
-    if "D0" in u.reads and not cmp and edst != "0": body.append(f"s.D0.q[0] = OLD{dm}(o, L);")
+    if "D0" in u.reads and not cmp and edst != "0":
+      if dm == "64": body.append("s.D0.q[0] = OLD64(o, L);")
+      else: body.append(f"s.D0.d[0] = OLD{dm}(o, L);"); L.append("  s.D0.d[1] = 0;")
     body.append(f"{fn}(&s);")
     fast = not ("S0" in u.writes and sb[0]) and not u.lane_vgpr
     if fast:   # all lanes active, no output modifiers: a straight loop into a local buffer, then one write-back pass
@@ -244,12 +250,13 @@ def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
        "  PcState s; s.user = w; s.fault = 0; VOps o;",
        f"  static const OpInfo oi = {{{{{sb[0]}, {sb[1]}, 0}}, {{{sf[0]}, {sf[1]}, 0}}, 32, {dfw}, 0, 0, 0}};",
        "  int e0 = y ? in->srcy0 : in->srcx0, e1 = y ? in->vsrcy1 : in->vsrcx1, ed = y ? in->vdsty : in->vdstx;",
-       "  if (!valu_setup(w, in, &oi, &o, e0, e1, 0, ed, 0, 0, 0, 0, 0)) return;"]
+       "  if (!(valu_fast(w, in, &oi, &o, e0, e1, 0, ed, 0) || valu_setup(w, in, &oi, &o, e0, e1, 0, ed, 0, 0, 0, 0, 0))) return;"]
   L += ["  " + x for x in _set_scalars(u, "valu")]
   if "VCC" in u.reads: L.append("  s.VCC = rd_vcc(w);")
   L.append("  DSTLOCALS(o)")
   L += [f"  SRCLOCALS(o, {i}) s.S{i}.d[1] = 0;" for i in range(2) if sb[i]]
-  body = [f"s.S{i}.d[0] = SRC32({i}, L);" for i in range(2) if sb[i]] + (["s.D0.q[0] = OLD32(o, L);"] if "D0" in u.reads else [])
+  body = [f"s.S{i}.d[0] = SRC32({i}, L);" for i in range(2) if sb[i]] + (["s.D0.d[0] = OLD32(o, L);"] if "D0" in u.reads else [])
+  if "D0" in u.reads: L.append("  s.D0.d[1] = 0;")
   body += [f"{fn}(&s);", "tmp[L] = s.D0.d[0];"]
   L.append("  uint32_t tmp[MAXLANES];")
   L.append("  if (LIKELY(exec == 0xffffffffull && w->c->wave_size == 32)) { for (int L = 0; L < 32; L++) { s.laneId = (uint64_t)L; " + " ".join(body) + " }"

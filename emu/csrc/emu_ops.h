@@ -206,3 +206,27 @@ static inline uint32_t post_f16(const VOps *o, uint32_t x) {   /* clamp only; om
 #define OLD64(o, L) ((uint64_t)(o).d2[L] << 32 | (o).d[L])
 
 static inline int sext(uint64_t v, int bits) { return (int)((int64_t)(v << (64 - bits)) >> (64 - bits)); }
+
+/* the common case of valu_setup, inlined into each handler with its constant OpInfo: no DPP, no modifiers, 32/64-bit
+ * operands. Returns 0 to fall back to valu_setup. */
+static inline __attribute__((always_inline)) int valu_fast(Wave *w, const Inst *in, const OpInfo *oi, VOps *o, int e0, int e1, int e2,
+                                                           int edst, int mods) {
+  if (in->dpp_kind | mods) return 0;
+  int es[3] = {e0, e1, e2};
+  o->exec = rd_exec(w);
+  for (int i = 0; i < 3; i++) {
+    int bits = oi->sbits[i], e = es[i];
+    o->sh[i] = 0; o->shhi[i] = 16; o->andm[i] = ~0ull; o->xorm[i] = 0;
+    if (!bits) { o->lo[i] = o->hi[i] = o->bc[i][0]; continue; }
+    if (e >= 256) { int r = e - 256; o->lo[i] = w->v + r * MAXLANES; o->hi[i] = w->v + ((r + 1) & 255) * MAXLANES; continue; }
+    uint64_t v = scalar_src(w, in, e, bits, oi->sfw[i]);
+    uint32_t vl = (uint32_t)v, vh = (uint32_t)(v >> 32);
+    for (int L = 0; L < MAXLANES; L++) o->bc[i][0][L] = vl;
+    if (bits > 32) for (int L = 0; L < MAXLANES; L++) o->bc[i][1][L] = vh;
+    o->lo[i] = o->bc[i][0]; o->hi[i] = o->bc[i][1];
+  }
+  o->d = o->d2 = 0; o->dsh = 0;
+  if (edst >= 256) { int r = edst - 256; o->d = w->v + r * MAXLANES; o->d2 = w->v + ((r + 1) & 255) * MAXLANES; }
+  o->post = o->omod = o->clamp = 0;
+  return 1;
+}
