@@ -19,8 +19,9 @@ def test_release_mem_data_sizes_and_timestamps(drv):
   q.pm4(*release(buf + 16, 0, data_sel=3))
   t0 = time.perf_counter_ns() // 10
   drv.run()
+  t1 = time.perf_counter_ns() // 10
   assert drv.u64(buf) == 0xFFFFFFFF_00000005 and drv.u64(buf + 8) == 0x1_0000_0005   # data_sel 1 writes 32 bits only
-  assert abs(drv.u64(buf + 16) - t0) < 5e6 and drv.u64(q.q.rptr_addr) == q.put
+  assert t0 <= drv.u64(buf + 16) <= t1 and drv.u64(q.q.rptr_addr) == q.put   # the 100 MHz clock
 
 def test_release_mem_interrupt_wakes_wait_events(drv):
   sig, mem, hw = drv.events()
