@@ -15,18 +15,18 @@ from tinygrad.dtype import dtypes, DType
 from tinygrad.helpers import Target
 from tinygrad.uop.ops import UOp, Ops, ParamArg
 from tinygrad.renderer import Renderer
-from mockgpu.tinygrad.errors import IntegrationError
+from mockgpu.tinygrad.fuzz.errors import FuzzError
 
-__all__ = ["Executor", "ExecFault", "ExecutorUnavailable", "ParamSlotCollision", "check_param_slots", "EXECUTORS", "executor", "param", "compile_ast", "np_dtype", "DTYPES",
-           "python_executor", "cpu_executor", "unicorn_executor", "quiet"]
+__all__ = ["Executor", "ExecFault", "ExecutorUnavailable", "ParamSlotCollision", "check_param_slots", "EXECUTORS", "executor", "param",
+           "compile_ast", "python_executor", "cpu_executor", "unicorn_executor", "ensure_cc", "quiet"]
 
-class ExecFault(IntegrationError):
+class ExecFault(FuzzError):
   """A kernel faulted while running on an executor (out-of-bounds access reported by the PYTHON emulator, unicorn memory fault)."""
   def __init__(self, executor:str, detail:str):
     self.executor, self.detail = executor, detail
     super().__init__(f"executor={executor} faulted: {detail}")
 
-class ParamSlotCollision(IntegrationError):
+class ParamSlotCollision(FuzzError):
   """tinygrad 0.14.0 numbered a variable PARAM (e.g. the CPU thread id `core_id`) into the buffers' slot range: the runtime
   passes buffers first and variables after them, the rendered function takes its PARAMs in slot order, so the ABI is broken
   (CLANG gets a pointer as the thread id and segfaults, LLVM rejects a duplicate argument). The kernel is not run."""
@@ -50,13 +50,8 @@ def check_param_slots(ast:UOp, renderer:Renderer, name:str) -> None:
   vs = sorted((str(u.arg.name), u.arg.slot) for u in params if u.addrspace == AddrSpace.ALU)
   if bufs and any(s <= bufs[-1] for _, s in vs): raise ParamSlotCollision(name, bufs, vs)
 
-class ExecutorUnavailable(IntegrationError):
+class ExecutorUnavailable(FuzzError):
   """The executor's toolchain is missing (no clang, no unicorn). Install it or drop the executor from the list."""
-
-# the dtypes the fuzzers generate, by tinygrad name; half/bfloat16 are left out (PYTHON needs Python 3.12 for half)
-DTYPES: dict[str, DType] = {d.name: d for d in (dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32,
-                                                 dtypes.uint32, dtypes.int64, dtypes.uint64, dtypes.float32, dtypes.float64)}
-def np_dtype(dt:DType) -> np.dtype: return np.dtype(dt.fmt) if dt != dtypes.bool else np.dtype(np.bool_)
 
 def param(slot:int, size:int, dt:DType) -> UOp:
   """A global buffer argument of a kernel AST, as tinygrad's scheduler emits it (`PARAM` with its element count as source)."""

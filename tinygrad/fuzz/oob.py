@@ -16,6 +16,7 @@ of its dtype), `dynamic-miss:<EXEC>` / `dynamic-fault:<EXEC>` (an executor disag
 """
 from __future__ import annotations
 import copy, inspect, json, random
+from collections import Counter
 from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure
@@ -201,16 +202,18 @@ class OobFuzzer(Fuzzer):
 
   Args:
     dynamic: executor names that report faults (default `DYNAMIC`).
-    ignore: failure classes to accept as known findings (e.g. `static-miss:vectorized`, finding F12).
     extra: additional dynamic `Executor` objects (tests; not saved in `options`).
     static: the static oracle, `static(ast) -> flagged` (default `static_check`; tests inject a broken one).
   """
   name = "oob"
-  def __init__(self, dynamic:Sequence[str]=DYNAMIC, ignore:Sequence[str]=(), extra:Sequence[Executor]=(),
-               static:Callable[[Any], bool]|None=None):
-    self.dynamic_names, self.ignore, self.extra, self.static = tuple(dynamic), tuple(ignore), tuple(extra), static or static_check
+  def __init__(self, dynamic:Sequence[str]=DYNAMIC, extra:Sequence[Executor]=(), static:Callable[[Any], bool]|None=None):
+    self.dynamic_names, self.extra, self.static = tuple(dynamic), tuple(extra), static or static_check
     self._executors: list[Executor]|None = None
-  def options(self) -> dict: return {"dynamic": list(self.dynamic_names), "ignore": list(self.ignore)}
+    self._stats: Counter = Counter()
+  def options(self) -> dict: return {"dynamic": list(self.dynamic_names)}
+  def stats(self) -> dict[str, int]:
+    """Returns: cases by truth (`oob`, `in_bounds`) and the data-dependent ones whose static flag could not be judged (`inconclusive`)."""
+    return dict(self._stats)
   def executors(self) -> list[Executor]:
     """Returns: the dynamic executors, built on first use."""
     if self._executors is None: self._executors = [executor(n) for n in self.dynamic_names] + list(self.extra)
@@ -234,11 +237,9 @@ class OobFuzzer(Fuzzer):
     return out
 
   def check(self, case:dict) -> Failure|None:
-    f = self._check(case)
-    return None if f is not None and f.cls in self.ignore else f
-
-  def _check(self, case:dict) -> Failure|None:
     v = self.verdicts(case)
+    self._stats["oob" if v["truth"] else "in_bounds"] += 1
+    if not v["truth"] and v["static"] is True and not v["exhaustive"]: self._stats["inconclusive"] += 1
     desc = f"truth={'OOB' if v['truth'] else 'in-bounds'} static={v['static']} " + " ".join(f"{ex.name}={v[ex.name]}" for ex in self.executors())
     for ex in self.executors():
       if v[ex.name] not in ("fault", "clean"): return Failure(f"dynamic-crash:{ex.name}", desc)
@@ -352,7 +353,8 @@ for flat in range(int(np.prod(case["dims"]))):
   if case["ibuf"]: env["ld"] = case["ibuf"]["data"][env[case["ibuf"]["loop"]]]
   if case["gate"] is None or ev(case["gate"], env): touched.append(ev(case["idx"], env))
 oob = any(not 0 <= i < case["size"] for i in touched)
-print(f"truth: {{'OUT OF BOUNDS' if oob else 'in bounds'}} (indices {{min(touched, default=None)}}..{{max(touched, default=None)}}, size {{case['size']}})")
+lo, hi = min(touched, default=None), max(touched, default=None)
+print(f"truth: {{'OUT OF BOUNDS' if oob else 'in bounds'}} (indices {{lo}}..{{hi}}, size {{case['size']}})")
 try:
   with Context(CHECK_OOB=1, SPEC=1): full_rewrite_to_sink(ast, PythonRenderer(Target("PYTHON")))
   static = False

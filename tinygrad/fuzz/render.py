@@ -10,6 +10,7 @@ class), `fault:<EXEC>` (the kernel faulted), `crash:<EXEC>` (lowering, rendering
 """
 from __future__ import annotations
 import copy, inspect, json, math, random
+from collections import Counter
 from typing import Any, Iterator, Sequence
 from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure
 from mockgpu.tinygrad.fuzz import render_ir as ir
@@ -36,17 +37,16 @@ class RenderFuzzer(Fuzzer):
   Args:
     executors: names from `kexec.EXECUTORS` (default: all of them).
     max_nodes: the most ALU/CAST nodes per program.
-    avoid_known: do not generate the triggers of the documented findings (see `render_ir.generate`).
-    ignore: failure-class prefixes to accept as known findings (e.g. `param-slot-collision`: F1, `cast-nonfinite`: F7).
+    avoid_known: do not generate the triggers of the documented findings (see `render_ir.generate`); pair it with the campaign's
+      `--ignore param-slot-collision --ignore cast-nonfinite` (findings F1, F7).
     extra: additional `Executor` objects (tests inject a renderer with a known bug here; not saved in `options`).
   """
   name = "render"
-  def __init__(self, executors:Sequence[str]=DEFAULT_EXECUTORS, max_nodes:int=10, avoid_known:bool=False, ignore:Sequence[str]=(),
-               extra:Sequence[Executor]=()):
-    self.executor_names, self.max_nodes, self.avoid_known, self.ignore = tuple(executors), max_nodes, avoid_known, tuple(ignore)
-    self.extra, self._executors = tuple(extra), None
-  def options(self) -> dict:
-    return {"executors": list(self.executor_names), "max_nodes": self.max_nodes, "avoid_known": self.avoid_known, "ignore": list(self.ignore)}
+  def __init__(self, executors:Sequence[str]=DEFAULT_EXECUTORS, max_nodes:int=10, avoid_known:bool=False, extra:Sequence[Executor]=()):
+    self.executor_names, self.max_nodes, self.avoid_known = tuple(executors), max_nodes, avoid_known
+    self.extra, self._executors, self._stats = tuple(extra), None, Counter()
+  def options(self) -> dict: return {"executors": list(self.executor_names), "max_nodes": self.max_nodes, "avoid_known": self.avoid_known}
+  def stats(self) -> dict[str, int]: return dict(self._stats)
   def executors(self) -> list[Executor]:
     """Returns: the executors, built on first use (so forked campaign workers build their own)."""
     if self._executors is None: self._executors = [executor(n) for n in self.executor_names] + list(self.extra)
@@ -55,13 +55,12 @@ class RenderFuzzer(Fuzzer):
   def generate(self, rng:random.Random) -> dict: return ir.generate(rng, self.max_nodes, self.avoid_known)
 
   def check(self, case:dict) -> Failure|None:
-    f = self._check(case)
-    return None if f is not None and f.cls.startswith(self.ignore) else f
-
-  def _check(self, case:dict) -> Failure|None:
     ref, out_dts = ir.evaluate(case, signed_overflow=not self.avoid_known), [case["nodes"][o][1] for o in case["outs"]]
     ast = ir.build_ast(case)
+    lanes = [x for col in ref for x in col]
+    self._stats.update({"lanes": len(lanes), "lanes_undetermined": sum(x is None for x in lanes)})
     for ex in self.executors():
+      self._stats["runs"] += 1
       arrays = ir.to_arrays(case, out_dts)
       try: ex.run(ast, arrays)
       except ExecFault as e: return Failure(f"fault:{ex.name}", f"{ex.name} faulted: {e.detail}")
@@ -144,7 +143,8 @@ def arrays(case):
   import numpy as np, struct
   def val(b, name):
     if name == "bool": return bool(b & 1)
-    if name in ("float32", "float64"): return struct.unpack("<f" if name == "float32" else "<d", struct.pack("<I" if name == "float32" else "<Q", b))[0]
+    if name in ("float32", "float64"):
+      return struct.unpack("<f" if name == "float32" else "<d", struct.pack("<I" if name == "float32" else "<Q", b))[0]
     nb = np.dtype(name).itemsize * 8
     m = b & ((1 << nb) - 1)
     return m - (1 << nb) if name.startswith("int") and m >> (nb - 1) else m
@@ -158,7 +158,8 @@ _REPRO = '''"""Standalone repro of a mockgpu render-fuzzer failure (needs tinygr
 """
 import json, math, os, shutil, sys
 import numpy as np
-if not shutil.which(os.environ.get("CC", "clang")): os.environ["CC"] = next(c for c in ("clang-19", "clang-18", "clang-17", "clang") if shutil.which(c))
+if not shutil.which(os.environ.get("CC", "clang")):
+  os.environ["CC"] = next(c for c in ("clang-19", "clang-18", "clang-17", "clang") if shutil.which(c))
 {build}
 {to_arrays}
 def run(name, ast, arrs):
@@ -214,7 +215,8 @@ for name in ("PYTHON", {executor}):
       if want is None: continue
       if isinstance(want, list):
         v, e = want
-        ok = (math.isnan(v) and math.isnan(got)) if math.isnan(v) or math.isnan(got) else got == v if e == 0 or math.isinf(v) else abs(got - v) <= 2 * e
+        if math.isnan(v) or math.isnan(got): ok = math.isnan(v) and math.isnan(got)
+        else: ok = got == v if e == 0 or math.isinf(v) else abs(got - v) <= 2 * e
       else: ok = got == want
       print(f"{{name:9s}} out{{j}}[{{lane}}] = {{got!r}} reference {{want!r}} {{'ok' if ok else 'MISMATCH'}}")
       bad |= not ok

@@ -130,7 +130,8 @@ def generate(rng:random.Random, max_nodes:int=10, avoid_known:bool=False) -> dic
       else: add([rng.choice(("MAX", "AND", "OR", "XOR")), dt, get(dt), get(dt)])
     else:
       if r < 0.35: add([rng.choice(("CDIV", "CMOD")), dt, get(dt), positive(dt)])
-      elif r < 0.5: add([rng.choice(("SHL", "SHR")), dt, leaf(dt, const_ok=False) if avoid_known else get(dt), add(["const", dt, rng.randint(0, BITS[dt]-1)])
+      elif r < 0.5: add([rng.choice(("SHL", "SHR")), dt, leaf(dt, const_ok=False) if avoid_known else get(dt),
+                         add(["const", dt, rng.randint(0, BITS[dt]-1)])
                          if rng.random() < 0.6 else add(["AND", dt, get(dt), add(["const", dt, BITS[dt]-1])])])
       else: add([rng.choice(INT_BIN), dt, get(dt), get(dt)])
   last = len(nodes) - 1
