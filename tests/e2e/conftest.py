@@ -1,10 +1,11 @@
-"""Run real tinygrad on the mock in a fresh interpreter (`sys.executable`), so DEV is read at start-up as in real use."""
+"""Run real tinygrad on the mock in a fresh interpreter (`sys.executable`), so DEV is read at start-up as in real use.
+The timeout is generous because the first kernel of a fresh machine waits for the emulator's one-time C build."""
 import json, os, subprocess, sys, textwrap
 import pytest
 
 MARK = "@@mockgpu-result@@ "
 
-def tinygrad(code:str, dev:str="MOCKKFD+AMD", timeout:float=120, check:bool=True, **env) -> subprocess.CompletedProcess:
+def tinygrad(code:str, dev:str="MOCKKFD+AMD", timeout:float=900, check:bool=True, **env) -> subprocess.CompletedProcess:
   """Run `code` with DEV=`dev`; the code reports through `out(obj)` (a marked JSON line on stdout) -> `.result`."""
   full = {k: v for k, v in os.environ.items() if k not in ("DEV", "MOCKGPU")} | {"DEV": dev, "PYTHONUNBUFFERED": "1"} | env
   prog = "import json, sys\ndef out(obj): print('\\n" + MARK + "' + json.dumps(obj))\n" + textwrap.dedent(code)
