@@ -11,7 +11,7 @@ from mockgpu.emu.arch import ArchSpec, get_arch
 from mockgpu.emu.errors import UnsupportedDispatch, BackendUnavailable
 from mockgpu.emu.memory import MemoryMap
 
-__all__ = ["Dispatch", "Stats", "WaveState", "run", "run_code", "DEFAULT_BUDGET"]
+__all__ = ["Dispatch", "Stats", "WaveState", "run", "run_code", "warm_up", "DEFAULT_BUDGET"]
 
 DEFAULT_BUDGET = int(os.environ.get("MOCKGPU_EMU_BUDGET", str(4_000_000_000)))
 
@@ -111,6 +111,17 @@ def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, tim
     except ImportError as e: raise BackendUnavailable(f"the Python backend is not available in this build ({e}); use backend='c'") from e
     return pybackend.run(arch, dispatch, memory, budget=budget, timeout=timeout, op_counts=op_counts, capture=capture)
   raise BackendUnavailable(f"backend={backend!r}: choose 'c' or 'python'")
+
+def warm_up(arch: str, backend: str = "c") -> str:
+  """Build (first use on this machine, ~1 min) or load the backend for `arch` now, e.g. when a mock device opens, so the
+  first dispatch does not spend that time while tinygrad waits on a signal.
+
+  Returns: a one-line description of the library. Raises: UnsupportedDispatch (unknown arch), BackendUnavailable."""
+  a = get_arch(arch)
+  if backend == "python": return f"python backend for {a.name}"
+  from mockgpu.emu import cbackend
+  _, lib = cbackend.load(a)
+  return f"{lib.path} ({'built in %.1f s' % lib.build_seconds if lib.built else 'cached'})"
 
 def run_code(code: bytes, memory: MemoryMap | None = None, *, arch: str = "gfx1100", name: str = "code", **kw) -> Stats:
   """Test/CLI helper: copy `code` into a fresh 256-byte aligned host buffer, register it in `memory` for the duration of

@@ -147,7 +147,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
       if dm == "64": body.append("s.D0.q[0] = OLD64(o, L);")
       else: body.append(f"s.D0.d[0] = OLD{dm}(o, L);"); L.append("  s.D0.d[1] = 0;")
     body.append(f"{fn}(&s);")
-    fast = not ("S0" in u.writes and sb[0]) and not u.lane_vgpr
+    fast = not ("S0" in u.writes and sb[0]) and not u.lane_vgpr and not cmp   # compares: one loop (build time)
     if fast:   # all lanes active, no output modifiers: a straight loop into a local buffer, then one write-back pass
       L.append("  if (LIKELY(o.exec == 0xffffffffull && w->c->wave_size == 32 && !o.post)) {")
       L.append("    uint32_t outl[32], outh[32]; (void)outh;")
