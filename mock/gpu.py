@@ -89,8 +89,9 @@ class Queue:
     """Stop this queue for good: print a report to stderr and raise the KFD event tinygrad will see."""
     self.error = exc
     tb = "" if isinstance(exc, Exception) and type(exc).__module__.startswith("mockgpu.") else "".join(traceback.format_exception(exc))
-    print(f"mockgpu: {self} stopped at rptr={self.rptr:#x}: {type(exc).__name__}: {exc}" + (f"\n{tb}" if tb else ""), file=sys.stderr)
-    self.gpu.kfd.report_queue_error(self.gpu, exc)
+    seen_as = self.gpu.kfd.report_queue_error(self.gpu, exc)
+    print(f"mockgpu: {self} stopped at rptr={self.rptr:#x} (tinygrad sees: {seen_as}): {type(exc).__name__}: {exc}" + (f"\n{tb}" if tb else ""),
+          file=sys.stderr)
 
 class DeviceThread:
   """The per-process daemon thread that executes all queues. Started by the first CREATE_QUEUE; `kick()` wakes it early.

@@ -311,13 +311,15 @@ class KFD:
         ev.signaled = True
     self.cond.notify_all()
 
-  def report_queue_error(self, gpu:GPU, exc:BaseException):
+  def report_queue_error(self, gpu:GPU, exc:BaseException) -> str:
     """A queue of `gpu` stopped with `exc`: memory faults fire the MEMORY events (tinygrad: "MMU fault: 0x<va>"), anything
-    else the HW_EXCEPTION events (tinygrad: "HW fault: ...")."""
+    else the HW_EXCEPTION events (tinygrad: "HW fault: ..."). Returns what tinygrad will report."""
     with self.lock:
-      if isinstance(exc, GPUFault): self._fire_fault(gpu, exc.report.address, None)
-      elif isinstance(exc, QueueFault): self._fire_fault(gpu, exc.addr, None)
-      else: self._fire_fault(gpu, None, kfd.KFD_HW_EXCEPTION_GPU_HANG)
+      if (va:=exc.report.address if isinstance(exc, GPUFault) else exc.addr if isinstance(exc, QueueFault) else None) is not None:
+        self._fire_fault(gpu, va, None)
+        return f"MMU fault: 0x{va:X}"
+      self._fire_fault(gpu, None, kfd.KFD_HW_EXCEPTION_GPU_HANG)
+      return "HW fault"
 
 def _table(mod, prefix:str, rows:dict[str, str]) -> dict[tuple[int, int], Ioctl]:
   out = {}
