@@ -80,3 +80,7 @@ def test_disk_load_larger_than_all_bounce_buffers(run, tmp_path):
     a.tofile(path:=os.environ["BIG"])
     out(bool((Tensor.empty(20 << 20, dtype="float32", device=f"disk:{path}").to("AMD").numpy() == a).all()))""", BIG=str(tmp_path / "big.bin")).result
   assert r is True
+
+def test_unknown_arch_is_a_clear_error(run):
+  p = run("from tinygrad import Device; Device['AMD']", "MOCKKFD+AMD::gfx1030", check=False)
+  assert p.returncode != 0 and "UnknownArchError: no mock GPU profile for arch='gfx1030'; known: gfx1100, gfx1201, gfx950" in p.stderr
