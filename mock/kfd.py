@@ -72,7 +72,7 @@ class KFD:
     self._fds, self._handles, self._bo = itertools.count(1 << 24), itertools.count(1), itertools.count(1)
     self._nonsignal = itertools.count(kfd.KFD_SIGNAL_EVENT_LIMIT)   # non-signal event ids follow the signal slots
     self.thread: DeviceThread|None = None
-    self.runtime_enabled, self.acquired_vms = False, set()
+    self.runtime_enabled, self.acquired_vms, self.pid = False, set(), os.getpid()
 
   # *** files ***
   def lookup(self, path:str):
@@ -101,6 +101,8 @@ class KFD:
   # *** ioctl and mmap entry points ***
   def ioctl(self, dev:Device, request:int, arg) -> int:
     """Execute `request` on a device file. `arg` is the ctypes struct (or its address). Returns 0 or raises OSError."""
+    if os.getpid() != self.pid:   # like the kernel's per-process KFD state, nothing survives fork (the device thread does not)
+      raise OSError(errno.EBADF, f"ioctl {request:#x}: this mock KFD was opened by pid {self.pid}; a forked child must not use it")
     table, tname = (KFD_IOCTLS, "KFD") if dev.kind == "kfd" else (DRM_IOCTLS, "DRM")
     nr, typ, size = request & 0xFF, (request >> 8) & 0xFF, (request >> 16) & 0x3FFF
     if (io:=table.get((typ, nr))) is None:

@@ -152,3 +152,17 @@ def test_drm_info_reports_active_wgps(drv):
   drv.io(amdgpu_drm.DRM_IOCTL_AMDGPU_INFO, dev=Device("render", drv.gpu_ids[0]), query=amdgpu_drm.AMDGPU_INFO_DEV_INFO,
          return_pointer=ctypes.addressof(info), return_size=ctypes.sizeof(info))
   assert info.num_shader_engines == 6 and (info.cu_bitmap[0][0] & 3) == 3
+
+def test_a_forked_child_cannot_use_the_parents_kfd(drv):
+  import os
+  r, w = os.pipe()
+  if (pid:=os.fork()) == 0:
+    try:
+      drv.io(kfd.AMDKFD_IOC_GET_VERSION)
+      os.write(w, b"no error")
+    except OSError as e: os.write(w, f"{e.errno} {e}".encode())
+    os._exit(0)
+  os.waitpid(pid, 0)
+  msg = os.read(r, 1000).decode()
+  assert msg.startswith(f"{errno.EBADF} ") and "forked child" in msg
+  assert drv.io(kfd.AMDKFD_IOC_GET_VERSION).major_version == 1
