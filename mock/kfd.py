@@ -88,6 +88,7 @@ class KFD:
       self.open_files[fd:=next(self._fds)] = dev
       return fd
   def close_device(self, fd:int):
+    if os.getpid() != self.pid: return   # a forked child: the lock may have been held by the parent's device thread
     with self.lock: self.open_files.pop(fd, None)
 
   def gpu(self, gpu_id:int, ioctl:str) -> GPU:
