@@ -2,7 +2,8 @@
 dwords); handlers are the `SDMAQueue` methods named after their packet and return False while they must wait.
 
 Pointers are in bytes. tinygrad never splits a packet across the ring end; it zero-fills the tail instead, so NOP (op 0)
-is a one-dword packet (longer with its count field). The read pointer is published after progress (tinygrad polls it for ring space)."""
+is a one-dword packet (longer with its count field). The read pointer is published after progress (tinygrad polls it
+for ring space)."""
 from __future__ import annotations
 import ctypes, importlib
 from mockgpu.mock.errors import PacketError
@@ -33,6 +34,7 @@ class SDMAQueue(Queue):
     if (h:=self.handlers.get(header & 0xFF)) is None: raise self.bad(f"unknown SDMA opcode {header & 0xFF}")
     name, fn, n = h
     if callable(n): n = n(self, pos)
+    if 4 * n >= self.ring_size: raise self.bad(f"{name} packet of {n} dwords does not fit the {self.ring_size:#x}-byte ring")
     if pos + 4 * n > end: return False    # not published yet
     if not fn(self, header, *[self.dword(pos // 4 + 1 + i) for i in range(n - 1)]):
       self.blocked_on = f"{name} at {self.where}"

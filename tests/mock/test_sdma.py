@@ -66,6 +66,12 @@ def test_unknown_opcode_stops_the_queue_with_a_hw_exception(drv, capsys):
   assert arr[2].hw_exception_data.gpu_id == drv.gpu_ids[0] and arr[1].memory_exception_data.gpu_id == 0
   assert "unknown SDMA opcode 63" in capsys.readouterr().err
 
+def test_oversized_write_packet_is_reported(drv, capsys):
+  q = drv.queue(0, SDMA, ring_size=0x100)
+  q.write(sd.SDMA_OP_WRITE, 0, 0, 0xFFFFF)
+  drv.run()
+  assert q.q.error is not None and "does not fit" in capsys.readouterr().err
+
 def test_copy_from_unmapped_memory_is_an_mmu_fault(drv, capsys):
   sig, mem, hw = drv.events()
   q = drv.queue(0, SDMA)
