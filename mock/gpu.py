@@ -15,9 +15,10 @@ from mockgpu.mock.profiles import GPUProfile
 from mockgpu.mock.sysfs import GPUNode
 if TYPE_CHECKING: from mockgpu.mock.kfd import KFD
 
-__all__ = ["gpu_clock", "host_mmap", "GPU", "Queue", "DeviceThread", "DOORBELL_PAGE", "MAP_FIXED"]
+__all__ = ["gpu_clock", "host_mmap", "GPU", "Queue", "DeviceThread", "DOORBELL_PAGE", "MAP_FIXED", "TRACE"]
 
 DOORBELL_PAGE = 0x2000    # bytes of doorbells per GPU; 8-byte slots
+TRACE = os.environ.get("MOCKGPU_TRACE", "0") != "0"   # print every executed packet to stderr
 MAP_FIXED = 0x10          # Linux value (Python's mmap module does not export it)
 
 def gpu_clock() -> int:
@@ -80,6 +81,10 @@ class Queue:
     return progress
 
   def step(self) -> bool: raise NotImplementedError
+
+  def trace(self, name:str, where:str, payload:list[int]):
+    """With MOCKGPU_TRACE=1: one stderr line per executed packet."""
+    print(f"mockgpu: {self} {where}: {name} {' '.join(f'{v:#x}' for v in payload[:12])}{' ...' if len(payload) > 12 else ''}", file=sys.stderr)
 
   def dword(self, pos:int) -> int:
     """Ring dword at pointer position `pos` (in dwords), read modulo the ring."""

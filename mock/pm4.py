@@ -7,7 +7,7 @@ Ring pointers are in dwords and read modulo the ring; INDIRECT_BUFFER pushes an 
 from __future__ import annotations
 import ctypes
 from mockgpu.mock.errors import PacketError
-from mockgpu.mock.gpu import GPU, Queue, gpu_clock
+from mockgpu.mock.gpu import GPU, TRACE, Queue, gpu_clock
 
 __all__ = ["PM4Queue", "PM4_PACKETS", "NOOP_EVENTS"]
 
@@ -62,9 +62,11 @@ class PM4Queue(Queue):
     if (h:=self.handlers.get(op)) is None: raise self.bad(f"unknown PM4 opcode {op:#x}")
     name, fn, lens = h
     if lens is not None and count not in lens: raise self.bad(f"{name} with {count} payload dwords; expected {' or '.join(map(str, lens))}")
-    if not fn(self, *[self._read(pos + 1 + i) for i in range(count)]):
+    payload = [self._read(pos + 1 + i) for i in range(count)]
+    if not fn(self, *payload):
       self.blocked_on = f"{name} at {self.where}"
       return False
+    if TRACE: self.trace(name, self.where, payload)
     if src is not None: src[2] = pos + 1 + count
     else: self.rptr = pos + 1 + count
     self.blocked_on = ""

@@ -7,7 +7,7 @@ for ring space)."""
 from __future__ import annotations
 import ctypes, importlib
 from mockgpu.mock.errors import PacketError
-from mockgpu.mock.gpu import GPU, Queue, gpu_clock
+from mockgpu.mock.gpu import GPU, TRACE, Queue, gpu_clock
 from mockgpu.mock.pm4 import COMPARE
 
 __all__ = ["SDMAQueue", "SDMA_PACKETS"]
@@ -36,9 +36,11 @@ class SDMAQueue(Queue):
     if callable(n): n = n(self, pos)
     if 4 * n >= self.ring_size: raise self.bad(f"{name} packet of {n} dwords does not fit the {self.ring_size:#x}-byte ring")
     if pos + 4 * n > end: return False    # not published yet
-    if not fn(self, header, *[self.dword(pos // 4 + 1 + i) for i in range(n - 1)]):
+    payload = [self.dword(pos // 4 + 1 + i) for i in range(n - 1)]
+    if not fn(self, header, *payload):
       self.blocked_on = f"{name} at {self.where}"
       return False
+    if TRACE: self.trace(name, self.where, payload)
     self.rptr, self.blocked_on = pos + 4 * n, ""
     return True
 

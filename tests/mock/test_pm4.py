@@ -176,3 +176,12 @@ def test_unknown_write_then_wait_register_pair_is_reported(drv, capsys):
   q.pm4(pm4.PACKET3_WAIT_REG_MEM, 0x45, 0x1234, 0x1235, 1, 1, 4)
   drv.run()
   assert q.q.error is not None and "write-then-wait on registers 0x1234/0x1235" in capsys.readouterr().err
+
+def test_trace_prints_every_executed_packet(drv, monkeypatch, capsys):
+  import mockgpu.mock.pm4 as pm4_model
+  monkeypatch.setattr(pm4_model, "TRACE", True)
+  q, (buf, _) = drv.queue(0), drv.userptr(0x1000)
+  q.pm4(pm4.PACKET3_NOP, 0).pm4(*release(buf, 3))
+  drv.run()
+  err = capsys.readouterr().err
+  assert "ring dword 0x0: NOP 0x0" in err and "ring dword 0x2: RELEASE_MEM 0x514" in err
