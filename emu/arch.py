@@ -28,8 +28,8 @@ class ArchSpec:
 
 ARCHS: dict[str, ArchSpec] = {a.name: a for a in (
   ArchSpec("gfx1100", "rdna3", (32, 64), 106, 256, 0, 65536, 1024, False, 125, 124, 233, 250, -1),
-  ArchSpec("gfx1201", "rdna4", (32, 64), 106, 256, 0, 65536, 1024, True, 125, 124, 233, 250, -1, c_backend=False,
-           notes="RDNA4 decode tables generate, execution not integrated yet (docs/emu.md)"),
+  ArchSpec("gfx1201", "rdna4", (32, 64), 106, 256, 0, 65536, 1024, True, 125, 124, 233, 250, -1,
+           notes="RDNA4: VBUFFER/VIMAGE/VSAMPLE/VEXPORT/VDSDIR and WMMA not modelled (docs/emu.md)"),
   ArchSpec("gfx950", "cdna", (64,), 102, 256, 256, 163840, 1024, False, 124, -1, -1, 250, 249, c_backend=False,
            notes="CDNA (wave64, AccVGPRs, MUBUF, SDWA, MFMA) not integrated yet (docs/emu.md)"),
 )}

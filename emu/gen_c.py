@@ -23,6 +23,9 @@ PROSE_C = {
   "S_INCPERFLEVEL": "h_nop", "S_DECPERFLEVEL": "h_nop", "S_WAIT_EVENT": "h_nop", "S_SENDMSGHALT": "h_nop",
   "V_NOP": "h_nop", "V_PIPEFLUSH": "h_nop", "S_GETREG_B32": "h_getreg", "S_SETREG_B32": "h_setreg", "S_SETREG_IMM32_B32": "h_setreg",
   "S_ROUND_MODE": "h_nop", "S_DENORM_MODE": "h_nop", "DS_NOP": "h_nop",
+  "S_WAIT_ALU": "h_nop", "S_WAIT_LOADCNT": "h_nop", "S_WAIT_STORECNT": "h_nop", "S_WAIT_SAMPLECNT": "h_nop", "S_WAIT_BVHCNT": "h_nop",
+  "S_WAIT_EXPCNT": "h_nop", "S_WAIT_DSCNT": "h_nop", "S_WAIT_KMCNT": "h_nop", "S_WAIT_LOADCNT_DSCNT": "h_nop", "S_WAIT_STORECNT_DSCNT": "h_nop",
+  "S_BARRIER_SIGNAL": "h_nop", "S_BARRIER_WAIT": "h_barrier",
   "V_WMMA_F32_16X16X16_F16": "h_wmma_f32_f16", "V_WMMA_F32_16X16X16_BF16": "h_wmma_f32_bf16", "V_WMMA_F16_16X16X16_F16": "h_wmma_f16_f16",
   "V_WMMA_BF16_16X16X16_BF16": "h_wmma_bf16_bf16", "V_WMMA_I32_16X16X16_IU8": "h_wmma_i32_iu8", "V_WMMA_I32_16X16X16_IU4": "h_wmma_i32_iu4",
 }
@@ -190,14 +193,19 @@ def _vgpr_out(var: str, reg: str, bits: int) -> str:
 def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   fmt = f.name
   atomic = "ATOMIC" in name or (fmt == "DS" and u.writes & {"MEM"} and "RETURN_DATA" in u.writes)
+  # RDNA3 names first, RDNA4 (VGLOBAL/VSCRATCH/VFLAT, SMEM) second: address/data VGPR, immediate offset and its width, return bit
+  names = {fl.name for fl in f.fields}
+  A, D = ("vaddr" if "vaddr" in names else "addr"), ("vsrc" if "vsrc" in names else "data0")
+  OFF, OFFW = ("ioffset", 24) if "ioffset" in names else ("offset", 21 if fmt == "SMEM" else 13)
+  RET = "(in->th & 1)" if "th" in names else "in->glc"
   L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0;",
        f"  w->c->atomic = {int(bool(atomic))};",
-       "  uint32_t *const VV = w->v; const int r_vdst = in->vdst - 256, r_data0 = in->data0 - 256, r_data1 = in->data1 - 256;"
-       " (void)VV; (void)r_vdst; (void)r_data0; (void)r_data1;"]
+       "  uint32_t *const VV = w->v; (void)VV;" + ("" if fmt == "SMEM" else f" const int r_vdst = in->vdst - 256, r_data0 = in->{D} - 256; (void)r_vdst; (void)r_data0;")
+       + (" const int r_data1 = in->data1 - 256; (void)r_data1;" if fmt == "DS" else "")]
   L += ["  " + x for x in _set_scalars(u, "mem")]
   if fmt == "SMEM":
     db = ops.get("sdata", (None, 32))[1]
-    L.append("  s.ADDR = ((uint64_t)w->s[in->sbase + 1] << 32 | w->s[in->sbase]) + (uint64_t)(int64_t)sext((uint64_t)in->offset, 21)"
+    L.append(f"  s.ADDR = ((uint64_t)w->s[in->sbase + 1] << 32 | w->s[in->sbase]) + (uint64_t)(int64_t)sext((uint64_t)in->{OFF}, {OFFW})"
              " + (in->soffset != 124 ? w->s[in->soffset] : 0); s.ADDR &= ~3ull; s.laneId = 0;")
     L += [f"  w->c->space = SP_GLOBAL; {fn}(&s);", f"  {_CHECK}"]
     if "SDATA" in u.writes: L.append(f"  sdst_write_reg(w, in->sdata, &s.SDATA, {db});")
@@ -224,13 +232,13 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
     if "RETURN_DATA" in u.writes: L.append("    " + _vgpr_out("RETURN_DATA", "in->vdst", dbits))
     L.append("  }")
   else:
-    data = ops.get("data", (None, 32))[1]
+    data = (ops.get("data") or ops.get("vsrc") or (None, 32))[1]
     L.append("  uint64_t ex = rd_exec(w);")
     L.append("  int sa = in->saddr != 124 && in->saddr != 0x7f;")
     L.append("  uint64_t sbase = sa ? ((uint64_t)w->s[in->saddr + 1] << 32 | w->s[in->saddr]) : 0;")
-    L.append("  int64_t off = sext((uint64_t)in->offset, 13);")
+    L.append(f"  int64_t off = sext((uint64_t)in->{OFF}, {OFFW});")
     L.append("  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L;")
-    L.insert(-1, "  const uint32_t *va = w->v + (in->addr - 256) * MAXLANES, *vah = w->v + ((in->addr - 255) & 255) * MAXLANES;"
+    L.insert(-1, f"  const uint32_t *va = w->v + (in->{A} - 256) * MAXLANES, *vah = w->v + ((in->{A} - 255) & 255) * MAXLANES;"
                  " const uint32_t ssa = sa ? w->s[in->saddr] : 0, sve = in->sve;")
     if space == "SP_SCRATCH": L.append("    s.ADDR = (uint32_t)(ssa + (sve ? va[L] : 0) + off);")
     else: L.append("    s.ADDR = (sa ? sbase + va[L] : ((uint64_t)vah[L] << 32 | va[L])) + off;")
@@ -239,7 +247,7 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
     elif "D16" in name and "VDATA" in u.writes: L.append("    " + _vgpr_in("VDATA", "in->vdst", dbits))   # the other half is preserved
     L += [f"    {fn}(&s);", f"    {_CHECK}"]
     if "VDATA" in u.writes and "STORE" not in name: L.append("    " + _vgpr_out("VDATA", "in->vdst", dbits))
-    if "RETURN_DATA" in u.writes: L.append("    if (in->glc) { " + _vgpr_out("RETURN_DATA", "in->vdst", dbits) + " }")
+    if "RETURN_DATA" in u.writes: L.append(f"    if ({RET}) {{ " + _vgpr_out("RETURN_DATA", "in->vdst", dbits) + " }")
     L.append("  }")
   L.append("  w->c->atomic = 0;")
   return "\n".join(L) + "\n}\n"

@@ -168,6 +168,8 @@ def pyrun(c: Ctx, w: Wave, ename: str, space: str = "global", **kw):
   lane = [kw.get("laneId", 0)]
   st = State(**kw)
   st.mem, st.vgpr, st.sgpr = _Mem(w, space, lane), _VRegs(w), _SRegs(w)
+  # RDNA4 address built-ins return the effective address the caller put in ADDR (as csrc/emu_pre.h does)
+  st.hooks = {n: (lambda *a, st=st: st.ADDR) for n in ("CalcGlobalAddr", "CalcScratchAddr", "CalcFlatAddr", "CalcDsAddr")}
   return prun(c.arch.family, ename, st)
 
 def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: dict, u):
@@ -326,11 +328,15 @@ def _vput(w, reg, L, bits, val):
 
 def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: dict, u):
   w.atomic = "ATOMIC" in name or (fm.name == "DS" and "MEM" in u.writes and "RETURN_DATA" in u.writes)
+  names = {fl.name for fl in fm.fields}   # RDNA3 vs RDNA4 field names, as in gen_c._mem
+  A, D = ("vaddr" if "vaddr" in names else "addr"), ("vsrc" if "vsrc" in names else "data0")
+  OFF, OFFW = ("ioffset", 24) if "ioffset" in names else ("offset", 21 if fm.name == "SMEM" else 13)
+  ret = (f.get("th", 0) & 1) if "th" in names else f.get("glc", 0)
   base = dict(SCC=w.scc, EXEC=w.exec, M0=w.s[125], WAVE64=int(c.wave_size == 64), PC=c.d.code_addr + w.pc0)
   try:
     if fm.name == "SMEM":
       db = ops.get("sdata", (None, 32))[1]
-      addr = ((w.s[f["sbase"]] | w.s[f["sbase"] + 1] << 32) + sext(f["offset"], 21) + (w.s[f["soffset"]] if f["soffset"] != 124 else 0)) & M64 & ~3
+      addr = ((w.s[f["sbase"]] | w.s[f["sbase"] + 1] << 32) + sext(f[OFF], OFFW) + (w.s[f["soffset"]] if f["soffset"] != 124 else 0)) & M64 & ~3
       w.cur_size = 4
       st = pyrun(c, w, ename, ADDR=addr, **base)
       if "SDATA" in u.writes:
@@ -354,21 +360,21 @@ def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: d
         st = pyrun(c, w, ename, space, **kw)
         if "RETURN_DATA" in u.writes: _vput(w, f["vdst"] - 256, L, dbits, st.RETURN_DATA)
       return
-    data = ops.get("data", (None, 32))[1]
+    data = (ops.get("data") or ops.get("vsrc") or (None, 32))[1]
     sa = f["saddr"] not in (124, 0x7f)
     sbase = (w.s[f["saddr"]] | w.s[f["saddr"] + 1] << 32) if sa else 0
-    off = sext(f["offset"], 13)
+    off = sext(f[OFF], OFFW)
     for L in range(c.wave_size):
       if not exe >> L & 1: continue
-      a = f["addr"] - 256
+      a = f[A] - 256
       if space == "scratch": addr = ((w.s[f["saddr"]] if sa else 0) + (w.v[a][L] if f.get("sve") else 0) + off) & M32
       else: addr = ((sbase + w.v[a][L]) if sa else (w.v[a][L] | w.v[(a + 1) & 255][L] << 32)) + off & M64
       w.cur_size = 4
-      kw = dict(base, laneId=L, ADDR=addr, DATA=_vget(w, f["data0"] - 256, L, data),
-                VDATA=_vget(w, f["data0"] - 256, L, data) if "STORE" in name else _vget(w, f["vdst"] - 256, L, dbits))
+      kw = dict(base, laneId=L, ADDR=addr, DATA=_vget(w, f[D] - 256, L, data),
+                VDATA=_vget(w, f[D] - 256, L, data) if "STORE" in name else _vget(w, f["vdst"] - 256, L, dbits))
       st = pyrun(c, w, ename, space, **kw)
       if "VDATA" in u.writes and "STORE" not in name: _vput(w, f["vdst"] - 256, L, dbits, st.VDATA)
-      if "RETURN_DATA" in u.writes and f.get("glc"): _vput(w, f["vdst"] - 256, L, dbits, st.RETURN_DATA)
+      if "RETURN_DATA" in u.writes and ret: _vput(w, f["vdst"] - 256, L, dbits, st.RETURN_DATA)
   finally: w.atomic = False
 
 def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
