@@ -59,12 +59,12 @@ def value_str(v:Any) -> str: return repr(v) if not isinstance(v, float) else f"{
 
 # *** generation ***
 
-def _rand_val(rng:random.Random, dt:str) -> Any:
+def _rand_val(rng:random.Random, dt:str, denormals:bool=True) -> Any:
   if dt == "bool": return rng.random() < 0.5
   if dt in FLOATS:
     r = rng.random()
     if r < 0.04: return rng.choice([0.0, -0.0, math.inf, -math.inf, math.nan])
-    if r < 0.07: return rng.choice([1, -1]) * rng.randint(1, 2**20) * 2.0**(-149 if dt == "float32" else -1074)  # denormals
+    if r < 0.07 and denormals: return rng.choice([1, -1]) * rng.randint(1, 2**20) * 2.0**(-149 if dt == "float32" else -1074)  # denormals
     if r < 0.35: return float(rng.randint(-16, 16)) / rng.choice([1, 2, 4])
     if r < 0.75: return rng.uniform(-8, 8)
     return math.ldexp(rng.uniform(-1, 1), rng.randint(-40, 40))
@@ -83,7 +83,8 @@ def generate(rng:random.Random, max_nodes:int=10, avoid_known:bool=False) -> dic
     rng: the only randomness.
     max_nodes: the most ALU/CAST nodes the program gets (leaves are extra).
     avoid_known: do not generate the triggers of the findings documented in docs/fuzz_oob_render.md (ADD/MUL/SHL on 8/16-bit
-      integers: F2; loop indices cast to 64-bit integers: F3; SQRT: F5; SIN on float64: F6; shifts of constants: F9), so a
+      integers: F2; loop indices cast to 64-bit integers: F3; SQRT: F5; SIN on float64: F6; shifts of constants: F9; integer
+      ops whose first operand is a constant: F14; denormal inputs: F15), so a
       campaign looks for new bugs (pair it with `evaluate(signed_overflow=False)` for F8).
   Returns:
     a case dict (see the module docstring).
@@ -99,14 +100,17 @@ def generate(rng:random.Random, max_nodes:int=10, avoid_known:bool=False) -> dic
   def leaf(dt:str, const_ok:bool=True) -> int:
     r = rng.random()
     if r < 0.55 or not const_ok:
-      case["inputs"].append({"dtype": dt, "bits": [to_bits(_rand_val(rng, dt), dt) for _ in range(n)]})
+      case["inputs"].append({"dtype": dt, "bits": [to_bits(_rand_val(rng, dt, not avoid_known), dt) for _ in range(n)]})
       return add(["in", dt, len(case["inputs"]) - 1])
     if r < 0.7 and dt in INTS and not (avoid_known and BITS[dt] == 64): return add(["idx", dt, rng.choice([0, 0, 1, 3, 100])])
-    return add(["const", dt, to_bits(_rand_val(rng, dt), dt)])
+    return add(["const", dt, to_bits(_rand_val(rng, dt, not avoid_known), dt)])
   def get(dt:str) -> int:
     have = [i for i, d in enumerate(dts()) if d == dt]
     if have and rng.random() < 0.6: return rng.choice(have)
     return leaf(dt)
+  def nonconst(dt:str) -> int:
+    i = get(dt)
+    return i if nodes[i][0] != "const" else leaf(dt, const_ok=False)
   def positive(dt:str) -> int:  # a divisor that is never 0 (and never -1): (x & mask) | 1, or a constant
     if rng.random() < 0.5: return add(["const", dt, rng.choice([1, 2, 3, 5, 7, 8, 10, 16, 100, 127])])
     return add(["OR", dt, add(["AND", dt, get(dt), add(["const", dt, rng.choice([3, 7, 15, 127])])]), add(["const", dt, 1])])
@@ -133,7 +137,7 @@ def generate(rng:random.Random, max_nodes:int=10, avoid_known:bool=False) -> dic
       elif r < 0.5: add([rng.choice(("SHL", "SHR")), dt, leaf(dt, const_ok=False) if avoid_known else get(dt),
                          add(["const", dt, rng.randint(0, BITS[dt]-1)])
                          if rng.random() < 0.6 else add(["AND", dt, get(dt), add(["const", dt, BITS[dt]-1])])])
-      else: add([rng.choice(INT_BIN), dt, get(dt), get(dt)])
+      else: add([rng.choice(INT_BIN), dt, nonconst(dt) if avoid_known else get(dt), get(dt)])
   last = len(nodes) - 1
   extra = [i for i, nd in enumerate(nodes) if nd[0] not in ("in", "const", "idx") and i != last]
   case["outs"] = [last] + rng.sample(extra, min(len(extra), rng.randint(0, 2)))
@@ -197,7 +201,7 @@ def _feval(op:str, xs:list, dt:str, fusable:bool, mag:float):
   if op == "TRUNC":
     if not math.isfinite(va): return (va, 0.0)
     if math.trunc(va - ea) != math.trunc(va + ea): return None
-    return (float(math.trunc(va)), 0.0)
+    return (math.copysign(float(math.trunc(va)), va), 0.0)
   if op == "RECIPROCAL" and ea and abs(va) <= ea: return None
   if op in ("SQRT", "LOG2") and ea and va - ea <= 0 < va + ea: return None
   v = _rnd(_np(_F1[op], va), dt)
@@ -226,7 +230,8 @@ def _cast(x, src:str, dt:str):
   return wrap(iv, dt)
 
 def _bitcast(x, src:str, dt:str):
-  if src in FLOATS and x[1] != 0: return None
+  # the sign of a float zero is not determined (`nsz`; PYTHON's TRUNC returns +0.0 for trunc(-0.5)), nor the bits of an inexact value
+  if src in FLOATS and (x[1] != 0 or x[0] == 0): return None
   b = to_bits(x[0] if src in FLOATS else x, src)
   v = from_bits(b, dt)
   return (v, 0.0) if dt in FLOATS else v
