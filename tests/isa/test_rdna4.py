@@ -1,6 +1,7 @@
 """RDNA4 (gfx1201): the same engine with the rdna4 tables. Workgroup ids arrive in TTMP9/TTMP7, memory instructions use the
 VGLOBAL/VSCRATCH encodings and RDNA4's address built-ins; tinygrad's gfx1201 matmul kernel is checked against numpy."""
 import numpy as np
+import pytest
 from tinygrad.runtime.autogen.amd.rdna4 import ins as R4
 from mockgpu.emu.api import run_code
 from mockgpu.emu.codeobj import load_elf
@@ -15,14 +16,15 @@ def test_ttmp_workgroup_ids_and_salu():
                 block=(32, 1, 1), capture=True)
   assert st.state.sgprs[4] == 5 and st.state.sgprs[5] == 0
 
-def test_global_load_store_and_wait():
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_global_load_store_and_wait(backend):
   # the DSL sizes vaddr as 64 bits regardless of saddr; only v1 is encoded and, with saddr, used as a 32-bit offset
   src, dst = np.arange(32, dtype=np.uint32) * 5, np.zeros(32, np.uint32)
   b = Bufs(src, dst)
   run_code(r4code(R4.v_lshlrev_b32_e32(R4.v[1], 2, R4.v[0]), R4.global_load_b32(vdst=R4.v[2], vaddr=R4.v[1:2], saddr=R4.s[0:1], ioffset=0),
                   R4.s_wait_loadcnt(simm16=0), R4.v_add_nc_u32_e32(R4.v[2], 1, R4.v[2]),
                   R4.global_store_b32(vaddr=R4.v[1:2], vsrc=R4.v[2], saddr=R4.s[2:3], ioffset=0)),
-           b.mem, arch="gfx1201", block=(32, 1, 1), user_sgprs=b.sgprs(), rsrc2=4 << 1)
+           b.mem, arch="gfx1201", block=(32, 1, 1), user_sgprs=b.sgprs(), rsrc2=4 << 1, backend=backend)
   np.testing.assert_array_equal(dst, src + 1)
 
 def test_matmul_256_f32_gfx1201():
