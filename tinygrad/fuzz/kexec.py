@@ -7,17 +7,16 @@ run under unicorn. A backend (e.g. the mock AMD GPU) is added by appending an `E
 with an injected bug) to the fuzzers instead of patching tinygrad.
 """
 from __future__ import annotations
-import os, shutil, contextlib, io, mmap, signal, struct
+import os, shutil, contextlib, io, mmap, signal, struct, importlib.util
 from dataclasses import dataclass
 from typing import Callable
 import numpy as np
-from tinygrad.dtype import dtypes, DType
 from tinygrad.helpers import Target
-from tinygrad.uop.ops import UOp, Ops, ParamArg
+from tinygrad.uop.ops import UOp, Ops
 from tinygrad.renderer import Renderer
 from mockgpu.tinygrad.fuzz.errors import FuzzError
 
-__all__ = ["Executor", "ExecFault", "ExecutorUnavailable", "ParamSlotCollision", "check_param_slots", "EXECUTORS", "executor", "param",
+__all__ = ["Executor", "ExecFault", "ExecutorUnavailable", "ParamSlotCollision", "check_param_slots", "EXECUTORS", "executor",
            "compile_ast", "python_executor", "cpu_executor", "unicorn_executor", "ensure_cc", "quiet"]
 
 class ExecFault(FuzzError):
@@ -52,10 +51,6 @@ def check_param_slots(ast:UOp, renderer:Renderer, name:str) -> None:
 
 class ExecutorUnavailable(FuzzError):
   """The executor's toolchain is missing (no clang, no unicorn). Install it or drop the executor from the list."""
-
-def param(slot:int, size:int, dt:DType) -> UOp:
-  """A global buffer argument of a kernel AST, as tinygrad's scheduler emits it (`PARAM` with its element count as source)."""
-  return UOp(Ops.PARAM, dt, (UOp.const(size, dtypes.weakint),), ParamArg(slot, dt, device="CPU"))
 
 @contextlib.contextmanager
 def quiet():
@@ -202,8 +197,13 @@ def _run_unicorn(prg:UOp, arrays:list[np.ndarray]) -> None:
     arrays[i][...] = np.frombuffer(bytes(uc.mem_read(addr, arrays[i].nbytes)), dtype=arrays[i].dtype).reshape(arrays[i].shape)
 
 def unicorn_executor(name:str, renderer:Callable[[], Renderer]|None=None) -> Executor:
-  """An aarch64 executor under unicorn. `name` is CLANG-A64 (clang --target=aarch64) or LLVM-A64 (LLVM's AArch64 target)."""
+  """An aarch64 executor under unicorn. `name` is CLANG-A64 (clang --target=aarch64) or LLVM-A64 (LLVM's AArch64 target).
+
+  Raises:
+    ExecutorUnavailable: unicorn or clang is missing.
+  """
   ensure_cc()
+  if importlib.util.find_spec("unicorn") is None: raise ExecutorUnavailable(f"executor={name} needs unicorn: pip install unicorn")
   if renderer is None:
     from tinygrad.renderer.cstyle import ClangRenderer
     from tinygrad.renderer.llvmir import CPULLVMRenderer
