@@ -10,6 +10,7 @@ from tinygrad.runtime.autogen import kfd, amdgpu_drm
 from mockgpu.emu.errors import EmuError, GPUFault
 from mockgpu.mock.errors import QueueFault
 from mockgpu.mock.gpu import GPU, DeviceThread, DOORBELL_PAGE, MAP_FIXED, host_mmap
+from mockgpu.mock.aql import AQLQueue
 from mockgpu.mock.pm4 import PM4Queue
 from mockgpu.mock.profiles import GPUProfile, profile_for
 from mockgpu.mock.sdma import SDMAQueue
@@ -245,9 +246,10 @@ class KFD:
 
   def create_queue(self, a):
     gpu = self.gpu(a.gpu_id, "CREATE_QUEUE")
-    qtypes = {kfd.KFD_IOC_QUEUE_TYPE_COMPUTE: PM4Queue, kfd.KFD_IOC_QUEUE_TYPE_SDMA: SDMAQueue, kfd.KFD_IOC_QUEUE_TYPE_SDMA_XGMI: SDMAQueue}
+    qtypes = {kfd.KFD_IOC_QUEUE_TYPE_COMPUTE: PM4Queue, kfd.KFD_IOC_QUEUE_TYPE_COMPUTE_AQL: AQLQueue, kfd.KFD_IOC_QUEUE_TYPE_SDMA: SDMAQueue,
+              kfd.KFD_IOC_QUEUE_TYPE_SDMA_XGMI: SDMAQueue}
     if (cls:=qtypes.get(a.queue_type)) is None:
-      raise OSError(errno.EINVAL, f"CREATE_QUEUE: queue_type={a.queue_type} is not modelled (COMPUTE=0, SDMA=1; AQL queues: unset AMD_AQL)")
+      raise OSError(errno.EINVAL, f"CREATE_QUEUE: queue_type={a.queue_type} is not modelled (COMPUTE=0, SDMA=1, COMPUTE_AQL=2, SDMA_XGMI=3)")
     if a.ring_size < 0x100 or a.ring_size & (a.ring_size - 1):
       raise OSError(errno.EINVAL, f"CREATE_QUEUE: ring_size={a.ring_size:#x} is not a power of two >= 256")
     if (a.queue_percentage & 0xFF) > kfd.KFD_MAX_QUEUE_PERCENTAGE or a.queue_priority > kfd.KFD_MAX_QUEUE_PRIORITY:
@@ -259,7 +261,8 @@ class KFD:
     if len(gpu.queues) >= MAX_QUEUES_PER_GPU: raise OSError(errno.ENOSPC, f"CREATE_QUEUE: gpu_id={gpu.gpu_id:#x} has {MAX_QUEUES_PER_GPU} queues")
     slot = len(gpu.queues)
     for addr in (a.read_pointer_address, a.write_pointer_address): ctypes.c_uint64.from_address(addr).value = 0
-    gpu.queues.append(cls(gpu, slot, a.ring_base_address, a.ring_size, a.read_pointer_address, gpu.doorbells + slot * 8))
+    gpu.queues.append(cls(gpu, slot, a.ring_base_address, a.ring_size, a.read_pointer_address, gpu.doorbells + slot * 8,
+                          *((a.write_pointer_address,) if cls is AQLQueue else ())))
     a.queue_id = sum(len(g.queues) for g in self.gpus.values()) - 1
     a.doorbell_offset = MMAP_TYPE_DOORBELL | gpu.gpu_id << MMAP_GPU_ID_SHIFT | slot * 8
     if self.thread is None and self.autorun: self.thread = DeviceThread(self)

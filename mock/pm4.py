@@ -128,7 +128,7 @@ class PM4Queue(Queue):
     return COMPARE[func](value & mask, ref)
 
   def dispatch_direct(self, gx:int, gy:int, gz:int, initiator:int) -> bool:
-    from mockgpu.emu.api import Dispatch, run
+    from mockgpu.emu.api import Dispatch
     p = self.gpu.profile
     def sh(name:str, i:int=0) -> int: return self.regs.get(p.reg(name) + i, 0)
     if not initiator & 1: raise self.bad(f"DISPATCH_DIRECT initiator {initiator:#x} without COMPUTE_SHADER_EN")
@@ -139,7 +139,12 @@ class PM4Queue(Queue):
                  rsrc1=sh("regCOMPUTE_PGM_RSRC1"), rsrc2=sh("regCOMPUTE_PGM_RSRC2"), rsrc3=sh("regCOMPUTE_PGM_RSRC3"),
                  wave64=p.wave_size == 64 or not (initiator >> 15) & 1,
                  scratch_bytes_per_lane=((sh("regCOMPUTE_TMPRING_SIZE") >> 12) & 0x3FFFF) * p.scratch_granule // 64)
-    stats = run(d, self.gpu.memory)
+    return self.launch(d)
+
+  def launch(self, dispatch) -> bool:
+    """Run one grid on the emulator (`mockgpu.emu.api.run`) against this GPU's mapped ranges; errors stop the queue."""
+    from mockgpu.emu.api import run
+    stats = run(dispatch, self.gpu.memory)
     self.gpu.stats["dispatches"] += 1
     self.gpu.stats["wave_instructions"] += stats.instructions
     self.gpu.stats["emu_seconds"] += stats.seconds

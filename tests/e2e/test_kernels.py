@@ -137,3 +137,14 @@ def test_jit_graph_across_two_gpus_with_a_transfer(run):
     ok = [bool(np.array_equal(f(Tensor(a + i).realize()).numpy(), ((a + i) * 2 + 1) * 3)) for i in range(5)]
     out({"ok": ok, "ibs": sorted(g.stats["indirect_buffers"] for g in system().gpus.values())})""").result
   assert r["ok"] == [True] * 5 and len(r["ibs"]) == 2 and min(r["ibs"]) >= 2, r
+
+def test_aql_queue(run):
+  r = run("""
+    import numpy as np
+    from tinygrad import Tensor, TinyJit
+    @TinyJit
+    def f(x): return ((x + 1).contiguous() * 2).realize()
+    a = np.arange(64, dtype=np.float32)
+    out([(Tensor([1, 2, 3]) + 1).tolist(), all(np.array_equal(f(Tensor(a + i)).numpy(), (a + i + 1) * 2) for i in range(4))])""",
+    AMD_AQL="1").result
+  assert r == [[2, 3, 4], True]

@@ -138,7 +138,7 @@ def test_create_queue_checks_and_doorbells(drv):
   ring, _ = drv.userptr(0x1000)
   base = dict(ring_base_address=ring, ring_size=0x1000, gpu_id=drv.gpu_ids[0], queue_percentage=100, queue_priority=7,
               write_pointer_address=ring, read_pointer_address=ring + 8)
-  for bad, msg in ((dict(queue_type=kfd.KFD_IOC_QUEUE_TYPE_COMPUTE_AQL), "AQL"), (dict(ring_size=0x1800), "power of two"),
+  for bad, msg in ((dict(queue_type=7), "queue_type=7"), (dict(ring_size=0x1800), "power of two"),
                    (dict(ring_base_address=0x1000), "not mapped"), (dict(queue_priority=99), "priority")):
     with pytest.raises(OSError, match=msg) as e: drv.io(kfd.AMDKFD_IOC_CREATE_QUEUE, **(base | bad))
     assert e.value.errno == errno.EINVAL
