@@ -24,10 +24,11 @@ class ArchSpec:
   enc_sdwa: int             # -1 if the family has no SDWA
   trap_temps: tuple[int, int] = (108, 124)   # TTMP0..TTMP15 encodings
   c_backend: bool = True    # the generated-C backend supports this arch
+  wmma_rdna3: bool = False  # WMMA with the RDNA3 wave32 lane layouts (csrc/emu_prose.h)
   notes: str = ""
 
 ARCHS: dict[str, ArchSpec] = {a.name: a for a in (
-  ArchSpec("gfx1100", "rdna3", (32, 64), 106, 256, 0, 65536, 1024, False, 125, 124, 233, 250, -1),
+  ArchSpec("gfx1100", "rdna3", (32, 64), 106, 256, 0, 65536, 1024, False, 125, 124, 233, 250, -1, wmma_rdna3=True),
   ArchSpec("gfx1201", "rdna4", (32, 64), 106, 256, 0, 65536, 1024, True, 125, 124, 233, 250, -1,
            notes="RDNA4: VBUFFER/VIMAGE/VSAMPLE/VEXPORT/VDSDIR and WMMA not modelled (docs/emu.md)"),
   ArchSpec("gfx950", "cdna", (64,), 102, 256, 256, 163840, 1024, False, 124, -1, -1, 250, 249, c_backend=False,

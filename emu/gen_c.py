@@ -386,6 +386,8 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
           row.append(f"VH_{name}"); decls.append(f"void VH_{name}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);")
         else: row.append("0"); missing[key] = f"VOPD target {tgt or base_name} has no compiled pseudocode"
         continue
+      if base_name.startswith(("V_WMMA_", "V_SWMMAC_")) and not arch.wmma_rdna3:
+        row.append("h_unsupported"); missing[key] = f"WMMA lane layouts of {arch.name} are not modelled"; continue
       if base_name in PROSE_C: row.append(PROSE_C[base_name]); continue
       fn = f"pc_{ename}"
       if fn not in pcode_fns or ename not in ents:
