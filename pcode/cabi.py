@@ -1,10 +1,10 @@
 """Python view of the C ABI: a ctypes `PcState` matching pcode_rt.h, and `build()` that compiles generated C into a shared
 library with the system C compiler (cached on disk by content hash). Used by the tests and by tools; the emulator compiles
 its own translation unit."""
-import ctypes, hashlib, os, re, subprocess, tempfile
+import ctypes, functools, hashlib, os, re, subprocess, tempfile
 from mockgpu.pcode.state import WIDE, SCALARS, FIELDS
 from mockgpu.pcode.errors import PcodeError
-__all__ = ["PcReg", "PcState", "HEADER_DIR", "build", "header_fields", "ArchLib"]
+__all__ = ["PcReg", "PcState", "HEADER_DIR", "build", "header_fields", "ArchLib", "harness_hooks", "python_hooks"]
 
 HEADER_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -69,6 +69,27 @@ uint8_t pc_h_mem[65536]; uint32_t pc_h_vgpr[64 * 256]; uint32_t pc_h_sgpr[128];
 #define PC_SGPR_WR(s, r, v) do { uint64_t _r = (r); if (_r < 128) pc_h_sgpr[_r] = (v); else PC_H_BAD(s, "SGPR write"); } while (0)
 """
 
+@functools.cache
+def harness_hooks(arch:str) -> dict[str, int]:
+  """Address hooks the harness provides for `arch`: {name: arity} of every `Calc*Addr` built-in the arch's pseudocode calls.
+  The harness (C and `python_hooks`) defines each as the sum of its arguments, a test convention, not the hardware's rule."""
+  from mockgpu.pcode.nodes import walk, Call
+  from mockgpu.pcode.tables import entries
+  from mockgpu.pcode.compile import try_program
+  out = {}
+  for name in entries(arch):
+    prog, err = try_program(arch, name)
+    if err is not None: continue
+    for n in walk(prog.body):
+      if isinstance(n, Call) and n.name.startswith("Calc") and n.name.endswith("Addr"): out[n.name] = len(n.args)
+  return out
+
+def _sum_hook(*args:int) -> int: return sum(args) & (2**64 - 1)
+
+def python_hooks(arch:str) -> dict:
+  """The harness's address hooks for the Python evaluator (`pyeval.State.hooks`)."""
+  return {n: _sum_hook for n in harness_hooks(arch)}
+
 class ArchLib:
   """All compilable entries of one arch in one shared library, callable by entry name: `ArchLib('rdna3').run(name, state)`.
   MEM, VGPR and SGPR are the exported arrays `mem` (64 KiB), `vgpr` (64 lanes x 256, index lane*256+reg), `sgpr` (128)."""
@@ -76,7 +97,9 @@ class ArchLib:
     from mockgpu.pcode.cemit import emit, _emit_all
     self.arch = arch
     self.names = list(_emit_all(arch)[0]) if ops is None else list(ops)
-    src = HARNESS + emit(arch, self.names)
+    hooks = "".join(f"#define PC_EXT_{n}(s{''.join(f', a{i}' for i in range(k))}) ((uint64_t)(" +
+                    (" + ".join(f"(uint64_t)(a{i})" for i in range(k)) or "0") + "))\n" for n, k in harness_hooks(arch).items())
+    src = HARNESS + hooks + emit(arch, self.names)
     src += "typedef void (*pc_fn)(PcState *);\nstatic pc_fn pc_table[] = {" + ", ".join(f"pc_{n}" for n in self.names) + "};\n"
     src += "int pc_call(int i, PcState *s) { pc_table[i](s); return s->fault; }\n"
     self.lib = build(src, opt=opt)

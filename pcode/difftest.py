@@ -16,15 +16,15 @@ _SPECIAL16 = [0, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0x7d00, 0x0001, 0x3c00, 0xbc00,
 _SPECIAL64 = [0, 1 << 63, 0x7ff0000000000000, 0x7ff8000000000000, 0x7ff4000000000000, 1, 0x3ff0000000000000, 0x7fefffffffffffff]
 
 def alu_ops(arch:str, classes:tuple[str, ...]|None=ALU_CLASSES) -> list[str]:
-  """Entries of `arch` (of `classes`, None for all) both backends can run standalone: no machine hooks (PC_EXT_), no
-  stochastic rounding. They may use MEM, VGPR and SGPR (the harness provides them)."""
+  """Entries of `arch` (of `classes`, None for all) both backends can run standalone: no machine hooks other than the
+  harness's address hooks (cabi.harness_hooks), no stochastic rounding. They may use MEM, VGPR and SGPR."""
   out = []
   for name, e in entries(arch).items():
     if (classes is not None and e.cls not in classes) or is_prose(arch, name): continue
     prog, err = try_program(arch, name)
     if err is not None: continue
     i = prog.info["op"]
-    if i.hooks or any("_sr" in b or "_SR" in b for b in i.builtins): continue
+    if any(not (h.startswith("Calc") and h.endswith("Addr")) for h in i.hooks) or any("_sr" in b or "_SR" in b for b in i.builtins): continue
     out.append(name)
   return out
 
@@ -41,7 +41,8 @@ def _mem_fn(a): return _MEM[a] if 0 <= a < 65536 else 0
 def _vgpr_fn(k): return _VGPR[k[0] * 256 + k[1]] if 0 <= k[0] < 64 and 0 <= k[1] < 256 else 0
 def _sgpr_fn(r): return _SGPR[r] if 0 <= r < 128 else 0
 # inputs that are register numbers or addresses: kept inside the harness's register files and memory
-_SMALL = {"ADDR": 16384, "ADDR0": 16384, "ADDR1": 16384, "ADDR_BASE": 16384, "OFFSET": 256, "OFFSET0": 64, "OFFSET1": 64,
+_SMALL = {"v_addr": 8192, "s_saddr": 8192, "vgpr_a": 8192, "sgpr_o": 8192, "v_addr_off": 8192, "s_saddr_off": 8192, "flat_scratch": 8192,
+          "SBASE": 8192, "sgpr_base": 8192, "SOFFSET": 4096, "VADDR": 8192, "SRSRC": 8192, "SADDR": 8192, "offset": 256, "mem_addr": 8192, "ADDR": 16384, "ADDR0": 16384, "ADDR1": 16384, "ADDR_BASE": 16384, "OFFSET": 256, "OFFSET0": 64, "OFFSET1": 64,
           "SRC0": 100, "SRC1": 100, "SRC2": 100, "DST": 100, "VDST": 100, "M0": 16, "SGPR_ADDR": 16384, "INST_OFFSET": 256}
 
 def _operand(rng:random.Random) -> int:
@@ -97,7 +98,8 @@ def diff_once(lib, arch:str, name:str, st:dict) -> dict|None:
   fault = lib.run(name, cs)
   if fault and cs.fault_msg in (b"MEM read", b"MEM write", b"VGPR read", b"VGPR write", b"SGPR read", b"SGPR write"): return None
   c = _from_c(cs)
-  p = pyeval.run(arch, name, pyeval.State(mem=_Pattern(_mem_fn), vgpr=_Pattern(_vgpr_fn), sgpr=_Pattern(_sgpr_fn), **st))
+  from mockgpu.pcode.cabi import python_hooks
+  p = pyeval.run(arch, name, pyeval.State(mem=_Pattern(_mem_fn), vgpr=_Pattern(_vgpr_fn), sgpr=_Pattern(_sgpr_fn), hooks=python_hooks(arch), **st))
   pv = {n: getattr(p, n) for n in c}
   d = {n: (c[n], pv[n]) for n in c if c[n] != pv[n]}
   if fault: d["fault"] = (fault, 0)

@@ -5,7 +5,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from mockgpu.pcode import pyeval
-from mockgpu.pcode.cabi import PcState
+from mockgpu.pcode.cabi import PcState, python_hooks
 from mockgpu.pcode.state import WIDE, SCALARS, FIELDS
 
 def f2b(x): return struct.unpack("<I", struct.pack("<f", x))[0]
@@ -34,7 +34,7 @@ def both(clib, arch, op, mem=None, vgpr=None, sgpr=None, **kw) -> R:
   for (l, r), v in vgpr.items(): lib.vgpr[l * 256 + r] = v
   for r, v in sgpr.items(): lib.sgpr[r] = v
   assert lib.run(op, s) == 0, s.fault_msg
-  p = pyeval.run(arch, op, pyeval.State(mem=dict(mem), vgpr=dict(vgpr), sgpr=dict(sgpr), **kw))
+  p = pyeval.run(arch, op, pyeval.State(mem=dict(mem), vgpr=dict(vgpr), sgpr=dict(sgpr), hooks=python_hooks(arch), **kw))
   for n in _NAMES:
     c = sum(getattr(s, n).q[i] << (64 * i) for i in range(16)) if n in WIDE else getattr(s, n)
     assert c == getattr(p, n), f"{op}: backends differ in {n}: C {c:#x} Python {getattr(p, n):#x}"
@@ -202,3 +202,35 @@ def test_rdna4_and_cdna(clib):
   assert lo32(both(clib, "cdna", "VOP1Op_V_CVT_F32_FP8_E32", S0=0x38, SDWA_SRC0_SEL=0).D0) == f2b(1.0)   # E4M3 1.0
   assert lo32(both(clib, "cdna", "VOP1Op_V_CVT_F32_BF8_E32", S0=0x3c00, SDWA_SRC0_SEL=1).D0) == f2b(1.0)  # E5M2 byte 1
   assert lo32(both(clib, "cdna", "VOP1Op_V_CVT_F32_FP8_E32", S0=0x7e, SDWA_SRC0_SEL=0).D0) == f2b(448.0)  # E4M3 max
+
+# ---- remaining memory and interpolation families (the harness defines Calc*Addr as the sum of its arguments)
+def test_flat_scratch_buffer_image_rdna3(clib):
+  assert lo32(both(clib, "rdna3", "FLATOp_FLAT_LOAD_B32", ADDR=64, mem={64: 1, 65: 2, 66: 3, 67: 4}).VDATA) == 0x04030201
+  r = both(clib, "rdna3", "FLATOp_FLAT_ATOMIC_CMPSWAP_B32", ADDR=0, DATA=(7 << 32) | 9, mem={0: 7})
+  assert (r.mem[0], lo32(r.RETURN_DATA)) == (9, 7)
+  r = both(clib, "rdna3", "SCRATCHOp_SCRATCH_STORE_B32", ADDR=8, VDATA=0x11223344)
+  assert [r.mem[8 + i] for i in range(4)] == [0x44, 0x33, 0x22, 0x11]
+  assert lo32(both(clib, "rdna3", "MUBUFOp_BUFFER_LOAD_B32", ADDR=4, mem={4: 0xff, 7: 0x80}).VDATA) == 0x800000ff
+  r = both(clib, "rdna3", "MIMGOp_IMAGE_ATOMIC_ADD", ADDR=12, DATA=3, mem={12: 250})
+  assert (r.mem[12], r.mem[13], lo32(r.RETURN_DATA)) == (253, 0, 250)
+
+def test_vinterp_rdna3(clib):
+  vg = {(4, 10): f2b(2.0), (5, 10): f2b(3.0)}          # lane 6's quad starts at lane 4: P0 in lane 4, P10 in lane 5
+  r = both(clib, "rdna3", "VINTERPOp_V_INTERP_P10_F32", laneId=6, SRC0=10, SRC2=10, S1=f2b(0.5), vgpr=vg)
+  assert lo32(r.D0) == f2b(3.0 * 0.5 + 2.0)
+
+def test_rdna4_memory_and_vopd(clib):
+  assert lo32(both(clib, "rdna4", "VGLOBALOp_GLOBAL_LOAD_B32", v_addr=100, s_saddr=20, mem={120: 0x2a}).VDATA) == 0x2a
+  r = both(clib, "rdna4", "VBUFFEROp_BUFFER_STORE_B16", vgpr_a=30, sgpr_o=2, VDATA=0xbeef)
+  assert (r.mem[32], r.mem[33]) == (0xef, 0xbe)
+  assert lo32(both(clib, "rdna4", "VFLATOp_FLAT_LOAD_U8", v_addr=5, flat_scratch=0, mem={5: 0xfe}).VDATA) == 0xfe
+  assert lo32(both(clib, "rdna4", "VSCRATCHOp_SCRATCH_LOAD_I16", v_addr_off=2, s_saddr_off=2, mem={4: 0x00, 5: 0x80}).VDATA) == 0xffff8000
+  r = both(clib, "rdna4", "VIMAGEOp_IMAGE_ATOMIC_ADD_UINT", v_addr=40, DATA=1, mem={40: 0xff, 41: 0xff, 42: 0xff, 43: 0xff})
+  assert [r.mem[40 + i] for i in range(4)] == [0, 0, 0, 0]
+  assert lo32(both(clib, "rdna4", "VOPDOp_V_DUAL_FMAC_F32", S0=f2b(2.0), S1=f2b(3.0), D0=f2b(1.0)).D0) == f2b(7.0)
+  assert lo32(both(clib, "rdna4", "VOPDOp_V_DUAL_FMAAK_F32", S0=f2b(2.0), S1=f2b(3.0), SIMM32=f2b(0.5)).D0) == f2b(6.5)
+
+def test_cdna_memory(clib):
+  assert lo32(both(clib, "cdna", "GLOBALOp_GLOBAL_LOAD_DWORD", ADDR=40, SADDR=6, OFFSET=4, mem={50: 9}).VDATA) == 9
+  r = both(clib, "cdna", "DSOp_DS_WRITE_B32", ADDR=16, DATA=0xcafe)
+  assert (r.mem[16], r.mem[17]) == (0xfe, 0xca)
