@@ -3,13 +3,14 @@
 Values are raw bits: uint64_t up to 64 bits, unsigned __int128 up to 128, PcWideT above (moves only). Every expression is
 kept masked to its width; signed values are sign-extended where an operation needs it."""
 from __future__ import annotations
-import functools, hashlib
+import functools, hashlib, os
+from fractions import Fraction
 from mockgpu.pcode.nodes import (Ty, Expr, Num, Name, Typed, Field, Index, Slice, Cast, Call, Unary, Binary, Ternary, Concat, Stmt, Assign,
                                  If, For, While, Break, Return, ExprStmt, Program)
 from mockgpu.pcode import builtins as B
-from mockgpu.pcode.softfloat import FMTS, fmt_of, encode
-from mockgpu.pcode.state import WIDE, SCALARS
-from mockgpu.pcode.tables import ARCHS, entries, source_hash
+from mockgpu.pcode.softfloat import fmt_of, encode
+from mockgpu.pcode.state import WIDE
+from mockgpu.pcode.tables import entries, source_hash
 from mockgpu.pcode.compile import try_program
 from mockgpu.pcode.prose import is_prose
 from mockgpu.pcode.typecheck import const_eval
@@ -26,6 +27,7 @@ _F1 = {"trunc": "pc_ftrunc", "floor": "pc_ffloor", "fract": "pc_ffract", "sqrt":
 _PRED = {"isNAN": "pc_isnan", "isSignalNAN": "pc_issnan", "isQuietNAN": "pc_isqnan", "isEven": "pc_fiseven", "sign": "pc_signbit",
          "isDENORM": "pc_fisdenorm"}
 MAX_WHILE = 1 << 20
+WIDE_MAX = 1024
 
 def L(v) -> str:
   """C name of a pseudocode local (prefixed so that `s`, `in` or C keywords never clash)."""
@@ -55,7 +57,7 @@ class Emitter:
   def resize(self, c:str, src:Ty, dst:Ty) -> str:
     """Bits of a value of type `src` as type `dst`: extension by the source's signedness, then truncation."""
     if src.kind == "int": src = Ty("i", 64)
-    if src.bits == dst.bits and (dst.bits == 64 or src.kind == dst.kind or True): return c if dst.bits <= 128 or src.bits == dst.bits else c
+    if src.bits == dst.bits: return c
     if dst.bits > 128 or src.bits > 128:
       if src.bits > 128 and dst.bits > 128: return c
       if src.bits > 128: return f"((pc_u128)pc_rd_bits(({c}).d, 0, {min(dst.bits, 128)}))" if dst.bits > 64 else f"((uint64_t)pc_rd_bits(({c}).d, 0, {dst.bits}))"
@@ -85,7 +87,6 @@ class Emitter:
     return self.convert(self.ex(e), e.ty, dst)
 
   def fconst(self, v, t:Ty) -> str:
-    from fractions import Fraction
     f = fmt_of(t.kind, t.bits)
     b = encode(v if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))) else Fraction(v), f)
     return f"0x{b:x}ULL"
@@ -420,8 +421,6 @@ class Emitter:
                    (f"  {ct} {L(v)}; memset(&{L(v)}, 0, sizeof {L(v)});" if ct == "PcWideT" else f"  {ct} {L(v)} = 0;"))
     return "\n".join([f"static inline void {c_name(self.name)}(PcState *s) {{", *decls, *body, "}"])
 
-WIDE_MAX = 1024
-
 def emit_op(arch:str, name:str) -> tuple[str, set[str]]:
   """C source of one entry and the PC_EXT_ hooks it uses.
 
@@ -467,7 +466,6 @@ def emit(arch:str, ops:list[str]|None=None) -> str:
 @functools.cache
 def cache_key(arch:str) -> str:
   """sha256 (16 hex) over the arch's corrected pseudocode, pcode_rt.h, pcode_math.h and EMITTER_VERSION."""
-  import os
   h = hashlib.sha256(f"{EMITTER_VERSION}\0{source_hash(arch)}\0".encode())
   d = os.path.dirname(__file__)
   for f in ("pcode_rt.h", "pcode_math.h", "cemit.py", "typecheck.py"):

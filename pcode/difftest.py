@@ -1,6 +1,6 @@
 """Differential testing of the two backends: run an entry on the same random state through the C library and the Python
 evaluator and list the PcState members that differ. Used by tests/pcode and by `python -m mockgpu.pcode diff`."""
-import random, struct
+import random
 from mockgpu.pcode.tables import entries
 from mockgpu.pcode.compile import try_program
 from mockgpu.pcode.prose import is_prose

@@ -2,6 +2,7 @@
  *
  * ABI (contract 1 of docs/architecture.md):
  *   - one function per opcode: static inline void pc_<EnumClass>_<MEMBER>(PcState *s)
+ *   - values inside a function are uint64_t (<= 64 bits), pc_u128 (<= 128) or PcWideT (<= 1024), see pcode_math.h
  *   - PcState holds the pseudocode variables under their own names, as raw bits. Wide registers (S0..D1, DATA*, VDATA,
  *     SDATA, RETURN_DATA) are PcReg unions of up to 1024 bits (little-endian dwords); everything else is uint64_t.
  *     Floats are IEEE bit patterns; booleans are 0/1. Writes to a register only touch the bits the pseudocode names.
@@ -26,7 +27,6 @@
 #include <math.h>
 
 typedef union { uint64_t q[16]; uint32_t d[32]; } PcReg;       /* 1024 bits */
-typedef struct { uint32_t d[32]; } PcWide;                      /* a >64-bit value inside an expression */
 
 typedef struct PcState {
   PcReg S0, S1, S2, D0, D1, DATA, DATA0, DATA1, DATA2, VDATA, SDATA, RETURN_DATA;

@@ -2,12 +2,12 @@
 (pyfloat/softfloat). It follows the same typing decisions as the C emitter, independently implemented, so the two can be
 diffed bit for bit. Memory and register files are dicts in the State."""
 from __future__ import annotations
-import math
+from fractions import Fraction
 from mockgpu.pcode.nodes import (Ty, Expr, Num, Name, Typed, Field, Index, Slice, Cast, Call, Unary, Binary, Ternary, Concat, Stmt, Assign,
                                  If, For, While, Break, Return, ExprStmt, Program)
 from mockgpu.pcode import builtins as B
 from mockgpu.pcode import pyfloat as PF
-from mockgpu.pcode.softfloat import FMTS, fmt_of, encode, cvt, is_nan, is_snan, sign_bit
+from mockgpu.pcode.softfloat import fmt_of, encode, decode, cvt, is_nan, is_snan, sign_bit
 from mockgpu.pcode.state import WIDE, SCALARS, FIELDS, WIDE_BITS
 from mockgpu.pcode.compile import program
 from mockgpu.pcode.errors import PcodeRuntimeError, PcodeUnsupported
@@ -50,7 +50,6 @@ def convert(v:int, src:Ty, dst:Ty, mode:str, rm:int) -> int:
   return resize(v, src, dst)
 
 def fconst(v, t:Ty) -> int:
-  from fractions import Fraction
   return encode(v if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))) else Fraction(v), F(t))
 
 class Evaluator:
@@ -247,7 +246,7 @@ class Evaluator:
       if n == "isSignalNAN": return int(is_snan(a, f))
       if n == "isQuietNAN": return int(is_nan(a, f) and not is_snan(a, f))
       if n == "isEven":
-        x = __import__("mockgpu.pcode.softfloat", fromlist=["decode"]).decode(a, f)
+        x = decode(a, f)
         return int(not isinstance(x, float) and x % 2 == 0)
       if n == "sign": return sign_bit(a, f)
       if n == "isDENORM": return int((a >> f.mb) & M(f.eb) == 0 and a & M(f.mb) != 0)

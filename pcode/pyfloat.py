@@ -2,7 +2,7 @@
 for NaN, infinities and signed zeros, and the NaN policy of softfloat. Values are bit patterns (ints)."""
 import math
 from fractions import Fraction
-from mockgpu.pcode.softfloat import Fmt, FMTS, decode, encode, is_nan, is_snan, canon_nan, widen_nan, cvt, sign_bit, RNE
+from mockgpu.pcode.softfloat import Fmt, decode, encode, is_nan, canon_nan, widen_nan, sign_bit, RNE
 __all__ = ["fbin", "ffma", "fcmp", "fsqrt", "fun1", "fldexp", "fmant", "fexp2", "f2i", "f2norm", "i2f", "scale_from", "scale_to", "fquiet"]
 
 INF = float("inf")
@@ -63,8 +63,6 @@ def fsqrt(a:int, f:Fmt) -> int:
   exact = q * q * x.denominator == num
   return encode((Fraction(q) if exact else Fraction(4 * q + 1, 4)) / (1 << k), f)
 
-def _float(x) -> float: return float(x)
-
 def fun1(name:str, a:int, f:Fmt) -> int:
   """trunc floor fract sin cos log2 of a float (transcendentals through the platform's double libm, like the C backend)."""
   if is_nan(a, f): return canon_nan(f)
@@ -103,8 +101,7 @@ def fmant(a:int, f:Fmt) -> int:
   if is_nan(a, f): return canon_nan(f)
   x = decode(a, f)
   if isinstance(x, float) or x == 0: return a
-  m, _ = math.frexp(float(x)) if f.bits <= 64 else (None, None)
-  return encode(Fraction(m), f)
+  return encode(Fraction(math.frexp(float(x))[0]), f)
 
 def fquiet(a:int, f:Fmt) -> int: return a | (1 << (f.mb - 1)) if is_nan(a, f) and f.ieee else a
 

@@ -1,7 +1,7 @@
 """Semantic analysis: resolves names (locals, machine state, constants, lambdas, instruction calls), gives every expression a
 type, decides every implicit conversion, and records per-op metadata (state read/written, memory/register-file access, hooks)."""
 from __future__ import annotations
-import copy, math
+import copy
 from dataclasses import dataclass, field
 from mockgpu.pcode.nodes import (Ty, Expr, Num, Name, Typed, Field, Index, Slice, Cast, Call, Unary, Binary, Ternary, Concat, Stmt, Assign,
                                  If, For, While, Break, Return, Declare, ExprStmt, Lambda, Program)
@@ -321,8 +321,7 @@ class Checker:
         e.fty = ft
       elif n == "pow": e.fty = tys[1] if tys[1].isfloat else tys[0]
       else: e.fty = tys[0]
-      if n in ("isEven", "isNAN") and not e.fty.isfloat and n == "isEven": e.fty = e.fty
-      elif not e.fty.isfloat: raise self.err(f"{n} expects a float argument, got {e.fty}", e)
+      if not e.fty.isfloat: raise self.err(f"{n} expects a float argument, got {e.fty}", e)
       e.ty = e.fty if n in B.FLOAT_SAME else B.result_type(n, [e.fty])
       return e
     if (m := B.CONV_RE.fullmatch(n)):

@@ -5,7 +5,7 @@ from mockgpu.pcode.tables import ARCHS, entries
 from mockgpu.pcode.compile import try_program
 from mockgpu.pcode.parser import parse
 from mockgpu.pcode.typecheck import check
-from mockgpu.pcode.nodes import Ty, Slice, Assign, Binary, Ternary, Concat, Cast, Num, Lambda, For, While, If, Typed
+from mockgpu.pcode.nodes import Ty, Slice, Binary, Concat, Cast, Lambda, For, While, If, Index, Name
 from mockgpu.pcode.errors import PcodeError, PcodeSyntaxError, PcodeTypeError
 from mockgpu.pcode.prose import prose, RULES, PROSE
 
@@ -51,7 +51,8 @@ def test_concat_ternary_control_flow_lambda():
 
 def test_chained_assignment_and_compound():
   a, b = parse("EXEC.u64[laneId] = D0.u64[laneId] = S0.u32 < S1.u32").body
-  assert isinstance(a.lhs, Slice) is False and a.rhs is not None and b.rhs is a.lhs
+  assert isinstance(a.lhs, Index) and a.lhs.x.x.name == "D0" and isinstance(a.rhs, Binary) and a.rhs.op == "<"
+  assert isinstance(b.lhs, Index) and b.lhs.x.x.name == "EXEC" and b.rhs is a.lhs and isinstance(b.lhs.idx, Name)
   c = check(parse("tmp = 0;\ntmp += 1;\nD0.i32 = tmp"), "t", "t").body[1]
   assert isinstance(c.rhs, Binary) and c.rhs.op == "+"
 

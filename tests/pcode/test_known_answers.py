@@ -3,7 +3,6 @@ ISA definition (written out by hand), numpy, or exact arithmetic, never from the
 import math, struct
 from fractions import Fraction
 import numpy as np
-import pytest
 from mockgpu.pcode import pyeval
 from mockgpu.pcode.cabi import PcState, python_hooks
 from mockgpu.pcode.state import WIDE, SCALARS, FIELDS
