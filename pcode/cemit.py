@@ -279,8 +279,8 @@ class Emitter:
       return f"((uint64_t)PC_EXT_{n}(s{''.join(', ' + self.ex(a) for a in args)}))"
     if (m := B.CONV_RE.fullmatch(n)):
       src, dst, sr, scale = e.src, e.ty, m.group(3), m.group(4)
-      if sr: raise self.err(f"stochastic-rounding conversion {n} is not implemented", e)
       x = self.convert(self.ex(args[0]), args[0].ty, src, "bits" if not (args[0].ty.isfloat and src.isfloat) else "value")
+      if sr: return f"pc_sr_to({x}, {fid(src)}, {self.ex(args[1])}, {self.ex(args[2]) if scale else '127'}, {fid(dst)})"
       if scale:
         sc = self.ex(args[1])
         if src.isfloat and m.group(1) in ("f32", "f16", "bf16"): return f"pc_scale_to({x}, {fid(src)}, {sc}, {fid(dst)})"

@@ -17,14 +17,14 @@ _SPECIAL64 = [0, 1 << 63, 0x7ff0000000000000, 0x7ff8000000000000, 0x7ff400000000
 
 def alu_ops(arch:str, classes:tuple[str, ...]|None=ALU_CLASSES) -> list[str]:
   """Entries of `arch` (of `classes`, None for all) both backends can run standalone: no machine hooks other than the
-  harness's address hooks (cabi.harness_hooks), no stochastic rounding. They may use MEM, VGPR and SGPR."""
+  harness's address hooks (cabi.harness_hooks). They may use MEM, VGPR and SGPR."""
   out = []
   for name, e in entries(arch).items():
     if (classes is not None and e.cls not in classes) or is_prose(arch, name): continue
     prog, err = try_program(arch, name)
     if err is not None: continue
     i = prog.info["op"]
-    if any(not (h.startswith("Calc") and h.endswith("Addr")) for h in i.hooks) or any("_sr" in b or "_SR" in b for b in i.builtins): continue
+    if any(not (h.startswith("Calc") and h.endswith("Addr")) for h in i.hooks): continue
     out.append(name)
   return out
 

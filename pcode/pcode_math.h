@@ -206,6 +206,24 @@ static inline uint64_t pc_f2norm(uint64_t a, int f, int sgn) {
 }
 static inline uint64_t pc_i2f(int64_t v, int f) { return pc_encode((double)v, f, 0); }
 static inline uint64_t pc_u2f(uint64_t v, int f) { return pc_encode((double)v, f, 0); }
+/* stochastic rounding: truncate |x| + rnd/2^32 units in the last place of the result (overflow as in round-to-nearest) */
+static inline uint64_t pc_encode_sr(double x, int f, uint32_t rnd) {
+  if (isnan(x) || isinf(x) || x == 0) return pc_encode(x, f, 0);
+  uint64_t s = (uint64_t)signbit(x) << (pc_bits_of(f) - 1);
+  int e2, bias = (1 << (PC_EB[f] - 1)) - 1, mb = PC_MB[f];
+  double a = fabs(x);
+  frexp(a, &e2);
+  int ee = e2 - 1, E = ee + bias < 1 ? 1 : ee + bias;
+  double q = ldexp(a, mb - (E - bias)), r = floor(q), rem = q - r;
+  if (rem != 0 && rem >= 1.0 - ldexp((double)rnd, -32)) r += 1;
+  uint64_t ri = (uint64_t)r, bits = ee + bias < 1 ? ri : (((uint64_t)E << mb) + (ri - (1ULL << mb)));
+  if (bits > pc_maxbits(f)) return s | (PC_IEEE[f] ? pc_emax(f) << PC_MB[f] : PC_NANONLY[f] ? pc_canon(f) : pc_maxbits(f));
+  return s | bits;
+}
+static inline uint64_t pc_sr_to(uint64_t a, int f, uint64_t rnd, uint64_t scale, int dst) {
+  if (pc_isnan(a, f)) return pc_nan_move(a, f, dst);
+  return pc_encode_sr(ldexp(pc_decode(a, f), 127 - (int)scale), dst, (uint32_t)rnd);
+}
 static inline uint64_t pc_scale_from(uint64_t a, int f, uint64_t scale, int dst) { return pc_encode(ldexp(pc_decode(a, f), (int)scale - 127), dst, 0); }
 static inline uint64_t pc_scale_to(uint64_t a, int f, uint64_t scale, int dst) {
   if (pc_isnan(a, f)) return pc_nan_move(a, f, dst);

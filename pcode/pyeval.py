@@ -222,8 +222,8 @@ class Evaluator:
       return fn(*[self.ex(a) for a in args]) & M(64)
     if (m := B.CONV_RE.fullmatch(n)):
       src, dst, sr, scale = e.src, e.ty, m.group(3), m.group(4)
-      if sr: raise PcodeUnsupported(f"stochastic-rounding conversion {n} is not implemented")
       x = convert(self.ex(args[0]), args[0].ty, src, "bits" if not (args[0].ty.isfloat and src.isfloat) else "value", rm)
+      if sr: return PF.sr_to(x, F(src), self.ex(args[1]), self.ex(args[2]) if scale else 127, F(dst))
       if scale:
         sc = self.ex(args[1])
         if src.isfloat and m.group(1) in ("f32", "f16", "bf16"): return PF.scale_to(x, F(src), sc, F(dst))
@@ -378,7 +378,6 @@ def unsupported(prog:Program) -> str|None:
   """Why the evaluator cannot run a type-checked program (a construct it lacks), or None."""
   from mockgpu.pcode.nodes import walk
   for n in walk(prog.body):
-    if isinstance(n, Call) and (m := B.CONV_RE.fullmatch(n.name)) and m.group(3): return f"stochastic-rounding conversion {n.name}"
     if isinstance(n, Cast) and n.to.bits > 128 and n.x.ty is not None and n.x.ty.isfloat: return f"{n.to.bits}-bit fixed-point expansion of a float"
     if isinstance(n, Call) and getattr(n, "inline", None) and (r := unsupported(Program(n.body))): return r
   return None

@@ -2,8 +2,8 @@
 for NaN, infinities and signed zeros, and the NaN policy of softfloat. Values are bit patterns (ints)."""
 import math
 from fractions import Fraction
-from mockgpu.pcode.softfloat import Fmt, decode, encode, is_nan, canon_nan, widen_nan, sign_bit, RNE
-__all__ = ["fbin", "ffma", "fcmp", "fsqrt", "fun1", "fldexp", "fmant", "fexp2", "f2i", "f2norm", "i2f", "scale_from", "scale_to", "fquiet"]
+from mockgpu.pcode.softfloat import Fmt, decode, encode, encode_sr, is_nan, canon_nan, widen_nan, sign_bit, RNE
+__all__ = ["fbin", "ffma", "fcmp", "fsqrt", "fun1", "fldexp", "fmant", "fexp2", "f2i", "f2norm", "i2f", "scale_from", "scale_to", "sr_to", "fquiet"]
 
 INF = float("inf")
 
@@ -125,6 +125,13 @@ def scale_from(a:int, src:Fmt, scale:int, dst:Fmt) -> int:
   x = decode(a, src)
   if isinstance(x, float): return _res(x, dst)
   return _res(Fraction(math.ldexp(float(x), scale - 127)), dst, bool(sign_bit(a, src)))
+
+def sr_to(a:int, src:Fmt, rnd:int, scale:int, dst:Fmt) -> int:
+  """Stochastically rounded conversion of `a` / 2^(scale-127) (scale 127: none) to `dst`."""
+  if is_nan(a, src): return widen_nan(a, src, dst)
+  x = decode(a, src)
+  if isinstance(x, float): return _res(x, dst)
+  return encode_sr(Fraction(math.ldexp(float(x), 127 - scale)), dst, rnd, bool(sign_bit(a, src)))
 
 def scale_to(a:int, src:Fmt, scale:int, dst:Fmt) -> int:
   if is_nan(a, src): return widen_nan(a, src, dst)

@@ -6,7 +6,7 @@ quiet bit, zero payload). Conversions keep the NaN: widening keeps sign, payload
 narrowing keeps sign and the top payload bits and sets the quiet bit."""
 from fractions import Fraction
 from dataclasses import dataclass
-__all__ = ["Fmt", "FMTS", "fmt_of", "decode", "encode", "is_nan", "is_snan", "canon_nan", "widen_nan", "cvt", "RNE", "RTZ"]
+__all__ = ["Fmt", "FMTS", "fmt_of", "decode", "encode", "encode_sr", "is_nan", "is_snan", "canon_nan", "widen_nan", "cvt", "RNE", "RTZ"]
 
 RNE, RTZ = 0, 3   # AMD MODE.round encodings used by the pseudocode (ROUND_NEAREST_EVEN, ROUND_TOWARD_ZERO)
 
@@ -85,6 +85,22 @@ def encode(x, f:Fmt, rm:int=RNE, neg_zero:bool=False) -> int:
   if bits > f.max_bits:
     if rm == RTZ or not (f.ieee or f.nan_only): return s | f.max_bits
     return s | ((((1 << f.eb) - 1) << f.mb) if f.ieee else canon_nan(f))
+  return s | bits
+
+def encode_sr(x, f:Fmt, rnd:int, neg_zero:bool=False) -> int:
+  """Stochastic rounding: truncate |x| + rnd/2^32 units in the last place (overflow as in round-to-nearest)."""
+  if isinstance(x, float) or x == 0: return encode(x, f, RNE, neg_zero)
+  s = (1 << (f.bits - 1)) if x < 0 else 0
+  a = abs(Fraction(x))
+  e = a.numerator.bit_length() - a.denominator.bit_length()
+  if Fraction(2) ** e > a: e -= 1
+  E = max(e + f.bias, 1)
+  q = a * Fraction(2) ** (f.mb - (E - f.bias))
+  r = q.numerator // q.denominator
+  rem = q - r
+  if rem != 0 and rem >= 1 - Fraction(rnd & 0xffffffff, 1 << 32): r += 1
+  bits = r if e + f.bias < 1 else ((E << f.mb) + (r - (1 << f.mb)))
+  if bits > f.max_bits: return s | ((((1 << f.eb) - 1) << f.mb) if f.ieee else (canon_nan(f) if f.nan_only else f.max_bits))
   return s | bits
 
 def widen_nan(b:int, src:Fmt, dst:Fmt) -> int:

@@ -325,6 +325,7 @@ class Checker:
       e.ty = e.fty if n in B.FLOAT_SAME else B.result_type(n, [e.fty])
       return e
     if (m := B.CONV_RE.fullmatch(n)):
+      if len(args) != (k := 1 + bool(m.group(3)) + bool(m.group(4))): raise self.err(f"{n} takes {k} argument(s), got {len(args)}", e)
       e.src = B.FMT_TY[m.group(1)]
       e.ty = B.FMT_TY[m.group(2)]
       return e

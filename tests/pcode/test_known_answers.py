@@ -233,3 +233,12 @@ def test_cdna_memory(clib):
   assert lo32(both(clib, "cdna", "GLOBALOp_GLOBAL_LOAD_DWORD", ADDR=40, SADDR=6, OFFSET=4, mem={50: 9}).VDATA) == 9
   r = both(clib, "cdna", "DSOp_DS_WRITE_B32", ADDR=16, DATA=0xcafe)
   assert (r.mem[16], r.mem[17]) == (0xfe, 0xca)
+
+def test_stochastic_rounding_cdna(clib):
+  x = f2b(1 + 2**-11)                                      # halfway between f16 1.0 (0x3c00) and 1 + 2^-10 (0x3c01)
+  for rnd, want in [(0, 0x3c00), (0x7fffffff, 0x3c00), (0x80000000, 0x3c01), (0xffffffff, 0x3c01)]:
+    r = both(clib, "cdna", "VOP3Op_V_CVT_SR_F16_F32", S0=x, S1=rnd, OPSEL=0, VDST=3, laneId=1, vgpr={(1, 3): 0xabcd0000})
+    assert r.vgpr[(1, 3)] == 0xabcd0000 | want             # the high half is preserved
+  r = both(clib, "cdna", "VOP3Op_V_CVT_SCALEF32_SR_FP8_F32", S0=f2b(3.0), S1=0, S2=f2b(2.0), OPSEL=0, VDST=0, laneId=0,
+           vgpr={(0, 0): 0})
+  assert r.vgpr[(0, 0)] & 0xff == 0x3c                     # 3.0 / 2^(128-127) = 1.5 -> E4M3 0x3c; scale = exponent(2.0) = 128
