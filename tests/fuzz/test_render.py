@@ -105,6 +105,8 @@ FINDINGS = {
            ["MUL", "uint64", 0, 1], ["const", "uint64", 4020873246559843146], ["MAX", "uint64", 2, 3]], "outs": [4]}, ["PYTHON"], "mismatch:PYTHON"),
   "F15": ({"n": 1, "axis": "LOOP", "inputs": [{"dtype": "float32", "bits": [2148025892]}], "nodes": [["in", "float32", 0], ["LOG2", "float32", 0]],
            "outs": [1]}, ["PYTHON", "CLANG"], "mismatch:CLANG"),
+  "F16": ({"n": 1, "axis": "LOOP", "inputs": [], "nodes": [["const", "int64", 2**64 - 1], ["CAST", "uint16", 0], ["const", "uint16", 10],
+           ["CDIV", "uint16", 1, 2]], "outs": [3]}, ["PYTHON"], "mismatch:PYTHON"),
   "F13": ({"n": 1, "axis": "LOOP", "inputs": [{"dtype": "float32", "bits": [2143289344]}], "nodes": [["const", "int64", 0],
            ["const", "float32", 0], ["in", "float32", 0], ["CMPLT", "bool", 1, 2], ["const", "int64", 2**64 - 7], ["WHERE", "int64", 3, 0, 4]],
            "outs": [5]}, ["PYTHON", "X86"], "mismatch:X86"),

@@ -84,7 +84,7 @@ def generate(rng:random.Random, max_nodes:int=10, avoid_known:bool=False) -> dic
     max_nodes: the most ALU/CAST nodes the program gets (leaves are extra).
     avoid_known: do not generate the triggers of the findings documented in docs/fuzz_oob_render.md (ADD/MUL/SHL on 8/16-bit
       integers: F2; loop indices cast to 64-bit integers: F3; SQRT: F5; SIN on float64: F6; shifts of constants: F9; integer
-      ops whose first operand is a constant: F14; denormal inputs: F15), so a
+      ops whose first operand is a constant: F14; denormal inputs: F15; casts of constants: F16), so a
       campaign looks for new bugs (pair it with `evaluate(signed_overflow=False)` for F8).
   Returns:
     a case dict (see the module docstring).
@@ -125,7 +125,8 @@ def generate(rng:random.Random, max_nodes:int=10, avoid_known:bool=False) -> dic
     elif r < 0.24:
       src = rng.choice([d for d in pool + ["bool"] if d != dt] or [dt])
       bc = [d for d in INTS + FLOATS if BITS[d] == BITS[dt] and d != dt and d in pool]
-      add(["BITCAST", dt, get(bc[0])] if bc and rng.random() < 0.3 else ["CAST", dt, get(src)])
+      pick = nonconst if avoid_known else get
+      add(["BITCAST", dt, pick(bc[0])] if bc and rng.random() < 0.3 else ["CAST", dt, pick(src)])
     elif dt in FLOATS:
       if r < 0.5: add([rng.choice([o for o in FLOAT_UN if not avoid_known or (o != "SQRT" and (o, dt) != ("SIN", "float64"))]), dt, get(dt)])
       else: add([rng.choice(("ADD", "MUL", "MAX")), dt, get(dt), get(dt)])
