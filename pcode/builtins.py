@@ -15,7 +15,7 @@ CONV_RE = re.compile(r"(f16|f32|f64|bf16|fp8|bf8|fp6|bf6|fp4|i32|u32|i16|u16|i8|
 ALIAS = {"v_cvt_i16_f32": "f32_to_i16", "v_cvt_u16_f32": "f32_to_u16"}
 FLOAT_SAME = {"abs", "trunc", "floor", "fract", "sqrt", "sin", "cos", "log2", "mantissa", "cvtToQuietNAN", "ldexp", "fma", "pow"}
 PREDICATES = {"isNAN", "isSignalNAN", "isQuietNAN", "isEven", "sign", "isDENORM"}
-INT_FUNCS = {"float32": Ty("f", 32), "exponent": Ty("i", 32), "signext": Ty("i", 64), "countbits": Ty("u", 32), "bitCount": Ty("u", 32), "count_ones": Ty("u", 32),
+INT_FUNCS = {"two_over_pi_segment": Ty("u", 64), "float32": Ty("f", 32), "exponent": Ty("i", 32), "signext": Ty("i", 64), "countbits": Ty("u", 32), "bitCount": Ty("u", 32), "count_ones": Ty("u", 32),
              "s_ff1_i32_b32": Ty("i", 32), "s_ff1_i32_b64": Ty("i", 32), "reverse_bits": None, "signext_from_bit": None, "MIN": None}
 EXTERNAL = {"CalcBufferAddr", "CalcDsAddr", "CalcFlatAddr", "CalcGlobalAddr", "CalcImageAddr", "CalcScalarBufferAddr", "CalcScalarGlobalAddr",
             "CalcScalarScratchAddr", "CalcScratchAddr", "ChannelOffsetX", "ChannelOffsetY", "ChannelOffsetZ", "ChannelOffsetW", "ConvertFromFormat",

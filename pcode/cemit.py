@@ -310,6 +310,7 @@ class Emitter:
       t = e.ty
       a, b = self.conv_to(args[0], t), self.conv_to(args[1], t)
       return f"(({a}) < ({b}) ? ({a}) : ({b}))"
+    if n == "two_over_pi_segment": return f"pc_two_over_pi_segment({self.ex(args[0])})"
     if n == "float32": return f"pc_float32({self.ex(args[0])}, {self.ex(args[1])}, {self.ex(args[2])})"
     raise self.err(f"built-in {n} has no C implementation", e)
 

@@ -10,6 +10,7 @@ from mockgpu.pcode import pyfloat as PF
 from mockgpu.pcode.softfloat import fmt_of, encode, decode, cvt, is_nan, is_snan, sign_bit
 from mockgpu.pcode.state import WIDE, SCALARS, FIELDS, WIDE_BITS
 from mockgpu.pcode.compile import program
+from mockgpu.pcode.constants import two_over_pi_segment
 from mockgpu.pcode.errors import PcodeRuntimeError, PcodeUnsupported
 __all__ = ["State", "run", "evaluate", "unsupported"]
 
@@ -266,6 +267,7 @@ class Evaluator:
     if n == "MIN":
       a, b = self.conv_to(args[0], e.ty), self.conv_to(args[1], e.ty)
       return a if a < b else b
+    if n == "two_over_pi_segment": return two_over_pi_segment(self.ex(args[0]))
     if n == "float32":
       s_, ex_, m_ = (self.ex(a) for a in args)
       return ((s_ & 1) << 31) | ((ex_ & 0xff) << 23) | (m_ & 0x7fffff)

@@ -25,11 +25,16 @@ def _mod(arch:str, what:str):
 def entries(arch:str) -> dict[str, Entry]:
   """All pseudocode entries of `arch`, keyed by '<EnumClass>_<MEMBER>', in the wheel's order, corrections applied."""
   from mockgpu.pcode.corrections import FIXES
+  from mockgpu.pcode.errors import PcodeError
   out = {}
   for op, text in _mod(arch, "str_pcode").PCODE.items():
     name = f"{type(op).__name__}_{op.name}"
-    fix = FIXES.get((arch, name))
-    out[name] = Entry(arch, op, fix.text if fix else text, fix is not None)
+    if (fix := FIXES.get((arch, name))) is not None:
+      if fix.old not in text: raise PcodeError(f"corrections.FIXES entry is stale: {fix.old!r} is not in the text; update or remove it", op=name, arch=arch)
+      text = text.replace(fix.old, fix.new)
+    out[name] = Entry(arch, op, text, fix is not None)
+  for (a, n) in FIXES:
+    if a == arch and n not in out: raise PcodeError("corrections.FIXES names an entry the table does not have", op=n, arch=arch)
   return out
 
 @functools.cache
