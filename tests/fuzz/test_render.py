@@ -107,6 +107,8 @@ FINDINGS = {
            "outs": [1]}, ["PYTHON", "CLANG"], "mismatch:CLANG"),
   "F16": ({"n": 1, "axis": "LOOP", "inputs": [], "nodes": [["const", "int64", 2**64 - 1], ["CAST", "uint16", 0], ["const", "uint16", 10],
            ["CDIV", "uint16", 1, 2]], "outs": [3]}, ["PYTHON"], "mismatch:PYTHON"),
+  "F11": ({"n": 2, "axis": "GLOBAL", "inputs": [{"dtype": "int32", "bits": [1, 2780858735]}], "nodes": [["idx", "int32", 3],
+           ["const", "int32", 0], ["in", "int32", 0], ["CMPEQ", "bool", 0, 1], ["WHERE", "int32", 3, 2, 1]], "outs": [4]}, ["PYTHON"], "crash:PYTHON"),
   "F13": ({"n": 1, "axis": "LOOP", "inputs": [{"dtype": "float32", "bits": [2143289344]}], "nodes": [["const", "int64", 0],
            ["const", "float32", 0], ["in", "float32", 0], ["CMPLT", "bool", 1, 2], ["const", "int64", 2**64 - 7], ["WHERE", "int64", 3, 0, 4]],
            "outs": [5]}, ["PYTHON", "X86"], "mismatch:X86"),
