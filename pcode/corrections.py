@@ -15,4 +15,12 @@ _TRIG = Fix(_TRIG_OLD, "result = 64'F(two_over_pi_segment(shift.u32))",
             "above it (and the instruction's purpose, Payne-Hanek range reduction) says the 53 bits after `shift` fraction bits "
             "are brought into the whole part: floor(2/PI * 2^(53+shift)) mod 2^53. two_over_pi_segment computes exactly that.")
 
-FIXES: dict[tuple[str, str], Fix] = {(a, "VOP3Op_V_TRIG_PREOP_F64"): _TRIG for a in ("rdna3", "rdna4", "cdna")}
+def _scale_default(t:str) -> Fix:
+  cond = "((64'F(S2.f32) == 0.0) || (64'F(S1.f32) == 0.0))" if t == "f32" else "((S2.f64 == 0.0) || (S1.f64 == 0.0))"
+  return Fix(f"VCC = 0x0LL;\nif {cond} then", f"VCC = 0x0LL;\nD0.{t} = S0.{t};\nif {cond} then",
+             "no branch assigns D0 when no scaling is needed, which would leave the destination's old value; the instruction "
+             "returns S0 unchanged then (the division expansion relies on it), so D0 starts as S0")
+
+_ARCHS = ("rdna3", "rdna4", "cdna")
+FIXES: dict[tuple[str, str], Fix] = {**{(a, "VOP3Op_V_TRIG_PREOP_F64"): _TRIG for a in _ARCHS},
+                                     **{(a, f"VOP3SDOp_V_DIV_SCALE_{t.upper()}"): _scale_default(t) for a in _ARCHS for t in ("f32", "f64")}}

@@ -43,6 +43,12 @@ class OpInfo:
 
 def is_lit(e:Expr) -> bool: return getattr(e, "lit", False)
 
+def _promote(t:Ty) -> Ty:
+  """Integer promotion as in C: binary arithmetic and shifts on integers narrower than 32 bits compute in 32 bits
+  (V_LERP_U8 adds three bytes and shifts the 9-bit sum); the kind is kept ('b' counts as unsigned)."""
+  if t.kind in ("u", "i", "b") and t.bits < 32: return Ty("i" if t.kind == "i" else "u", 32)
+  return t
+
 def _dummy(ty:Ty, pos=(0, 0)) -> Expr:
   e = Expr(pos)
   e.ty = ty
@@ -173,6 +179,8 @@ class Checker:
 
   def e_Typed(self, e:Typed) -> Expr:
     if e.x is not None and isinstance(e.x, Name) and e.x.name == "DENORM": raise self.err("DENORM is only valid as `x == DENORM.fNN`", e)
+    if isinstance(e.x, Name) and e.to.isfloat and isinstance(CONSTANTS.get(e.x.name, (None, None))[1], float):   # NAN.f32: the constant in f32
+      return self.expr(Num(e.pos, CONSTANTS[e.x.name][1], e.to))
     e.x = self.expr(e.x)
     if getattr(e.x, "kind", None) in ("mem", "sgpr", "vgpr"):
       e.x.nbits = e.to.bits
@@ -268,14 +276,14 @@ class Checker:
     e.a, e.b = self.expr(e.a), self.expr(e.b)
     if e.op in ("&&", "||"): e.ty = U1
     elif e.op in ("<<", ">>"):
-      e.ty = I32 if e.a.ty.kind == "int" else (Ty("u", e.a.ty.bits) if e.a.ty.kind == "b" else e.a.ty)
+      e.ty = I32 if e.a.ty.kind == "int" else _promote(Ty("u", e.a.ty.bits) if e.a.ty.kind == "b" else e.a.ty)
       if e.ty.isfloat: raise self.err("shift of a float", e)
     elif e.op in _CMP:
       e.opty = unify(e.a, e.b)
       if e.opty.kind == "int": e.opty = I64
       e.ty = U1
     elif e.op in _ARITH:
-      e.ty = e.opty = unify(e.a, e.b)
+      e.ty = e.opty = _promote(unify(e.a, e.b))
       if e.ty.isfloat and e.op in ("%", "&", "|", "^"): raise self.err(f"operator {e.op} on a float", e)
       if e.ty.kind == "int": e.ty = e.opty = INT
       e.lit = is_lit(e.a) and is_lit(e.b)

@@ -242,3 +242,13 @@ def test_stochastic_rounding_cdna(clib):
   r = both(clib, "cdna", "VOP3Op_V_CVT_SCALEF32_SR_FP8_F32", S0=f2b(3.0), S1=0, S2=f2b(2.0), OPSEL=0, VDST=0, laneId=0,
            vgpr={(0, 0): 0})
   assert r.vgpr[(0, 0)] & 0xff == 0x3c                     # 3.0 / 2^(128-127) = 1.5 -> E4M3 0x3c; scale = exponent(2.0) = 128
+
+def test_narrow_integer_promotion_and_division_helpers(clib):
+  # V_LERP_U8: per byte (a + b + round bit) >> 1, the 9-bit sum must not wrap at 8 bits
+  assert lo32(both(clib, "rdna3", "VOP3Op_V_LERP_U8", S0=0x10203040, S1=0x30405060, S2=0x01000100).D0) == 0x20304050
+  assert lo32(both(clib, "rdna3", "VOP3Op_V_LERP_U8", S0=0xffffffff, S1=0xffffffff, S2=0x01010101).D0) == 0xffffffff
+  r = both(clib, "rdna3", "VOP3SDOp_V_DIV_SCALE_F32", S0=f2b(1.0), S1=f2b(3.0), S2=f2b(1.0))
+  assert (lo32(r.D0), r.VCC) == (f2b(1.0), 0)                             # no scaling needed: S0 unchanged (corrections.FIXES)
+  assert lo32(both(clib, "rdna3", "VOP3SDOp_V_DIV_SCALE_F32", S0=f2b(1.0), S1=0, S2=f2b(1.0)).D0) == 0x7fc00000   # NAN.f32
+  r = both(clib, "rdna3", "VOP3SDOp_V_DIV_SCALE_F64", S0=d2b(2.0), S1=d2b(3.0), S2=d2b(2.0))
+  assert r.D0 & M64 == d2b(2.0)
