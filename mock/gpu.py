@@ -6,7 +6,7 @@ runnable queues with a small packet budget, and re-checks blocked waits on every
 another queue (signals, kick signals of HCQGraph) unblocks them. A queue that fails stops; its error is printed to stderr
 and reported through the KFD events (memory fault or hardware exception), so tinygrad raises its own error."""
 from __future__ import annotations
-import ctypes, mmap, os, sys, threading, time, traceback
+import ctypes, mmap, os, sys, threading, time, traceback, weakref
 from typing import TYPE_CHECKING
 from tinygrad.runtime.autogen import libc
 from mockgpu.emu.memory import MemoryMap
@@ -108,7 +108,7 @@ class DeviceThread:
   SWITCH_INTERVAL = float(os.environ.get("MOCKGPU_SWITCH_INTERVAL", "0.0002"))
 
   def __init__(self, kfd:KFD):
-    self.kfd, self.wake = kfd, threading.Event()
+    self.kfd, self.wake = weakref.ref(kfd), threading.Event()   # the thread ends when its KFD is collected (tests make many)
     if sys.getswitchinterval() == 0.005 and self.SWITCH_INTERVAL > 0: sys.setswitchinterval(self.SWITCH_INTERVAL)
     self.thread = threading.Thread(target=self._loop, name="mockgpu-device", daemon=True)
     self.thread.start()
@@ -117,11 +117,12 @@ class DeviceThread:
 
   def _loop(self):
     delay = self.POLL_MIN
-    while True:
-      try: progress = self.kfd.run_once()
+    while (kfd:=self.kfd()) is not None:
+      try: progress = kfd.run_once()
       except Exception:   # a bug in the model itself: keep the GPU alive and say so
         traceback.print_exc(file=sys.stderr)
         progress = False
+      del kfd
       if progress: delay = self.POLL_MIN
       else:
         self.wake.wait(delay)

@@ -185,3 +185,16 @@ def test_trace_prints_every_executed_packet(drv, monkeypatch, capsys):
   drv.run()
   err = capsys.readouterr().err
   assert "ring dword 0x0: NOP 0x0" in err and "ring dword 0x2: RELEASE_MEM 0x514" in err
+
+def test_device_thread_ends_with_its_kfd(make_driver):
+  import gc
+  d = make_driver()
+  d.kfd.autorun = True
+  d.queue(0)
+  thread = d.kfd.thread.thread
+  del d
+  for _ in range(100):   # the thread may hold the KFD during a round: collect until it lets go
+    gc.collect()
+    thread.join(timeout=0.05)
+    if not thread.is_alive(): break
+  assert not thread.is_alive()
