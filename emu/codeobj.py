@@ -1,7 +1,7 @@
 """AMD code objects (ELF, as LLVM emits them for tinygrad): load the image, apply R_AMDGPU_REL64 relocations the way
 tinygrad's AMDProgram does, and read the kernel descriptor (contract-kfd.md section 6.2)."""
 from __future__ import annotations
-import ctypes, struct
+import struct
 from dataclasses import dataclass
 from mockgpu.emu.errors import EmuError
 

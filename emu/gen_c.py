@@ -2,7 +2,7 @@
 handler per (format, opcode) that sets up PcState, calls pcode's generated `pc_<EnumClass>_<MEMBER>` and writes results
 back, and the handler tables. The hand-written parts live in csrc/ (machine state, operands, scheduler, prose ops)."""
 from __future__ import annotations
-import functools, re
+import re
 from dataclasses import dataclass
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu.isa import Format, formats, operands
@@ -29,7 +29,6 @@ PROSE_C = {
   "V_WMMA_F32_16X16X16_F16": "h_wmma_f32_f16", "V_WMMA_F32_16X16X16_BF16": "h_wmma_f32_bf16", "V_WMMA_F16_16X16X16_F16": "h_wmma_f16_f16",
   "V_WMMA_BF16_16X16X16_BF16": "h_wmma_bf16_bf16", "V_WMMA_I32_16X16X16_IU8": "h_wmma_i32_iu8", "V_WMMA_I32_16X16X16_IU4": "h_wmma_i32_iu4",
 }
-_WAVE_FIELDS = ("SCC", "EXEC", "EXEC_LO", "VCC", "M0", "PC", "WAVE64", "WAVE32", "VCCZ", "EXECZ")
 _FW = {"F16": 16, "BF16": 16, "F32": 32, "F64": 64, "PK2_F16": 16, "PK2_BF16": 16}
 _VALU = ("VOP1", "VOP2", "VOP3", "VOP3SD", "VOP3P", "VOPC")
 _SALU = ("SOP1", "SOP2", "SOPC", "SOPK", "SOPP")
@@ -133,7 +132,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
       if sb[i]: L.append(f"  if ({e[i]} < 256) s.S{i}.q[0] = scalar_src(w, in, {e[i]}, {sb[i]}, {sf[i]});")
     L += ["  s.laneId = 0;", f"  {fn}(&s);", f"  {_CHECK}"]
     if "D0" in u.writes:
-      L.append(f"  sdst_write(w, in->vdst - 256, s.D0.q[0], {db});" if dst_sgpr else f"  {{ DSTLOCALS(o) uint64_t ex = o.exec; while (ex) {{ int L = __builtin_ctzll(ex); ex &= ex - 1; DST32(o, L, s.D0.d[0]); }} }}")
+      L.append(f"  sdst_write(w, in->vdst - 256, s.D0.q[0], {db});" if dst_sgpr else "  { DSTLOCALS(o) uint64_t ex = o.exec; while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; DST32(o, L, s.D0.d[0]); } }")
   else:
     for i in range(3):
       if sb[i]: L.append(f"  SRCLOCALS(o, {i})")
@@ -328,7 +327,7 @@ def _decoder(arch: ArchSpec, fmts: tuple[Format, ...]) -> tuple[str, list[str]]:
     lit = " || ".join([f"in->{s} == 255" for s in srcs] + ([f"LITONLY_{f.name}[{'in->opx] || LITONLY_' + f.name + '[in->opy' if f.name == 'VOPD' else 'in->op'}]"] if f.lit_only else []))
     if lit:
       D.append(f"    if ({lit}) {{ if (ndw * 4 < {f.size + 4}) return -1; in->has_lit = 1; in->lit = w[{f.size // 4}]; in->literal = (int32_t)in->lit; in->size = {f.size + 4}; }}")
-    D.append(f"    if (ndw * 4 < in->size) return -1;")
+    D.append("    if (ndw * 4 < in->size) return -1;")
     D.append("    return 1;")
     D.append("  }")
   D.append("  return 0;\n}\n")

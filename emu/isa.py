@@ -4,9 +4,9 @@ A `Format` is one base encoding (VOP1, VOP3, SMEM, ...) with its variants (_LIT,
 fixed bits that identify it, the opcode field, the set of valid opcodes, and its fields. The C decoder (gen_decode.py) and
 the Python side (disassembly in fault reports, op names in statistics) both use these tables."""
 from __future__ import annotations
-import enum, functools, importlib
+import functools, importlib
 from dataclasses import dataclass
-from tinygrad.renderer.amd.dsl import Inst, BitField, FixedBitField, EnumBitField, VGPRField, VDSTYField, SBaseField, SRsrcField, SrcField, SSrcField
+from tinygrad.renderer.amd.dsl import Inst, BitField, FixedBitField, VGPRField, VDSTYField, SBaseField, SRsrcField, SrcField, SSrcField
 
 __all__ = ["Field", "Format", "formats", "operands", "VARIANT_SUFFIXES"]
 
@@ -28,7 +28,7 @@ class Format:
   value: int
   size: int                     # bytes without literal / DPP dword
   op_field: tuple[int, int] | None   # (lo, width) of `op` (None: VOPD with opx/opy)
-  enum: type[enum.Enum] | None
+  enum: type | None             # the opcode enum class (None: no opcode field)
   valid: frozenset[int]         # valid opcode numbers
   lit_only: frozenset[int]      # opcodes that always carry a literal (FMAMK/FMAAK, S_SETREG_IMM32)
   fields: tuple[Field, ...]

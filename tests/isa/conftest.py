@@ -1,7 +1,7 @@
 """Helpers for the ISA tests: assemble with the wheel's DSL, run one dispatch on the emulator, read registers and buffers.
 
 Expected values in these tests come from numpy or the ISA definition, never from the emulator."""
-import ctypes, struct
+import struct
 import numpy as np
 import pytest
 

@@ -6,7 +6,7 @@ from conftest import run, Bufs
 def test_store_load_roundtrip_2addr_and_widths():
   out = np.zeros(32 * 4, np.uint32)
   b = Bufs(out)
-  st = run([v_lshlrev_b32_e32(v[1], 3, v[0]), v_add_nc_u32_e32(v[2], 1000, v[0]), v_add_nc_u32_e32(v[3], 2000, v[0]),
+  run([v_lshlrev_b32_e32(v[1], 3, v[0]), v_add_nc_u32_e32(v[2], 1000, v[0]), v_add_nc_u32_e32(v[3], 2000, v[0]),
             ds_store_2addr_b32(addr=v[1], data0=v[2], data1=v[3], offset0=0, offset1=1),    # LDS[8l] = 1000+l, LDS[8l+4] = 2000+l
             ds_store_b16(addr=v[1], data0=v[0], offset0=0x00, offset1=0x02),                 # 16-bit store at byte 8l+512
             s_waitcnt(simm16=0),
