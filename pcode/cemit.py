@@ -289,6 +289,7 @@ class Emitter:
       if src.isfloat and m.group(2) in ("snorm", "unorm"): return f"pc_f2norm({x}, {fid(src)}, {1 if m.group(2) == 'snorm' else 0})"
       if src.isfloat: return f"pc_f2i({x}, {fid(src)}, {dst.bits}, {isig(dst)})"
       if dst.isfloat: return f"pc_i2f(pc_sext({x}, {src.bits}), {fid(dst)})" if isig(src) else f"pc_u2f({x}, {fid(dst)})"
+      if dst.bits < src.bits: return f"pc_isat({x}, {src.bits}, {isig(src)}, {dst.bits}, {isig(dst)})"
       return self.resize(x, src, dst)
     if n in B.FLOAT_SAME or n in _PRED or n == "exponent":
       ft = e.fty

@@ -12,7 +12,9 @@ _CALL_CLASSES = ("VOP3Op", "VOP2Op", "VOP1Op", "SOP2Op", "SOP1Op", "VOP3POp")
 @functools.cache
 def parsed(arch:str, name:str) -> Program:
   """The untyped parse of entry `name` ('<EnumClass>_<MEMBER>'); raises PcodeSyntaxError with op and arch set."""
-  e = entries(arch)[name]
+  if name not in (ents := entries(arch)):
+    raise PcodeError(f"no pseudocode entry {name!r} (names look like VOP2Op_V_ADD_F32_E32; see tables.entries)", op=name, arch=arch)
+  e = ents[name]
   try: return parse(e.text)
   except PcodeError as ex: raise ex.at(name, arch) from None
 

@@ -22,6 +22,13 @@ static inline pc_u128 pc_ext128(pc_u128 x, int from, int sgn, int to) {
   if (sgn && from < 128 && ((x >> (from - 1)) & 1)) x |= ~PC_MASK128(from);
   return x & PC_MASK128(to);
 }
+/* integer narrowing with saturation (i32_to_i16, u32_to_u16): the value clamped to the destination's range */
+static inline uint64_t pc_isat(uint64_t x, int from, int sgn, int to, int dsgn) {
+  int64_t lo = dsgn ? -(int64_t)(1ULL << (to - 1)) : 0, hi = dsgn ? (int64_t)((1ULL << (to - 1)) - 1) : (int64_t)PC_MASK(to);
+  if (sgn) { int64_t v = pc_sext(x, from); return (uint64_t)(v < lo ? lo : v > hi ? hi : v) & PC_MASK(to); }
+  x &= PC_MASK(from);
+  return (x > (uint64_t)hi ? (uint64_t)hi : x) & PC_MASK(to);
+}
 static inline uint64_t pc_shl(uint64_t a, uint64_t b, int n) { return b >= (uint64_t)n ? 0 : (a << b) & PC_MASK(n); }
 static inline uint64_t pc_shr(uint64_t a, uint64_t b) { return b >= 64 ? 0 : a >> b; }
 static inline uint64_t pc_sar(uint64_t a, uint64_t b, int n) { int64_t v = pc_sext(a, n); return (uint64_t)(v >> (b >= 63 ? 63 : b)) & PC_MASK(n); }

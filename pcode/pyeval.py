@@ -233,6 +233,9 @@ class Evaluator:
       if src.isfloat and m.group(2) in ("snorm", "unorm"): return PF.f2norm(x, F(src), m.group(2) == "snorm")
       if src.isfloat: return PF.f2i(x, F(src), dst.bits, isig(dst))
       if dst.isfloat: return PF.i2f(sext(x, src.bits) if isig(src) else x, F(dst))
+      if dst.bits < src.bits:
+        v, lo, hi = sext(x, src.bits) if isig(src) else x, -(1 << (dst.bits - 1)) if isig(dst) else 0, (1 << (dst.bits - (1 if isig(dst) else 0))) - 1
+        return max(lo, min(hi, v)) & M(dst.bits)
       return resize(x, src, dst)
     if n in B.FLOAT_SAME or n in B.PREDICATES or n == "exponent":
       ft = e.fty

@@ -252,3 +252,8 @@ def test_narrow_integer_promotion_and_division_helpers(clib):
   assert lo32(both(clib, "rdna3", "VOP3SDOp_V_DIV_SCALE_F32", S0=f2b(1.0), S1=0, S2=f2b(1.0)).D0) == 0x7fc00000   # NAN.f32
   r = both(clib, "rdna3", "VOP3SDOp_V_DIV_SCALE_F64", S0=d2b(2.0), S1=d2b(3.0), S2=d2b(2.0))
   assert r.D0 & M64 == d2b(2.0)
+
+def test_saturating_integer_packs(clib):
+  assert lo32(both(clib, "rdna3", "VOP3Op_V_CVT_PK_I16_I32", S0=0x7fffffff, S1=0x80000000).D0) == 0x8000_7fff
+  assert lo32(both(clib, "rdna3", "VOP3Op_V_CVT_PK_I16_I32", S0=i32(-5), S1=7).D0) == 0x0007_fffb
+  assert lo32(both(clib, "rdna3", "VOP3Op_V_CVT_PK_U16_U32", S0=0x10000, S1=0x1234).D0) == 0x1234_ffff
