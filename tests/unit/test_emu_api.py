@@ -1,0 +1,26 @@
+"""mockgpu.emu.api argument checks and the per-arch table (no execution, no build)."""
+import pytest
+from mockgpu.emu.api import Dispatch, run, check_dispatch
+from mockgpu.emu.arch import ARCHS, get_arch
+from mockgpu.emu.errors import UnsupportedDispatch, BackendUnavailable
+from mockgpu.emu.memory import MemoryMap
+
+def test_dispatch_derived_fields():
+  d = Dispatch("gfx1100", 0x1000, rsrc2=(15 << 1) | (3 << 15), wave64=False)
+  assert (d.user_sgpr_count, d.wave_size, d.lds_size) == (15, 32, 3 * 512)
+  assert Dispatch("gfx1100", 0, lds_bytes=100, rsrc2=3 << 15).lds_size == 100
+
+@pytest.mark.parametrize("kw,match", [({"arch": "gfx9999"}, "unknown arch 'gfx9999'"), ({"block": (2048, 1, 1)}, "2048 threads > 1024"),
+                                      ({"grid": (0, 1, 1)}, "three positive dims"), ({"wave64": True, "arch": "gfx950", "lds_bytes": 1 << 20}, "lds="),
+                                      ({"user_sgprs": (1 << 32,)}, "each must be a u32"), ({"arch": "gfx950", "wave64": False}, "no wave32")])
+def test_bad_dispatches_are_named(kw, match):
+  with pytest.raises(UnsupportedDispatch, match=match): check_dispatch(Dispatch(**{"arch": "gfx1100", "code_addr": 0x1000, **kw}))
+
+def test_backend_choices():
+  with pytest.raises(BackendUnavailable, match="choose 'c' or 'python'"): run(Dispatch("gfx1100", 0x1000), MemoryMap(), backend="gpu")
+  with pytest.raises(BackendUnavailable, match="gfx950"): run(Dispatch("gfx950", 0x1000, block=(64, 1, 1), wave64=True), MemoryMap())
+
+def test_arch_table_is_the_one_place_for_arch_facts():
+  assert get_arch("gfx1201").tgid_in_ttmp and not get_arch("gfx1100").tgid_in_ttmp
+  assert get_arch("gfx950").wave_sizes == (64,) and get_arch("gfx950").num_agprs == 256
+  assert {a.family for a in ARCHS.values()} == {"rdna3", "rdna4", "cdna"}
