@@ -42,8 +42,8 @@ def test_backends_agree(clib, arch, seed):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHS)
-@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**32 - 1))
 def test_backends_agree_campaign(clib, arch, seed):
   lib, ops = runnable(clib, arch)
-  assert check_ops(lib, arch, ops, seed, 10)[0] == {}
+  assert check_ops(lib, arch, ops, seed, 5)[0] == {}
