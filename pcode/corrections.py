@@ -21,6 +21,12 @@ def _scale_default(t:str) -> Fix:
              "no branch assigns D0 when no scaling is needed, which would leave the destination's old value; the instruction "
              "returns S0 unchanged then (the division expansion relies on it), so D0 starts as S0")
 
+_MIX = Fix("declare S : 32'B[3];\n", "declare S : 32'B[3];\nS[0] = S0.b32;\nS[1] = S1.b32;\nS[2] = S2.b32;\n",
+           "the mixed-precision FMA reads its operands through an array S[i] that is declared but never filled; it stands for "
+           "S0, S1, S2 (OPSEL/OPSEL_HI pick an f16 half or the f32 of each), so S[i] is loaded from them first")
+_MIX_OPS = {"rdna3": ("V_FMA_MIX_F32", "V_FMA_MIXLO_F16", "V_FMA_MIXHI_F16"), "rdna4": ("V_FMA_MIX_F32", "V_FMA_MIXLO_F16", "V_FMA_MIXHI_F16"),
+            "cdna": ("V_MAD_MIX_F32", "V_MAD_MIXLO_F16", "V_MAD_MIXHI_F16")}
 _ARCHS = ("rdna3", "rdna4", "cdna")
 FIXES: dict[tuple[str, str], Fix] = {**{(a, "VOP3Op_V_TRIG_PREOP_F64"): _TRIG for a in _ARCHS},
-                                     **{(a, f"VOP3SDOp_V_DIV_SCALE_{t.upper()}"): _scale_default(t) for a in _ARCHS for t in ("f32", "f64")}}
+                                     **{(a, f"VOP3SDOp_V_DIV_SCALE_{t.upper()}"): _scale_default(t) for a in _ARCHS for t in ("f32", "f64")},
+                                     **{(a, f"VOP3POp_{op}"): _MIX for a, ops in _MIX_OPS.items() for op in ops}}

@@ -257,3 +257,11 @@ def test_saturating_integer_packs(clib):
   assert lo32(both(clib, "rdna3", "VOP3Op_V_CVT_PK_I16_I32", S0=0x7fffffff, S1=0x80000000).D0) == 0x8000_7fff
   assert lo32(both(clib, "rdna3", "VOP3Op_V_CVT_PK_I16_I32", S0=i32(-5), S1=7).D0) == 0x0007_fffb
   assert lo32(both(clib, "rdna3", "VOP3Op_V_CVT_PK_U16_U32", S0=0x10000, S1=0x1234).D0) == 0x1234_ffff
+
+def test_mixed_precision_fma(clib):
+  # OPSEL_HI bit i set: source i is an f16 (OPSEL bit i picks the high half), clear: an f32 (corrections.FIXES fills S[i])
+  h = lambda x: h2b(x)
+  assert lo32(both(clib, "rdna3", "VOP3POp_V_FMA_MIX_F32", S0=h(1.5), S1=h(2.0) << 16, S2=f2b(0.25), OPSEL=0b010, OPSEL_HI=0b011).D0) == f2b(3.25)
+  r = both(clib, "rdna3", "VOP3POp_V_FMA_MIXLO_F16", S0=f2b(2.0), S1=f2b(3.0), S2=f2b(1.0), OPSEL=0, OPSEL_HI=0, D0=0xabcd0000)
+  assert lo32(r.D0) == 0xabcd0000 | h(7.0)
+  assert lo32(both(clib, "cdna", "VOP3POp_V_MAD_MIX_F32", S0=h(-1.0), S1=h(4.0), S2=h(0.5), OPSEL=0, OPSEL_HI=0b111).D0) == f2b(-3.5)
