@@ -6,10 +6,11 @@ runnable queues with a small packet budget, and re-checks blocked waits on every
 another queue (signals, kick signals of HCQGraph) unblocks them. A queue that fails stops; its error is printed to stderr
 and reported through the KFD events (memory fault or hardware exception), so tinygrad raises its own error."""
 from __future__ import annotations
-import ctypes, mmap, os, sys, threading, time, traceback, weakref
+import contextlib, ctypes, mmap, os, sys, threading, time, traceback, weakref
 from typing import TYPE_CHECKING
 from tinygrad.runtime.autogen import libc
 from mockgpu.emu.memory import MemoryMap
+from mockgpu.errors import MockGPUError
 from mockgpu.mock.errors import QueueFault
 from mockgpu.mock.profiles import GPUProfile
 from mockgpu.mock.sysfs import GPUNode
@@ -112,6 +113,14 @@ class DeviceThread:
     if sys.getswitchinterval() == 0.005 and self.SWITCH_INTERVAL > 0: sys.setswitchinterval(self.SWITCH_INTERVAL)
     self.thread = threading.Thread(target=self._loop, name="mockgpu-device", daemon=True)
     self.thread.start()
+    threading.Thread(target=self._warm_up, args=(kfd.profile.arch,), name="mockgpu-warm-up", daemon=True).start()
+
+  @staticmethod
+  def _warm_up(arch:str):
+    """Build (first use on a machine) or load the emulator while tinygrad compiles its first kernel. A failure here
+    resurfaces, with the same message, at the first dispatch, which reports it through tinygrad's error path."""
+    from mockgpu.emu.api import warm_up
+    with contextlib.suppress(MockGPUError): warm_up(arch)
 
   def kick(self): self.wake.set()
 
