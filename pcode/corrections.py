@@ -26,7 +26,13 @@ _MIX = Fix("declare S : 32'B[3];\n", "declare S : 32'B[3];\nS[0] = S0.b32;\nS[1]
            "S0, S1, S2 (OPSEL/OPSEL_HI pick an f16 half or the f32 of each), so S[i] is loaded from them first")
 _MIX_OPS = {"rdna3": ("V_FMA_MIX_F32", "V_FMA_MIXLO_F16", "V_FMA_MIXHI_F16"), "rdna4": ("V_FMA_MIX_F32", "V_FMA_MIXLO_F16", "V_FMA_MIXHI_F16"),
             "cdna": ("V_MAD_MIX_F32", "V_MAD_MIXLO_F16", "V_MAD_MIXHI_F16")}
+_OFF_TABLE = "".join(f"CVT_OFF_TABLE[{i}] = {(i if i < 8 else i - 16) / 16}F;\n" for i in range(16))
+_CVT_OFF = Fix("declare CVT_OFF_TABLE : 32'F[16];\n", "declare CVT_OFF_TABLE : 32'F[16];\n" + _OFF_TABLE,
+               "the lookup table is declared but its contents are not given; V_CVT_OFF_F32_I4 maps the signed 4-bit value n to "
+               "n / 16 (0, 0.0625, ..., 0.4375, -0.5, ..., -0.0625)")
 _ARCHS = ("rdna3", "rdna4", "cdna")
 FIXES: dict[tuple[str, str], Fix] = {**{(a, "VOP3Op_V_TRIG_PREOP_F64"): _TRIG for a in _ARCHS},
                                      **{(a, f"VOP3SDOp_V_DIV_SCALE_{t.upper()}"): _scale_default(t) for a in _ARCHS for t in ("f32", "f64")},
-                                     **{(a, f"VOP3POp_{op}"): _MIX for a, ops in _MIX_OPS.items() for op in ops}}
+                                     **{(a, f"VOP3POp_{op}"): _MIX for a, ops in _MIX_OPS.items() for op in ops},
+                                     **{(a, n): _CVT_OFF for a in _ARCHS for n in ("VOP1Op_V_CVT_OFF_F32_I4_E32", "VOP3Op_V_CVT_OFF_F32_I4_E64")
+                                        if a != "cdna" or n.endswith("E32")}}

@@ -265,3 +265,9 @@ def test_mixed_precision_fma(clib):
   r = both(clib, "rdna3", "VOP3POp_V_FMA_MIXLO_F16", S0=f2b(2.0), S1=f2b(3.0), S2=f2b(1.0), OPSEL=0, OPSEL_HI=0, D0=0xabcd0000)
   assert lo32(r.D0) == 0xabcd0000 | h(7.0)
   assert lo32(both(clib, "cdna", "VOP3POp_V_MAD_MIX_F32", S0=h(-1.0), S1=h(4.0), S2=h(0.5), OPSEL=0, OPSEL_HI=0b111).D0) == f2b(-3.5)
+
+def test_cvt_off_table(clib):
+  for arch in ("rdna3", "cdna"):
+    for n in range(16):
+      want = f2b((n if n < 8 else n - 16) / 16)          # signed 4-bit n -> n / 16 (corrections.FIXES fills the table)
+      assert lo32(both(clib, arch, "VOP1Op_V_CVT_OFF_F32_I4_E32", S0=0xf0 | n).D0) == want
