@@ -108,6 +108,7 @@ class Emitter:
           w, sh = divmod(int(lo), 64)
           if n == 32 and sh % 32 == 0: return f"((uint64_t)s->{v.name}.d[{int(lo) // 32}])"
           return f"((s->{v.name}.q[{w}]{f' >> {sh}' if sh else ''}){'' if n == 64 else f' & PC_MASK({n})'})"
+        if n == 1: return f"pc_getbit(s->{v.name}.q, {lo})"
         return f"((uint64_t)pc_rd_bits(s->{v.name}.d, {lo}, {n}))" if n <= 64 else f"pc_rd_bits(s->{v.name}.d, {lo}, {n})"
       base, bits = self.var_c(v), v.ty.bits
       if bits > 128: return f"pc_rd_wide({base}.d, {lo}, {n})" if n > 128 else f"(({ctype(Ty('u', n))})pc_rd_bits({base}.d, {lo}, {n}))"
@@ -128,6 +129,7 @@ class Emitter:
         if n > 128: return [f"pc_wr_wide(s->{v.name}.d, {lo}, {n}, {val});"]
         if lo.isdigit() and ((n == 32 and int(lo) % 32 == 0) or (n == 64 and int(lo) % 64 == 0)):
           return [f"s->{v.name}.{'d' if n == 32 else 'q'}[{int(lo) // n}] = {val};"]
+        if n == 1: return [f"pc_setbit(s->{v.name}.q, {lo}, {val});"]
         return [f"pc_wr_bits(s->{v.name}.d, {lo}, {n}, {val});"]
       base, bits = self.var_c(v), v.ty.bits
       if bits > 128: return [f"pc_wr_wide({base}.d, {lo}, {n}, {val});" if n > 128 else f"pc_wr_bits({base}.d, {lo}, {n}, {val});"]

@@ -49,6 +49,8 @@ static inline pc_u128 pc_rd_bits(const uint32_t *d, uint64_t lo, int n) {
   if (sh) r = (r >> sh) | ((pc_u128)q[2] << (128 - sh));
   return r & PC_MASK128(n);
 }
+static inline uint64_t pc_getbit(const uint64_t *q, uint64_t b) { return b < 1024 ? (q[b >> 6] >> (b & 63)) & 1 : 0; }
+static inline void pc_setbit(uint64_t *q, uint64_t b, uint64_t v) { if (b < 1024) q[b >> 6] = (q[b >> 6] & ~(1ULL << (b & 63))) | ((uint64_t)(v & 1) << (b & 63)); }
 static inline uint64_t pc_part(pc_u128 x, int base) { return base >= 128 || base <= -64 ? 0 : base >= 0 ? (uint64_t)(x >> base) : (uint64_t)(x << -base); }
 static inline void pc_wr_bits(uint32_t *d, uint64_t lo, int n, pc_u128 v) {
   if (lo >= 1024) return;
