@@ -428,6 +428,11 @@ class Emitter:
 def emit_op(arch:str, name:str) -> tuple[str, set[str]]:
   """C source of one entry and the PC_EXT_ hooks it uses.
 
+  Args:
+    arch: 'rdna3', 'rdna4' or 'cdna'.
+    name: entry name ('VOP2Op_V_ADD_F32_E32').
+  Returns:
+    (the function's C text, set of hook names it calls as PC_EXT_<name>).
   Raises:
     PcodeError: the entry does not parse/type-check (prose entries included) or uses something the C backend lacks.
   """
