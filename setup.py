@@ -5,15 +5,17 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 from setuptools.command.editable_wheel import editable_wheel
 
-CODE_DIRS = ("pcode", "emu", "mock", "tinygrad")
+CODE_DIRS = ("pcode", "emu", "mock", "tinygrad", "fixtures")
 PTH = "mockgpu-activate.pth"
 
-def packages() -> list[str]:
-  found = ["mockgpu"]
+def packages() -> dict[str, list[str]]:
+  """Every folder under the code folders (and fixtures/) as `mockgpu.<path>`, with its non-Python files as package data
+  (C sources and headers of the emulator, kernel fixtures)."""
+  found = {"mockgpu": []}
   for top in CODE_DIRS:
     for root, dirs, files in os.walk(top):
-      dirs[:] = [d for d in dirs if d != "__pycache__"]
-      if any(f.endswith(".py") for f in files): found.append("mockgpu." + root.replace(os.sep, "."))
+      dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+      found["mockgpu." + root.replace(os.sep, ".")] = sorted(f for f in files if not f.endswith((".py", ".pyc", ".pth")))
   return found
 
 class build_py_with_pth(build_py):
@@ -32,4 +34,4 @@ class editable_wheel_with_pth(editable_wheel):
     super()._install_namespaces(installation_dir, pth_prefix)
     self.copy_file(os.path.join("tinygrad", PTH), os.path.join(installation_dir, PTH))
 
-setup(packages=packages(), cmdclass={"build_py": build_py_with_pth, "editable_wheel": editable_wheel_with_pth})
+setup(packages=list(packages()), package_data={k: v for k, v in packages().items() if v}, cmdclass={"build_py": build_py_with_pth, "editable_wheel": editable_wheel_with_pth})
