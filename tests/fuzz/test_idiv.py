@@ -60,11 +60,14 @@ def test_wide_inputs_hold_edges_and_multiples():
   assert {0, 1, 2**32 - 1, 2**32 - 2, 640, 641, 642, 2**31, 2**31 - 1} <= set(xs) and len(xs) > 4000
   assert all(0 <= x < 2**32 for x in xs) and xs == sorted(xs)
 
-def test_kernels_on_cpu_end_to_end():
+def test_kernels_on_cpu_and_mock_amd_end_to_end():
   fz = IdivFuzzer()
   assert fz.check({"mode": "kernel", "src": "uint16", "dst": "int32", "op": "floordiv", "d": 641, "values": [0, 1, 640, 641, 65535]}) is None
   assert fz.check({"mode": "kernel", "src": "arange", "dst": "uint16", "op": "floormod", "d": 13, "n": 300}) is None
-  assert fz.stats() == {"kernel": 2}
+  case = {"mode": "kernel", "src": "uint32", "dst": "int64", "op": "floormod", "d": 1000003, "values": [0, 2**32 - 1, 1000002, 3000009]}
+  assert fz.check(case) is None
+  assert fz.stats() == {"kernel": 3, "kernel-AMD": 3}
+  assert IdivFuzzer(kernel_devices=[]).options()["kernel_devices"] == []
 
 def test_finding_negative_constant_divisor_crashes_lowering():
   # docs/findings.md #2: with DISABLE_FAST_IDIV=0, x // -c on a non-negative signed x hits fast_idiv's `assert d>0`

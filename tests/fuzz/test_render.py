@@ -1,6 +1,6 @@
 """The render fuzzer finds and minimises a renderer that flips a bit (a test-only ClangRenderer subclass; tinygrad is not patched),
 its reference is right on hand-checked values, the documented tinygrad 0.14.0 findings still reproduce, and a short
-deterministic campaign over every executor (aarch64 under unicorn included) is clean."""
+deterministic campaign over every executor (aarch64 under unicorn and the mock AMD GPU included) is clean."""
 import json, math, subprocess, sys
 import numpy as np
 import pytest
@@ -90,7 +90,7 @@ def test_unicorn_aarch64_runs_clang_and_llvm_code():
     assert arrays[0].tolist() == [-2, 0, 1, 33, 0]
     assert arrays[1][[0, 1, 3]].tolist() == np.sqrt(np.array([0.5, 2.0, 9.0], np.float32)).tolist() and math.isnan(arrays[1][2])
 
-# the minimised tinygrad 0.14.0 findings of docs/fuzz_oob_render.md: they stay failures until tinygrad fixes them
+# the minimised tinygrad 0.14.0 findings of docs/findings.md: they stay failures until tinygrad fixes them
 FINDINGS = {
   "F1": ({"n": 2, "axis": "GLOBAL", "inputs": [{"dtype": "float32", "bits": [1065353216, 0]}, {"dtype": "bool", "bits": [1, 0]},
           {"dtype": "float32", "bits": [1065353216, 1065353216]}], "nodes": [["in", "float32", 0], ["in", "bool", 1], ["const", "bool", 0],
@@ -131,8 +131,8 @@ def test_short_campaign_all_executors_clean():
   fz = RenderFuzzer(avoid_known=True)
   rep = _campaign(fz, 12)
   assert (rep.cases, rep.failures, rep.ignored) == (12, [], 0)
-  assert rep.stats == {"lanes": 328, "lanes_undetermined": 0, "runs": 72}
-  assert json.loads(json.dumps(fz.options())) == {"executors": ["PYTHON", "CLANG", "LLVM", "X86", "CLANG-A64", "LLVM-A64"], "max_nodes": 10,
+  assert rep.stats == {"lanes": 328, "lanes_undetermined": 0, "runs": 84}
+  assert json.loads(json.dumps(fz.options())) == {"executors": ["PYTHON", "CLANG", "LLVM", "X86", "CLANG-A64", "LLVM-A64", "AMD"], "max_nodes": 10,
                                                   "avoid_known": True}
 
 @pytest.mark.slow

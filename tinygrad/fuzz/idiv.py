@@ -7,10 +7,12 @@ Two case modes:
   `get_late_rewrite_patterns(ops, disable_fast_idiv=False)` with a CPU ClangRenderer as context), then evaluated at every
   node's width (numpy, two's complement) on all of [lo, hi] for 8/16 bits, and on edge values plus random values for
   32/64 bits, against `tinygrad.helpers.cdiv/cmod/floordiv/floormod`. Mismatches are confirmed with `exec_alu`.
-* `kernel`: end to end, `Tensor(values).cast(dst) // d` (or `% d`, or `Tensor.arange`) realised on DEV=CPU under
-  `Context(DISABLE_FAST_IDIV=0)` and compared with Python integer semantics element by element.
+* `kernel`: end to end, `Tensor(values).cast(dst) // d` (or `% d`, or `Tensor.arange`) realised under
+  `Context(DISABLE_FAST_IDIV=0)` on DEV=CPU and on every device of `kernel_devices` (`AMD`: the mock gfx1100 GPU, run in
+  the `amdexec` worker process) and compared with Python integer semantics element by element.
 
-Failure classes: `mismatch`, `kernel-mismatch`, `exception:<where>:<Type>`.
+Failure classes: `mismatch`, `kernel-mismatch` (CPU), `kernel-mismatch:AMD`, `kernel-fault:AMD` (the GPU faulted),
+`exception:<where>:<Type>` (`kernel` on CPU, `kernel-AMD` on the mock GPU).
 """
 from __future__ import annotations
 import collections, os, random, shutil, zlib
@@ -24,11 +26,12 @@ from tinygrad.codegen.decomp.op import get_simplifying_rewrite_patterns, get_lat
 from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure
 from mockgpu.tinygrad.fuzz.uopeval import eval_points, eval_exact, nodes
 
-__all__ = ["IdivFuzzer", "lower", "renderer", "DTYPES", "OPS"]
+__all__ = ["IdivFuzzer", "lower", "renderer", "kernel_values", "DTYPES", "OPS", "KERNEL_DEVICES"]
 
 DTYPES: dict[str, DType] = {n: d for n, d in [("int8", dtypes.int8), ("int16", dtypes.int16), ("int32", dtypes.int32),
   ("int64", dtypes.int64), ("uint8", dtypes.uint8), ("uint16", dtypes.uint16), ("uint32", dtypes.uint32), ("uint64", dtypes.uint64)]}
 OPS = {"cdiv": cdiv, "cmod": cmod, "floordiv": floordiv, "floormod": floormod}
+KERNEL_DEVICES = ("AMD",)  # devices besides CPU that run `kernel` cases (the mock AMD GPU, in a worker process)
 KERNEL_SRC_DST = [("uint8", "uint8"), ("uint16", "uint16"), ("uint32", "uint32"), ("uint64", "uint64"), ("uint8", "int16"),
                   ("uint8", "int32"), ("uint16", "int32"), ("uint32", "int64"), ("uint16", "int64"), ("int8", "uint32")]
 
@@ -81,15 +84,18 @@ class IdivFuzzer(Fuzzer):
 
   Args:
     extra_rules: a PatternMatcher tried before tinygrad's late decomposition rules (test-only bug injection).
-    kernel_rate: probability of an end-to-end CPU kernel case (needs a C compiler: `clang`, else `CC`/clang-19).
+    kernel_rate: probability of an end-to-end kernel case (needs a C compiler: `clang`, else `CC`/clang-19).
     widths: allowed bit widths (default 8, 16, 32, 64).
     negative_divisors: also divide signed values by negative constants (0.14.0 crashes there: docs/findings.md).
+    kernel_devices: devices besides CPU that run every kernel case (default `KERNEL_DEVICES`: the mock AMD GPU; [] for CPU only).
   """
   name = "idiv"
-  def __init__(self, extra_rules:PatternMatcher|None=None, kernel_rate:float=0.02, widths:list[int]|None=None, negative_divisors:bool=True):
+  def __init__(self, extra_rules:PatternMatcher|None=None, kernel_rate:float=0.02, widths:list[int]|None=None, negative_divisors:bool=True,
+               kernel_devices:list[str]|tuple[str, ...]=KERNEL_DEVICES):
     self.extra_rules, self.kernel_rate, self.widths, self.neg = extra_rules, kernel_rate, widths or [8, 16, 32, 64], negative_divisors
-    self.counts: collections.Counter = collections.Counter()
-  def options(self) -> dict: return {"kernel_rate": self.kernel_rate, "widths": self.widths, "negative_divisors": self.neg}
+    self.kernel_devices, self.counts = list(kernel_devices), collections.Counter()
+  def options(self) -> dict:
+    return {"kernel_rate": self.kernel_rate, "widths": self.widths, "negative_divisors": self.neg, "kernel_devices": self.kernel_devices}
   def stats(self) -> dict: return dict(self.counts)
 
   def generate(self, rng:random.Random) -> dict:
@@ -140,25 +146,27 @@ class IdivFuzzer(Fuzzer):
                                f"  lowered {low.render(simplify=False)}"), bad
 
   def _kernel(self, case:dict):
-    from tinygrad import Tensor
-    from tinygrad.helpers import Context
+    from mockgpu.tinygrad.fuzz.errors import ExecFault
+    from mockgpu.tinygrad.fuzz.kexec import amd_worker
     _ensure_cc()
     dst, d, fn = DTYPES[case["dst"]], case["d"], OPS[case["op"]]
-    try:
-      with Context(DISABLE_FAST_IDIV=0, DEV="CPU"):
-        if case["src"] == "arange": t, xs = Tensor.arange(case["n"], dtype=dst), list(range(case["n"]))
+    for dev in ["CPU", *self.kernel_devices]:
+      sfx, where = ("", "kernel") if dev == "CPU" else (f":{dev}", f"kernel-{dev}")
+      try:
+        if dev == "CPU": xs, got = kernel_values("CPU", case)
         else:
-          src = DTYPES[case["src"]]
-          t = Tensor(np.array(case["values"], dtype=_np(src)), device="CPU").cast(dst)
-          xs = np.array(case["values"], dtype=_np(src)).astype(_np(dst)).tolist()
-        got = (t // d if case["op"] == "floordiv" else t % d).numpy().tolist()
-    except Exception as e: return Failure(f"exception:kernel:{type(e).__name__}", f"kernel {case}: {e}"), []
-    self.counts["kernel"] += 1
-    bad = [i for i, (x, g) in enumerate(zip(xs, got)) if g != _wrap(fn(x, d), dst)]
-    if not bad: return None
-    i = bad[0]
-    return Failure("kernel-mismatch", f"CPU kernel {case['src']}->{case['dst']} {case['op']} {d}: at x={xs[i]} expected "
-                                      f"{_wrap(fn(xs[i], d), dst)}, got {got[i]} ({len(bad)} bad of {len(xs)})"), bad
+          status, res = amd_worker().call(__name__, "kernel_values", case)
+          if status != "ok": return Failure(f"exception:{where}:{res.split(':')[0]}", f"kernel on {dev} {case}: {res}"), []
+          xs, got = res
+      except ExecFault as e: return Failure(f"kernel-fault{sfx}", f"kernel on {dev} {case}: {e.detail}"), []
+      except Exception as e: return Failure(f"exception:{where}:{type(e).__name__}", f"kernel {case}: {e}"), []
+      self.counts["kernel" if dev == "CPU" else f"kernel-{dev}"] += 1
+      bad = [i for i, (x, g) in enumerate(zip(xs, got)) if g != _wrap(fn(x, d), dst)]
+      if bad:
+        i = bad[0]
+        return Failure(f"kernel-mismatch{sfx}", f"{dev} kernel {case['src']}->{case['dst']} {case['op']} {d}: at x={xs[i]} expected "
+                                                f"{_wrap(fn(xs[i], d), dst)}, got {got[i]} ({len(bad)} bad of {len(xs)})"), bad
+    return None
 
   def shrink(self, case:dict) -> Iterator[dict]:
     f = self.find(case)
@@ -199,6 +207,23 @@ class IdivFuzzer(Fuzzer):
       return _KREPRO.format(cls=f[0].cls if f else "none (passes now)", case=case)
     note = "\nNOTE: found with test-only injected rewrite rules, which this script does not apply." if self.extra_rules is not None else ""
     return _UREPRO.format(note=note, cls=f[0].cls if f else "none (passes now)", case=case, xs=bad or [case["lo"], case["hi"]])
+
+def kernel_values(device:str, case:dict) -> tuple[list[int], list[int]]:
+  """Realise a `kernel` case on `device` with DISABLE_FAST_IDIV=0 (the AMD worker calls this with its device name).
+
+  Returns: (inputs after the cast to the destination dtype, the kernel's results)."""
+  from tinygrad import Tensor
+  from tinygrad.helpers import Context
+  dst = DTYPES[case["dst"]]
+  with Context(DISABLE_FAST_IDIV=0):
+    # Tensor.arange's own expression, on `device` (arange takes no device)
+    if case["src"] == "arange": t, xs = (Tensor.full((case["n"],), 1, dtype=dst, device=device)._cumalu(0, Ops.ADD) - 1).cast(dst), \
+      list(range(case["n"]))
+    else:
+      src = DTYPES[case["src"]]
+      t = Tensor(np.array(case["values"], dtype=_np(src)), device=device).cast(dst)
+      xs = np.array(case["values"], dtype=_np(src)).astype(_np(dst)).tolist()
+    return xs, (t // case["d"] if case["op"] == "floordiv" else t % case["d"]).numpy().tolist()
 
 def _smaller(v:int) -> list[int]: return [x for x in dict.fromkeys([1, 2, 3, v // 2, v - 1]) if 0 < x < v]
 def _np(dt:DType): return {1: {True: np.int8, False: np.uint8}, 2: {True: np.int16, False: np.uint16}, 4: {True: np.int32, False: np.uint32},

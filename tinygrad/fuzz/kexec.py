@@ -2,9 +2,9 @@
 
 An `Executor` names a renderer (how the AST is lowered) and a runner (where the program runs). The table `EXECUTORS` holds
 the ones available on an x86 host with tinygrad 0.14.0: the PYTHON emulator (tinygrad's definition of the uops, with bounds
-checks), the CPU device with the CLANG, LLVM and X86 renderers, and the same C and LLVM code cross-compiled for aarch64 and
-run under unicorn. A backend (e.g. the mock AMD GPU) is added by appending an `Executor`; tests pass their own (a renderer
-with an injected bug) to the fuzzers instead of patching tinygrad.
+checks), the CPU device with the CLANG, LLVM and X86 renderers, the same C and LLVM code cross-compiled for aarch64 and
+run under unicorn, and the mock AMD GPU (gfx1100 emulator, `amdexec`). A backend is added by appending an `Executor`; tests
+pass their own (a renderer with an injected bug) to the fuzzers instead of patching tinygrad.
 """
 from __future__ import annotations
 import os, shutil, contextlib, io, mmap, signal, struct, importlib.util
@@ -14,26 +14,10 @@ import numpy as np
 from tinygrad.helpers import Target
 from tinygrad.uop.ops import UOp, Ops
 from tinygrad.renderer import Renderer
-from mockgpu.tinygrad.fuzz.errors import FuzzError
+from mockgpu.tinygrad.fuzz.errors import ExecFault, ExecutorUnavailable, ParamSlotCollision
 
-__all__ = ["Executor", "ExecFault", "ExecutorUnavailable", "ParamSlotCollision", "check_param_slots", "EXECUTORS", "executor",
-           "compile_ast", "python_executor", "cpu_executor", "unicorn_executor", "ensure_cc", "quiet"]
-
-class ExecFault(FuzzError):
-  """A kernel faulted while running on an executor (out-of-bounds access reported by the PYTHON emulator, unicorn memory fault)."""
-  def __init__(self, executor:str, detail:str):
-    self.executor, self.detail = executor, detail
-    super().__init__(f"executor={executor} faulted: {detail}")
-
-class ParamSlotCollision(FuzzError):
-  """tinygrad 0.14.0 numbered a variable PARAM (e.g. the CPU thread id `core_id`) into the buffers' slot range: the runtime
-  passes buffers first and variables after them, the rendered function takes its PARAMs in slot order, so the ABI is broken
-  (CLANG gets a pointer as the thread id and segfaults, LLVM rejects a duplicate argument). The kernel is not run."""
-  def __init__(self, executor:str, buffers:list[int], variables:list[tuple[str, int]]):
-    self.executor, self.buffers, self.variables = executor, buffers, variables
-    super().__init__(f"executor={executor}: variable PARAMs {variables} are numbered inside the buffer slots {buffers}; "
-                     "tinygrad's pm_number_params starts variables at the count of buffers, not past the highest slot, so a buffer "
-                     "dropped by simplification shifts them into the buffer range")
+__all__ = ["Executor", "check_param_slots", "EXECUTORS", "executor", "compile_ast", "python_executor", "cpu_executor", "unicorn_executor",
+           "amd_executor", "amd_worker", "ensure_cc", "quiet"]
 
 def check_param_slots(ast:UOp, renderer:Renderer, name:str) -> None:
   """Lower `ast` for `renderer` and check that every variable PARAM's slot comes after every buffer's slot.
@@ -48,9 +32,6 @@ def check_param_slots(ast:UOp, renderer:Renderer, name:str) -> None:
   bufs = sorted(u.arg.slot for u in params if u.addrspace != AddrSpace.ALU)
   vs = sorted((str(u.arg.name), u.arg.slot) for u in params if u.addrspace == AddrSpace.ALU)
   if bufs and any(s <= bufs[-1] for _, s in vs): raise ParamSlotCollision(name, bufs, vs)
-
-class ExecutorUnavailable(FuzzError):
-  """The executor's toolchain is missing (no clang, no unicorn). Install it or drop the executor from the list."""
 
 @contextlib.contextmanager
 def quiet():
@@ -79,11 +60,14 @@ class Executor:
     runner: `runner(program, arrays)` runs the compiled PROGRAM on the arrays (one per PARAM slot, updated in place);
       raises ExecFault when the kernel faults.
     threads: the renderer splits kernels over CPU threads (a `core_id` PARAM), so `run` checks the PARAM slots first.
+    slack: `slack(nbytes) -> (before, after, guard)`: how many bytes around a buffer an out-of-bounds access may touch without a
+      fault (page-granular devices), and how far beyond that every access faults; None: every out-of-bounds access faults.
   """
   name: str
   renderer: Callable[[], Renderer]
   runner: Callable[[UOp, list[np.ndarray]], None]
   threads: bool = False
+  slack: Callable[[int], tuple[int, int, int]]|None = None
   def run(self, ast:UOp, arrays:list[np.ndarray]) -> str:
     """Compile and run `ast` on `arrays` (updated in place). Returns the rendered source, for reports.
 
@@ -211,9 +195,27 @@ def unicorn_executor(name:str, renderer:Callable[[], Renderer]|None=None) -> Exe
     def renderer(): return cls(Target("CPU", rn, "arm64,generic"))
   return Executor(name, renderer, _run_unicorn, threads=True)
 
+# *** the mock AMD GPU: tinygrad's AMD LLVM renderer, run by the gfx1100 emulator in a worker process (amdexec) ***
+
+_AMD_WORKERS: dict[tuple[int, str], object] = {}
+def amd_worker(arch:str="gfx1100"):
+  """Returns: this process's `amdexec.AmdWorker` for `arch` (one per process: forked campaign jobs get their own)."""
+  from mockgpu.tinygrad.fuzz.amdexec import AmdWorker
+  if (key:=(os.getpid(), arch)) not in _AMD_WORKERS: _AMD_WORKERS[key] = AmdWorker(arch)
+  return _AMD_WORKERS[key]
+
+def amd_executor(name:str="AMD", renderer:Callable[[], Renderer]|None=None, arch:str="gfx1100") -> Executor:
+  """The mock AMD GPU executor: `AMDLLVMRenderer` for `arch` (what `DEV=AMD` picks without comgr), compiled here, run by
+  the emulator behind `DEV=MOCKKFD+AMD` in a persistent worker process; GPU fault reports become ExecFault."""
+  from mockgpu.tinygrad.fuzz.amdexec import slack
+  if renderer is None:
+    from tinygrad.renderer.llvmir import AMDLLVMRenderer
+    def renderer(): return AMDLLVMRenderer(Target("AMD", "LLVM", arch))
+  return Executor(name, renderer, lambda prg, arrays: amd_worker(arch).run(prg, arrays), slack=slack)
+
 _FACTORIES: dict[str, Callable[[], Executor]] = {
   "PYTHON": python_executor, **{n: (lambda n=n: cpu_executor(n)) for n in ("CLANG", "LLVM", "X86")},
-  **{n: (lambda n=n: unicorn_executor(n)) for n in ("CLANG-A64", "LLVM-A64")}}
+  **{n: (lambda n=n: unicorn_executor(n)) for n in ("CLANG-A64", "LLVM-A64")}, "AMD": amd_executor}
 EXECUTORS: tuple[str, ...] = tuple(_FACTORIES)
 
 def executor(name:str) -> Executor:

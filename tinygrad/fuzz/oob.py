@@ -5,14 +5,16 @@ loops; the index may use a value loaded from an index buffer. The ground truth i
 here over all iterations. Three verdicts are compared:
   truth    some gated-in iteration indexes outside [0, size)        (this module, exhaustively)
   static   tinygrad's spec check with CHECK_OOB=1 rejects the kernel  (`static_check`, z3 inside tinygrad)
-  dynamic  an executor faults (`DYNAMIC`: the PYTHON emulator's bounds errors; add the mock AMD GPU's fault reports there)
+  dynamic  an executor faults (`DYNAMIC`: the PYTHON emulator's bounds errors, the mock AMD GPU's fault reports)
 A lowering that stops with tinygrad's own shape error (`invalid shrink`, an upcast access past the end) counts as flagged
 statically and as faulting dynamically (the kernel cannot be built, so it cannot touch memory).
 Failure classes: `static-miss` (out of bounds, static check passes: unsound; `static-miss:vectorized` when the access is an
 upcast vector load/store, which tinygrad's check skips), `false-alarm` (in bounds on every input the
 check must consider, static check flags: only judged when the index is data-independent or the index buffer holds every value
 of its dtype), `dynamic-miss:<EXEC>` / `dynamic-fault:<EXEC>` (an executor disagrees with the truth: a miscompile),
-`static-crash` (the check raised instead of answering).
+`static-crash` (the check raised instead of answering). A page-granular executor (AMD: `Executor.slack`) must fault when an
+index lands in the unmapped guard around the data buffer, must not fault inside the buffer or the mapped slack around it
+(alignment padding after, the rest of the page before), and may do either beyond the guard (`expected_fault`).
 """
 from __future__ import annotations
 import copy, inspect, json, random
@@ -20,11 +22,13 @@ from collections import Counter
 from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure
-from mockgpu.tinygrad.fuzz.kexec import Executor, ExecFault, executor, quiet
+from mockgpu.tinygrad.fuzz.errors import ExecFault
+from mockgpu.tinygrad.fuzz.kexec import Executor, executor, quiet
 
-__all__ = ["OobFuzzer", "static_check", "vectorized_access", "truth", "exhaustive", "build_oob_ast", "DYNAMIC", "IDX_DTYPES"]
+__all__ = ["OobFuzzer", "static_check", "vectorized_access", "truth", "exhaustive", "expected_fault", "build_oob_ast", "DYNAMIC",
+           "IDX_DTYPES"]
 
-DYNAMIC: tuple[str, ...] = ("PYTHON",)  # executors that report out-of-bounds accesses; the mock AMD GPU joins here
+DYNAMIC: tuple[str, ...] = ("PYTHON", "AMD")  # executors that report out-of-bounds accesses
 IDX_DTYPES = {"uint8": (0, 255), "int8": (-128, 127), "int16": (-32768, 32767), "int32": (-2**31, 2**31-1)}
 BIN, CMP = ("+", "*", "//", "%", "max"), ("<", "!=")
 
@@ -68,6 +72,18 @@ def truth(case:dict) -> tuple[bool, int|None, int|None]:
     i = _ev(case["idx"], env)
     lo, hi = (i, i) if lo is None else (min(lo, i), max(hi, i))
   return (lo is not None and (lo < 0 or hi >= case["size"])), lo, hi
+
+def expected_fault(case:dict, ex:Executor) -> bool|None:
+  """Whether executor `ex` must fault on `case`: True/False, or None when it is left open (for a page-granular executor, an
+  index beyond the unmapped guard around the data buffer may hit another mapping). Indices in the mapped slack around the
+  buffer do not fault."""
+  oob, lo, hi = truth(case)
+  if ex.slack is None or lo is None or hi is None: return oob
+  nbytes = 4 * case["size"]
+  before, after, guard = ex.slack(nbytes)
+  def where(b:int) -> str: return "in" if -before <= b < nbytes + after else "guard" if -before - guard <= b < nbytes + after + guard else "far"
+  ends = {where(4 * lo), where(4 * hi + 3)}
+  return True if "guard" in ends else False if ends == {"in"} else None
 
 def _uses(e:list, what:tuple) -> bool: return list(e[:len(what)]) == list(what) or any(isinstance(x, list) and _uses(x, what) for x in e[1:])
 
@@ -222,7 +238,8 @@ class OobFuzzer(Fuzzer):
   def generate(self, rng:random.Random) -> dict: return generate(rng)
 
   def verdicts(self, case:dict) -> dict:
-    """Returns: {"truth": bool, "exhaustive": bool, "static": bool|str (str: the exception), <executor>: "fault"|"clean"|str}."""
+    """Returns: {"truth": bool, "exhaustive": bool, "static": bool|str (str: the exception), <executor>: "fault"|"clean"|str,
+    <executor>:detail: the fault report}."""
     oob, _, _ = truth(case)
     out: dict = {"truth": oob, "exhaustive": exhaustive(case)}
     ast = build_oob_ast(case)
@@ -232,7 +249,7 @@ class OobFuzzer(Fuzzer):
       arrays = [np.zeros(case["size"], np.int32)] + ([np.zeros(int(np.prod(case["dims"])), np.int32)] if case["mode"] == "load" else [])
       if case.get("ibuf") is not None: arrays.append(np.array(case["ibuf"]["data"], np.dtype(case["ibuf"]["dtype"])))
       try: ex.run(ast, arrays); out[ex.name] = "clean"
-      except ExecFault: out[ex.name] = "fault"
+      except ExecFault as e: out[ex.name], out[f"{ex.name}:detail"] = "fault", e.detail
       except Exception as e: out[ex.name] = "fault" if _rejected(e) else f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
     return out
 
@@ -243,7 +260,9 @@ class OobFuzzer(Fuzzer):
     desc = f"truth={'OOB' if v['truth'] else 'in-bounds'} static={v['static']} " + " ".join(f"{ex.name}={v[ex.name]}" for ex in self.executors())
     for ex in self.executors():
       if v[ex.name] not in ("fault", "clean"): return Failure(f"dynamic-crash:{ex.name}", desc)
-      if (v[ex.name] == "fault") != v["truth"]: return Failure(f"dynamic-{'miss' if v['truth'] else 'fault'}:{ex.name}", desc)
+      if (want:=expected_fault(case, ex)) is not None and (v[ex.name] == "fault") != want:
+        detail = f" ({ex.name}: {v[ex.name + ':detail']})" if v[ex.name] == "fault" else ""
+        return Failure(f"dynamic-{'miss' if want else 'fault'}:{ex.name}", desc + detail)
     if isinstance(v["static"], str): return Failure("static-crash", desc)
     if v["truth"] and not v["static"]:
       # tinygrad's validate_index returns True for any INDEX/SHRINK with more than two sources: upcast (vector) accesses
