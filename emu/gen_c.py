@@ -51,7 +51,15 @@ def _opinfo(ops: dict, fmtname: str, name: str) -> tuple[list[int], list[int], i
     i = {"src0": 0, "vsrc0": 0, "ssrc0": 0, "src1": 1, "vsrc1": 1, "ssrc1": 1, "src2": 2}.get(k)
     if i is not None: sb[i], sf[i] = bits, _fw(fmt)
   d = ops.get("vdst") or ops.get("sdst")
-  return sb, sf, (d[1] if d else 0), (_fw(d[0]) if d else 0)
+  db = d[1] if d else 0
+  if fmtname == "VOP3P" and db == 16: db = 32   # V_FMA_MIXLO/MIXHI_F16: the pseudocode writes D0[15:0] / D0[31:16] itself
+  return sb, sf, db, (_fw(d[0]) if d else 0)
+
+def _packed(fmtname: str, ops: dict) -> int:
+  """VOP3P sources holding two 16-bit values (PK2_*: f16, bf16, i16, u16), as a bit mask over src0..2: op_sel/op_sel_hi pick
+  their halves, neg/neg_hi negate the halves of the float ones."""
+  if fmtname != "VOP3P": return 0
+  return sum(1 << i for i, k in enumerate(("src0", "src1", "src2")) if k in ops and ops[k][0].name.startswith("FMT_NUM_PK2_"))
 
 def _set_scalars(u: Usage, kind: str) -> list[str]:
   r, out = u.reads | u.writes, []
@@ -95,15 +103,15 @@ def _salu(f: Format, h: str, fn: str, u: Usage, ops: dict) -> str:
   L += ["  " + x for x in _writeback_scalars(u)]
   return "\n".join(L) + "\n}\n"
 
-def _srcm(bits: int, packed: bool, fw: int) -> str:
-  if packed and bits == 32 and fw == 16: return "SRCPK"
+def _srcm(bits: int, packed: bool) -> str:
+  if packed: return "SRCPK"
   return {16: "SRC16", 32: "SRC32", 64: "SRC64"}.get(bits, "SRC32")
 
 def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: ArchSpec) -> str:
   sb, sf, db, dfw = _opinfo(ops, f.name, name)
   fmt = f.name
   t16 = int(fmt in ("VOP1", "VOP2", "VOPC"))
-  packed, mix = int(fmt == "VOP3P" and "_PK_" in name), int("FMA_MIX" in name or "MAD_MIX" in name)
+  packed, mix = _packed(fmt, ops), int("FMA_MIX" in name or "MAD_MIX" in name)
   cmp = name.startswith(("V_CMP_", "V_CMPX_"))
   vcc_src2 = fmt in ("VOP3", "VOP3SD") and "src2" in ops and ops["src2"][0].name == "FMT_NUM_M64"
   if vcc_src2: sb[2] = 0
@@ -144,7 +152,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
       if sb[i]:
         if sb[i] > 64: body.append(f"for (int k = 0; k < {sb[i] // 32}; k++) s.S{i}.d[k] = (o.lo[{i}] + k * MAXLANES)[L];")
         elif sb[i] == 64: body.append(f"s.S{i}.q[0] = SRC64({i}, L);")
-        else: body.append(f"s.S{i}.d[0] = {_srcm(sb[i], bool(packed), sf[i])}({i}, L);"); L.append(f"  s.S{i}.d[1] = 0;")
+        else: body.append(f"s.S{i}.d[0] = {_srcm(sb[i], bool(packed >> i & 1))}({i}, L);"); L.append(f"  s.S{i}.d[1] = 0;")
     if "D0" in u.reads and not cmp and edst != "0":
       if dm == "64": body.append("s.D0.q[0] = OLD64(o, L);")
       else: body.append(f"s.D0.d[0] = OLD{dm}(o, L);"); L.append("  s.D0.d[1] = 0;")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ctypes, re, time
 from mockgpu.emu.api import Dispatch, Stats, WaveState
 from mockgpu.emu.arch import ArchSpec
-from mockgpu.emu.gen_c import PROSE_C, handler_names, _vopd_target, _SALU, _VALU, _VMEM, _opinfo, _usage
+from mockgpu.emu.gen_c import PROSE_C, handler_names, _vopd_target, _SALU, _VALU, _VMEM, _opinfo, _packed, _usage
 from mockgpu.emu.isa import Format, formats, operands
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.emu.report import raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT
@@ -174,7 +174,7 @@ def pyrun(c: Ctx, w: Wave, ename: str, space: str = "global", **kw):
 
 def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: dict, u):
   sb, sf, db, dfw = _opinfo(ops, fm.name, name)
-  t16, packed, mix = fm.name in ("VOP1", "VOP2", "VOPC"), fm.name == "VOP3P" and "_PK_" in name, "FMA_MIX" in name or "MAD_MIX" in name
+  t16, packed, mix = fm.name in ("VOP1", "VOP2", "VOPC"), _packed(fm.name, ops), "FMA_MIX" in name or "MAD_MIX" in name
   cmp = name.startswith(("V_CMP_", "V_CMPX_"))
   vcc_src2 = fm.name in ("VOP3", "VOP3SD") and "src2" in ops and ops["src2"][0].name == "FMT_NUM_M64"
   if vcc_src2: sb[2] = 0
@@ -196,7 +196,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
     else:
       val = scalar_src(w, f, e, bits, fw)
       get = (lambda val: lambda L, k=0: (val >> (32 * k)) & M32)(val)
-    if packed and bits == 32 and fw == 16: sh, shh, xm = (opsel >> i & 1) * 16, (opsel_hi >> i & 1) * 16, (neg >> i & 1) << 15 | (neg_hi >> i & 1) << 31
+    if packed >> i & 1: sh, shh, xm = (opsel >> i & 1) * 16, (opsel_hi >> i & 1) * 16, ((neg >> i & 1) << 15 | (neg_hi >> i & 1) << 31) * bool(fw)
     elif mix:
       sbit = ((31 if opsel >> i & 1 else 15) if opsel_hi >> i & 1 else 31)
       xm, am = (neg >> i & 1) << sbit, M64 & ~((neg_hi >> i & 1) << sbit)
@@ -205,7 +205,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
       if fw:
         if ab >> i & 1: am = M64 & ~(1 << (fw - 1))
         if neg >> i & 1: xm = 1 << (fw - 1)
-    srcs.append([get, sh, shh, am, xm, bits, packed and bits == 32 and fw == 16])
+    srcs.append([get, sh, shh, am, xm, bits, bool(packed >> i & 1)])
   if f["dpp_kind"]:
     r, bits = f["vsrc0"] - 256, sb[0]
     vals, wmask = {}, 0

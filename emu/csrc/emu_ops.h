@@ -7,7 +7,8 @@ typedef struct {
   uint8_t sfw[3];     /* float width of src0..2 for abs/neg and float inline constants (0: integer operand) */
   uint8_t dbits, dfw; /* result bits / float width (clamp, omod) */
   uint8_t t16;        /* VOP1/VOP2/VOPC encoding: 16-bit VGPR operands use bit 7 of the register field as .h */
-  uint8_t packed;     /* VOP3P packed 16-bit math: op_sel/op_sel_hi pick the halves, neg/neg_hi negate them */
+  uint8_t packed;     /* VOP3P sources (bit i: src i) holding two 16-bit values: op_sel/op_sel_hi pick the halves, neg/neg_hi
+                       * negate the halves of float ones */
   uint8_t mix;        /* V_FMA_MIX*: the pseudocode applies op_sel itself, modifiers follow the selected width */
 } OpInfo;
 
@@ -111,9 +112,9 @@ static __attribute__((noinline)) int valu_setup(Wave *w, const Inst *in, const O
       }
       o->lo[i] = o->bc[i][0]; o->hi[i] = o->bc[i][1];
     }
-    if (oi->packed && bits == 32 && fw == 16) {
+    if (oi->packed >> i & 1) {
       o->sh[i] = (opsel >> i & 1) * 16; o->shhi[i] = (opsel_hi >> i & 1) * 16;
-      o->xorm[i] = (uint64_t)(neg >> i & 1) << 15 | (uint64_t)(neg_hi >> i & 1) << 31;
+      if (fw) o->xorm[i] = (uint64_t)(neg >> i & 1) << 15 | (uint64_t)(neg_hi >> i & 1) << 31;
       continue;
     }
     if (oi->mix) {

@@ -1,8 +1,7 @@
 """VOP3P: packed f16 math with op_sel/op_sel_hi/neg, dot products, fma_mix, and WMMA against numpy."""
 import numpy as np
-import pytest
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
-from conftest import lanes, run, Bufs
+from isa_harness import lanes, run, Bufs
 
 rng = np.random.default_rng(4)
 def pk(lo, hi): return lo.astype(np.float16).view(np.uint16).astype(np.uint32) | (hi.astype(np.float16).view(np.uint16).astype(np.uint32) << 16)
@@ -25,21 +24,51 @@ def test_pk_op_sel_swaps_and_neg():
   lo, hi = unpk(out)
   np.testing.assert_array_equal(lo, a1 + b0); np.testing.assert_array_equal(hi, a0 - b1)
 
+def test_pk_int_op_sel():
+  # integer packed ops pick halves like the float ones: an inline constant is 32 bits with the value in the low half, so
+  # op_sel_hi=0 (what LLVM emits for `v_pk_lshlrev_b16 v1, 1, v1 op_sel_hi:[0,1]`) feeds the low half to both halves
+  a = rng.integers(0, 1 << 32, 32, dtype=np.uint64).astype(np.uint32)
+  b = rng.integers(0, 1 << 32, 32, dtype=np.uint64).astype(np.uint32)
+  lo16, hi16 = (lambda x: x & 0xffff), (lambda x: x >> 16)
+  def pk16(lo, hi): return (lo & 0xffff) | (hi & 0xffff) << 16
+  out, _ = lanes([v_pk_lshlrev_b16(v[5], 1, v[2], opsel_hi=0b10)], a)
+  np.testing.assert_array_equal(out, pk16(lo16(a) << 1, hi16(a) << 1))
+  out, _ = lanes([v_pk_lshlrev_b16(v[5], 1, v[2])], a)   # op_sel_hi=1: the constant's high half (0) shifts the high half
+  np.testing.assert_array_equal(out, pk16(lo16(a) << 1, hi16(a)))
+  out, _ = lanes([v_pk_add_u16(v[5], v[2], v[3], opsel=0b01, opsel_hi=0b10)], a, b)
+  np.testing.assert_array_equal(out, pk16(hi16(a) + lo16(b), lo16(a) + hi16(b)))
+  out, _ = lanes([v_pk_mul_lo_u16(v[5], v[2], v[3], opsel=0b11, opsel_hi=0b11)], a, b)
+  np.testing.assert_array_equal(out, pk16(hi16(a) * hi16(b), hi16(a) * hi16(b)))
+  out, _ = lanes([v_pk_sub_i16(v[5], v[2], 5, opsel_hi=0b01)], a)   # neg bits have no effect on integer operands
+  np.testing.assert_array_equal(out, pk16(lo16(a) - 5, hi16(a) - 5))
+  out, _ = lanes([v_pk_sub_i16(v[5], v[2], v[3], neg=0b11, neg_hi=0b11)], a, b)
+  np.testing.assert_array_equal(out, pk16(lo16(a) - lo16(b), hi16(a) - hi16(b)))
+
+def test_dot2_f32_f16_inline_constant():
+  a0, a1 = (rng.standard_normal(32).astype(np.float16) for _ in range(2))
+  c = rng.standard_normal(32).astype(np.float32)
+  # 1.0 is the f16 constant in the low half; op_sel_hi=0 for src1 uses it for both products
+  out, _ = lanes([v_dot2_f32_f16(v[5], v[2], 1.0, v[4], opsel_hi=0b01, opsel_hi2=0)], pk(a0, a1), None, c)
+  np.testing.assert_array_equal(out.view(np.float32), (c + a0.astype(np.float32)) + a1.astype(np.float32))
+
 def test_dot2_f32_f16():
   a0, a1, b0, b1 = (rng.standard_normal(32).astype(np.float16) for _ in range(4))
   c = rng.standard_normal(32).astype(np.float32)
   out, _ = lanes([v_dot2_f32_f16(v[5], v[2], v[3], v[4])], pk(a0, a1), pk(b0, b1), c)
-  want = c + a0.astype(np.float32) * b0 + a1.astype(np.float32) * b1
-  np.testing.assert_allclose(out.view(np.float32), want, rtol=1e-5, atol=1e-5)
+  want = c + a0.astype(np.float32) * b0 + a1.astype(np.float32) * b1   # exact products, the pseudocode's order of sums
+  np.testing.assert_array_equal(out.view(np.float32), want)
 
-@pytest.mark.xfail(reason="pcode: V_FMA_MIX_* pseudocode reads its operands from a declared local `S[3]` instead of S0..S2; "
-                          "needs an entry in mockgpu.pcode.corrections (reported to the pcode owner)", strict=False)
-def test_fma_mix_f32():
+def test_fma_mix():
   a, b = rng.standard_normal(32).astype(np.float16), rng.standard_normal(32).astype(np.float16)
   c = rng.standard_normal(32).astype(np.float32)
-  # src0 = f16 from the high half (op_sel_hi=1, op_sel=1), src1 = f16 low half, src2 = f32
+  # src0 = f16 from the high half (op_sel_hi=1, op_sel=1), src1 = f16 low half, src2 = f32; the f16 product is exact in f32
   out, _ = lanes([v_fma_mix_f32(v[5], v[2], v[3], v[4], opsel=0b001, opsel_hi=0b011, opsel_hi2=0)], pk(b, a), pk(b, b), c)
-  np.testing.assert_allclose(out.view(np.float32), a.astype(np.float32) * b.astype(np.float32) + c, rtol=1e-6, atol=1e-6)
+  np.testing.assert_array_equal(out.view(np.float32), a.astype(np.float32) * b.astype(np.float32) + c)
+  # the pseudocode rounds the f32 fma to f16 (`f32_to_f16(fma(...))`), written to the low / high half; the other half is kept
+  want = (a.astype(np.float32) * b.astype(np.float32) + c).astype(np.float16).view(np.uint16).astype(np.uint32)
+  for op, sh in ((v_fma_mixlo_f16, 0), (v_fma_mixhi_f16, 16)):
+    out, _ = lanes([v_mov_b32_e32(v[5], v[2]), op(v[5], v[2], v[3], v[4], opsel=0b001, opsel_hi=0b011, opsel_hi2=0)], pk(b, a), pk(b, b), c)
+    np.testing.assert_array_equal(out, (pk(b, a) & np.uint32(0xffffffff ^ 0xffff << sh)) | want << sh)
 
 def test_wmma_f32_16x16x16_f16():
   A, B = rng.standard_normal((16, 16)).astype(np.float16), rng.standard_normal((16, 16)).astype(np.float16)
