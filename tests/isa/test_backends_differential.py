@@ -5,7 +5,7 @@ import random, struct
 import pytest
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
 from mockgpu.emu.api import run_code
-from conftest import code
+from isa_harness import code
 
 def _f(x): return struct.unpack("<I", struct.pack("<f", x))[0]
 

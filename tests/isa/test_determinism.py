@@ -1,7 +1,7 @@
 """The same dispatch twice gives the same memory, registers and instruction counts (multi-workgroup, barriers, atomics)."""
 import numpy as np
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
-from conftest import run, Bufs
+from isa_harness import run, Bufs
 
 def _once():
   out, ctr = np.zeros(256, np.uint32), np.zeros(1, np.uint32)

@@ -1,7 +1,7 @@
 """DS: LDS stores/loads (offsets, 2addr forms, widths), atomics with return values, bounds per workgroup."""
 import numpy as np
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
-from conftest import run, Bufs
+from isa_harness import run, Bufs
 
 def test_store_load_roundtrip_2addr_and_widths():
   out = np.zeros(32 * 4, np.uint32)

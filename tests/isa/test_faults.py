@@ -6,7 +6,7 @@ from tinygrad.runtime.autogen.amd.rdna3.ins import *
 from mockgpu.emu.errors import GPUFault, InvalidInstruction, WatchdogExpired
 from mockgpu.emu.api import run_code
 from mockgpu.emu.memory import MemoryMap
-from conftest import run, Bufs, code
+from isa_harness import run, Bufs, code
 
 def test_global_write_oob_report():
   buf = np.zeros(40, np.uint32)              # registered: the first 16 words only

@@ -2,7 +2,7 @@
 atomics with GLC returns, per-lane private scratch."""
 import numpy as np
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
-from conftest import run, Bufs
+from isa_harness import run, Bufs
 
 def test_global_saddr_and_vaddr64():
   src, dst = np.arange(64, dtype=np.uint32) * 3, np.zeros(64, np.uint32)

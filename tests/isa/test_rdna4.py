@@ -7,7 +7,7 @@ from mockgpu.emu.api import run_code
 from mockgpu.emu.codeobj import load_elf
 from mockgpu.emu.fixtures import load_fixture
 from mockgpu.emu.launch import prepare
-from conftest import Bufs
+from isa_harness import Bufs
 
 def r4code(*insts) -> bytes: return b"".join(i.to_bytes() for i in insts) + R4.s_endpgm().to_bytes()
 

@@ -1,7 +1,7 @@
 """SMEM: scalar loads of 1..16 dwords with immediate and SGPR offsets."""
 import numpy as np
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
-from conftest import run, Bufs
+from isa_harness import run, Bufs
 
 def test_s_load_widths_and_offsets():
   data = np.arange(64, dtype=np.uint32) * 7 + 1

@@ -1,7 +1,7 @@
 """SOP1: moves (inline constants, literals, 64-bit), bit ops, exec save/restore. Expected values from the ISA definition."""
 import pytest
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
-from conftest import run
+from isa_harness import run
 
 @pytest.mark.parametrize("src,want", [(0, 0), (64, 64), (-1, 0xffffffff), (-16, 0xfffffff0), (0.5, 0x3f000000), (-4.0, 0xc0800000),
                                       (INV_2PI, 0x3e22f983), (0x12345678, 0x12345678), (-200, 0xffffff38)])

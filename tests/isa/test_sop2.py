@@ -1,7 +1,7 @@
 """SOP2: integer arithmetic with SCC (carry, overflow), shifts, selects, 64-bit ops."""
 import pytest
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
-from conftest import run, as_f32
+from isa_harness import run, as_f32
 
 @pytest.mark.parametrize("a,b", [(0xffffffff, 1), (5, 7), (0x80000000, 0x80000000)])
 def test_s_add_u32_carry(a, b):

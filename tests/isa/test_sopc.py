@@ -1,7 +1,7 @@
 """SOPC: scalar compares set SCC (signed/unsigned/64-bit/bit tests)."""
 import pytest
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
-from conftest import run
+from isa_harness import run
 
 @pytest.mark.parametrize("op,a,b,want", [(s_cmp_lt_i32, -1, 1, 1), (s_cmp_lt_u32, -1, 1, 0), (s_cmp_eq_u32, 7, 7, 1),
                                          (s_cmp_lg_u32, 7, 7, 0), (s_cmp_ge_i32, -5, -5, 1), (s_bitcmp1_b32, 0x10, 4, 1),

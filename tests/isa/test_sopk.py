@@ -1,6 +1,6 @@
 """SOPK: 16-bit immediates (sign extension), compares into SCC, add with overflow."""
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
-from conftest import run
+from isa_harness import run
 
 def test_s_movk_sign_extends():
   st = run([s_movk_i32(s[4], 0x8000), s_movk_i32(s[5], 0x7fff)], sgprs=())

@@ -1,6 +1,6 @@
 """SOPP: branches (taken/not taken, backward loops), waits and nops as no-ops, S_BARRIER across waves, S_ENDPGM."""
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
-from conftest import run, Bufs
+from isa_harness import run, Bufs
 import numpy as np
 
 def test_branch_skips_and_loops():

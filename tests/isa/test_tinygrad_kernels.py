@@ -3,7 +3,7 @@ import numpy as np
 from mockgpu.emu.codeobj import load_elf
 from mockgpu.emu.fixtures import load_fixture
 from mockgpu.emu.launch import prepare
-from conftest import Bufs
+from isa_harness import Bufs
 
 def test_matmul_256_f32():
   elf, meta = load_fixture("matmul256_f32_gfx1100_k0")

@@ -1,7 +1,7 @@
 """VOP1: moves, conversions (numpy as the oracle), true16 halves, readfirstlane, DPP16 and DPP8 lane permutations."""
 import numpy as np
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
-from conftest import run, lanes
+from isa_harness import run, lanes
 
 rng = np.random.default_rng(0)
 

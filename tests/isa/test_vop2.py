@@ -1,7 +1,7 @@
 """VOP2: float and integer arithmetic against numpy, VCC carry chains, v_cndmask, literal forms (FMAMK/FMAAK), FMAC."""
 import numpy as np
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
-from conftest import lanes, f32
+from isa_harness import lanes, f32
 
 rng = np.random.default_rng(1)
 

@@ -2,7 +2,7 @@
 v_cndmask with SGPR masks, 64-bit shifts."""
 import numpy as np
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
-from conftest import lanes
+from isa_harness import lanes
 
 rng = np.random.default_rng(2)
 

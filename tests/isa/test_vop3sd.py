@@ -1,7 +1,7 @@
 """VOP3SD: carry-out to an SGPR mask, carry-in from one, 64-bit multiply-add."""
 import numpy as np
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
-from conftest import lanes
+from isa_harness import lanes
 
 rng = np.random.default_rng(3)
 

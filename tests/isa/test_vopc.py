@@ -1,7 +1,7 @@
 """VOPC: compares write VCC (inactive lanes read 0), V_CMPX writes EXEC, NaN ordering, class tests."""
 import numpy as np
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
-from conftest import lanes
+from isa_harness import lanes
 
 rng = np.random.default_rng(5)
 def mask(bits): return sum(int(b) << i for i, b in enumerate(bits))

@@ -1,7 +1,7 @@
 """VOPD: two ops issued together read their sources before either writes; literal forms."""
 import numpy as np
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
-from conftest import lanes, f32
+from isa_harness import lanes, f32
 
 rng = np.random.default_rng(6)
 

@@ -1,6 +1,4 @@
 """`mockgpu emu run` on raw bytes and on an ELF, and error exit codes (no benchmarks: those are printed, never timed here)."""
-import pytest
-pytest.importorskip("mockgpu.pcode.cemit", reason="the C backend needs mockgpu.pcode's C emitter")
 from tinygrad.runtime.autogen.amd.rdna3.ins import s_mov_b32, v_mov_b32_e32, s_endpgm, s, v
 from mockgpu.emu.cli import main
 from mockgpu.emu.fixtures import FIXTURE_DIR

@@ -1,0 +1,48 @@
+"""Helpers for the ISA tests: assemble with the wheel's DSL, run one dispatch on the emulator, read registers and buffers.
+Test modules import them by this module's unique name (`from isa_harness import run`), not from conftest.
+
+Expected values in these tests come from numpy or the ISA definition, never from the emulator."""
+import struct
+import numpy as np
+from tinygrad.runtime.autogen.amd.rdna3.ins import s_endpgm
+from mockgpu.emu.api import run_code
+from mockgpu.emu.memory import MemoryMap
+
+def f32(x) -> int: return struct.unpack("<I", struct.pack("<f", x))[0]
+def as_f32(u) -> float: return struct.unpack("<f", struct.pack("<I", u & 0xffffffff))[0]
+def f16(x) -> int: return int(np.array(x, np.float16).view(np.uint16))
+def as_f16(u) -> float: return float(np.array(u & 0xffff, np.uint16).view(np.float16))
+def f64(x) -> int: return struct.unpack("<Q", struct.pack("<d", x))[0]
+
+def code(*insts, end=True) -> bytes:
+  return b"".join(i.to_bytes() for i in insts) + (s_endpgm().to_bytes() if end else b"")
+
+class Bufs:
+  """numpy buffers registered in a MemoryMap; `sgprs()` gives their addresses as (lo, hi) user SGPR pairs."""
+  def __init__(self, *arrays):
+    self.mem, self.arrays = MemoryMap(), [np.ascontiguousarray(a) for a in arrays]
+    for i, a in enumerate(self.arrays): self.mem.add(a.ctypes.data, a.nbytes, f"buf{i}")
+  def addr(self, i) -> int: return self.arrays[i].ctypes.data
+  def sgprs(self) -> tuple:
+    return tuple(x for a in self.arrays for x in (a.ctypes.data & 0xffffffff, a.ctypes.data >> 32))
+  def __getitem__(self, i): return self.arrays[i]
+
+def run(insts, bufs: Bufs | None = None, *, block=(32, 1, 1), grid=(1, 1, 1), sgprs=None, end=True, **kw):
+  """Run `insts` (+ s_endpgm) with the buffers' addresses in s0.. and return Stats (registers of wave 0 in .state)."""
+  bufs = bufs or Bufs()
+  us = tuple(sgprs) if sgprs is not None else bufs.sgprs()
+  kw.setdefault("rsrc2", len(us) << 1)
+  return run_code(code(*insts, end=end), bufs.mem, block=block, grid=grid, user_sgprs=us, capture=True, **kw)
+
+def lanes(ops, a, b=None, c=None, n=32, out_dtype=np.uint32, out_words=1):
+  """Per-lane test: v2 = a[lane], v3 = b[lane], v4 = c[lane] (u32 words), run `ops`, return v5 (v5:v6 if out_words=2) per lane."""
+  from tinygrad.runtime.autogen.amd.rdna3.ins import v, s, v_lshlrev_b32_e32, global_load_b32, global_store_b32, global_store_b64, s_waitcnt
+  arrs = [np.ascontiguousarray(np.asarray(x if x is not None else np.zeros(n)).astype(np.float32 if np.asarray(x if x is not None else 0).dtype.kind == "f" else np.uint32).view(np.uint32))
+          for x in (a, b, c)]
+  out = np.zeros(n * out_words, np.uint32)
+  bf = Bufs(*arrs, out)
+  pre = [v_lshlrev_b32_e32(v[1], 2, v[0])] + [global_load_b32(vdst=v[2 + i], addr=v[1], saddr=s[2 * i:2 * i + 1]) for i in range(3)] + [s_waitcnt(simm16=0)]
+  post = ([global_store_b32(addr=v[1], data=v[5], saddr=s[6:7])] if out_words == 1 else
+          [v_lshlrev_b32_e32(v[1], 3, v[0]), global_store_b64(addr=v[1], data=v[5:6], saddr=s[6:7])])
+  st = run(pre + list(ops) + post, bf, block=(n, 1, 1))
+  return out.view(out_dtype) if out_dtype != np.uint32 else out, st
