@@ -1,7 +1,8 @@
 """The mock AMD GPU executor (`amdexec`, a worker process running tinygrad's AMD LLVM code on the gfx1100 emulator): it agrees
 with numpy on fixed programs, turns an out-of-bounds kernel into a clean fault verdict and recovers for the next case (on a
 fresh mock GPU, or in a restarted worker once they are used up, or after the worker died), and its page-granular fault model
-is what the oob fuzzer expects. The AMD-only finding F17 is pinned here."""
+is what the oob fuzzer expects. The AMD-only findings F17 and F18 are pinned here."""
+import subprocess, sys
 import numpy as np
 import pytest
 from mockgpu.tinygrad.fuzz import render_ir as ir
@@ -81,7 +82,7 @@ def test_parse_fault_report():
          "workgroup=(0, 0, 0) inst='global_store_b32(v0, v1, s[0:1]) [GLOBAL GLOBAL_STORE_B32]' raw=0; nearest allocation 'x'")
   f = parse_fault("MMU fault: 0x7F4A16BB1900 | NotPresent=1 ReadOnly=0", err)
   assert f == FaultInfo("MMU fault: 0x7F4A16BB1900 | NotPresent=1 ReadOnly=0", 0x7f4a16bb1900, "write", 3, 0x24,
-                        "global_store_b32(v0, v1, s[0:1]) [GLOBAL GLOBAL_STORE_B32]")
+                        "global_store_b32(v0, v1, s[0:1]) [GLOBAL GLOBAL_STORE_B32]", "global")
   assert parse_fault("HW fault: reset=0", "") == FaultInfo("HW fault: reset=0") and parse_fault("MMU fault: 0x10 | x", "").addr == 0x10
 
 def test_render_float_classes_hold_on_amd():
@@ -97,3 +98,17 @@ def test_finding_f17_cast_poison_spreads_to_the_neighbour():
   assert _run(F17)[0].tolist()[1] == 255
   f = RenderFuzzer(executors=["PYTHON", "CLANG", "LLVM", "AMD"]).check(F17)
   assert f is not None and f.cls == "mismatch:AMD" and f.message == "AMD out0[1] (uint8) = 255, reference 1"
+
+# F18 (docs/findings.md): LLVM's AMDGPU code for `udiv i32 C, (x & m)` with C >= 2**31 masks the quotient with m
+F18 = {"n": 1, "axis": "LOOP", "inputs": [{"dtype": "uint32", "bits": [1]}], "nodes": [["const", "uint32", 4294967293], ["in", "uint32", 0],
+       ["const", "uint32", 15], ["AND", "uint32", 1, 2], ["CDIV", "uint32", 0, 3]], "outs": [4]}
+def test_finding_f18_udiv_of_large_constant_is_masked():
+  f = RenderFuzzer(executors=["PYTHON", "CLANG", "LLVM", "AMD"]).check(F18)
+  assert f is not None and f.cls == "mismatch:AMD" and f.message == "AMD out0[0] (uint32) = 15, reference 4294967293"
+  small = {**F18, "nodes": [["const", "uint32", 100]] + F18["nodes"][1:]}
+  assert RenderFuzzer(executors=["AMD"]).check(small) is None
+
+def test_repro_script_runs_on_the_mock_gpu(tmp_path):
+  (p:=tmp_path / "repro.py").write_text(RenderFuzzer(executors=["PYTHON", "AMD"]).repro(F18))
+  r = subprocess.run([sys.executable, str(p)], capture_output=True, text=True, timeout=300)
+  assert r.returncode == 1 and "AMD       out0[0] = 15 reference 4294967293 MISMATCH" in r.stdout

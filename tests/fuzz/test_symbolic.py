@@ -5,7 +5,7 @@ import pytest
 from tinygrad.uop.ops import UPat, PatternMatcher, UOp, Ops
 from mockgpu.tinygrad.fuzz.core import CampaignConfig, run_campaign
 from mockgpu.tinygrad.fuzz.symbolic import SymbolicFuzzer
-from mockgpu.tinygrad.fuzz import symtree, cli
+from mockgpu.tinygrad.fuzz import cli
 
 # x % c -> x is right when x.vmax < c; the injected bug accepts x.vmax <= c (off by one at x == c)
 MOD_OFF_BY_ONE = PatternMatcher([(UPat.var("x") % UPat.cvar("c"), lambda x, c: x if 0 <= x.vmin and x.vmax <= c.arg else None)])

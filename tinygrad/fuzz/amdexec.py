@@ -9,11 +9,11 @@ the worker only loads the ELF and runs it. After a fault the worker retires that
 Buffers are USERPTR allocations placed as close to the end of their GPU mapping as the 32-byte alignment tinygrad's IR
 promises (`align 32`) allows, with `GUARD` bytes of unmapped address space on both sides: an index past the end faults once
 it leaves the alignment padding, one before the start once it leaves the page slack in front (`slack`), and anything up to
-`GUARD` away faults for sure. The fault report the mock prints to stderr is
-captured in the worker and parsed (`parse_fault`).
+`GUARD` away faults for sure. The fault report the mock prints to stderr is captured in the worker and parsed
+(`parse_fault`).
 """
 from __future__ import annotations
-import os, sys, io, re, pickle, select, struct, subprocess, traceback
+import ctypes, io, mmap, os, pickle, re, select, struct, subprocess, sys, traceback
 from dataclasses import dataclass
 import numpy as np
 from mockgpu.tinygrad.fuzz.errors import ExecFault, ExecutorCrashed
@@ -40,6 +40,7 @@ class FaultInfo:
   lane: int|None = None
   pc: int|None = None
   inst: str = ""
+  space: str = ""
   def __str__(self) -> str:
     if self.kind: return f"{self.kind} fault at addr=0x{self.addr:x} lane={self.lane} pc=0x{self.pc:x} inst={self.inst}"
     return self.message
@@ -50,7 +51,7 @@ def parse_fault(message:str, stderr:str) -> FaultInfo:
   Returns: the fault, with the emulator's report fields when stderr holds one."""
   addr = int(m.group(1), 16) if (m:=re.search(r"MMU fault: 0x([0-9A-Fa-f]+)", message)) else None
   if (r:=_REPORT.search(stderr)) is None: return FaultInfo(message.splitlines()[0] if message else "fault", addr)
-  return FaultInfo(message.splitlines()[0], int(r.group(3), 16), r.group(1), int(r.group(5)), int(r.group(4), 16), r.group(6))
+  return FaultInfo(message.splitlines()[0], int(r.group(3), 16), r.group(1), int(r.group(5)), int(r.group(4), 16), r.group(6), r.group(2))
 
 # *** the worker process ***
 
@@ -62,7 +63,6 @@ class _Runner:
     return self.dev
   def alloc(self, arr:np.ndarray):
     from tinygrad.runtime.support.hcq import FileIOInterface
-    import mmap, ctypes
     nbytes = max(arr.nbytes, 1)
     size = (nbytes + PAGE - 1) // PAGE * PAGE
     base = FileIOInterface.anon_mmap(0, size + 2*GUARD, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | mmap.MAP_ANONYMOUS, 0)
@@ -76,7 +76,6 @@ class _Runner:
     FileIOInterface.munmap(base, GUARD)
     FileIOInterface.munmap(base + GUARD + size, GUARD)
   def run(self, elf, global_size, local_size, vals, arrays:dict[int, np.ndarray]) -> tuple:
-    import ctypes
     dev = self.device()
     rt, held = dev.runtime(elf), {i: self.alloc(a) for i, a in arrays.items()}
     def go():

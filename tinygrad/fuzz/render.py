@@ -156,10 +156,15 @@ def arrays(case):
   return outs + [np.array([val(b, i["dtype"]) for b in i["bits"]], npd(i["dtype"])) for i in case["inputs"]]
 '''
 
-_REPRO = '''"""Standalone repro of a mockgpu render-fuzzer failure (needs tinygrad; numpy; clang for CPU executors, unicorn for *-A64).
+_REPRO = '''"""Standalone repro of a mockgpu render-fuzzer failure (needs tinygrad; numpy; clang for CPU executors, unicorn for *-A64,
+mockgpu for AMD: the mock gfx1100 GPU behind DEV=MOCKKFD+AMD).
 {msg}
 """
 import json, math, os, shutil, sys
+if {executor} == "AMD":  # activate the mock before tinygrad's runtime is imported
+  os.environ["DEV"] = "MOCKKFD+AMD"
+  from mockgpu.tinygrad.activate import install
+  install()
 import numpy as np
 if not shutil.which(os.environ.get("CC", "clang")):
   os.environ["CC"] = next(c for c in ("clang-19", "clang-18", "clang-17", "clang") if shutil.which(c))
@@ -174,6 +179,16 @@ def run(name, ast, arrs):
     prg = do_to_program(ast, PythonRenderer(Target("PYTHON")))
     Device["PYTHON"].runtime(prg.to_elf())(*[memoryview(arrs[i].view(np.uint8)).cast("B") for i in prg.arg.globals],
                                             global_size=prg.arg.global_size, local_size=prg.arg.local_size or (1, 1, 1), vals=prg.arg.vals({{}}))
+    return
+  if name == "AMD":
+    from tinygrad.renderer.llvmir import AMDLLVMRenderer
+    prg, al = do_to_program(ast, AMDLLVMRenderer(Target("AMD", "LLVM", "gfx1100"))), Device["AMD"].allocator
+    mvs = {{i: memoryview(arrs[i].view(np.uint8)).cast("B") for i in prg.arg.globals}}
+    bufs = {{i: al.alloc(max(mv.nbytes, 1)) for i, mv in mvs.items()}}
+    for i, b in bufs.items(): al._copyin(b, mvs[i])
+    Device["AMD"].runtime(prg.to_elf())(*bufs.values(), global_size=prg.arg.global_size, local_size=prg.arg.local_size or (1, 1, 1),
+                                        vals=prg.arg.vals({{}}), wait=True)
+    for i, b in bufs.items(): al._copyout(mvs[i], b)
     return
   from tinygrad.renderer.cstyle import ClangRenderer
   from tinygrad.renderer.llvmir import CPULLVMRenderer
