@@ -1,5 +1,5 @@
 """The idiv fuzzer finds and minimises an off-by-one magic number (injected through a test-only rule that runs a copy of
-tinygrad's fast_idiv with a wrong `magicgu`; tinygrad itself is not patched), checks CPU kernels end to end, and runs a
+tinygrad's fast_idiv with a wrong `magicgu`; tinygrad itself is not patched), checks CPU and mock AMD kernels end to end, and runs a
 short deterministic campaign."""
 import subprocess, sys, types
 import pytest
@@ -7,6 +7,7 @@ from tinygrad.uop.ops import UPat, PatternMatcher, Ops
 from tinygrad.dtype import dtypes
 from tinygrad.codegen.decomp import op as decomp
 from mockgpu.tinygrad.fuzz.core import CampaignConfig, run_campaign
+from mockgpu.tinygrad.fuzz.errors import ExecutorUnavailable
 from mockgpu.tinygrad.fuzz.idiv import IdivFuzzer, _inputs
 
 def _bad_fast_idiv(delta):
@@ -68,6 +69,7 @@ def test_kernels_on_cpu_and_mock_amd_end_to_end():
   assert fz.check(case) is None
   assert fz.stats() == {"kernel": 3, "kernel-AMD": 3}
   assert IdivFuzzer(kernel_devices=[]).options()["kernel_devices"] == []
+  with pytest.raises(ExecutorUnavailable, match=r"kernel_devices=\['NV'\]"): IdivFuzzer(kernel_devices=["NV"])
 
 def test_finding_negative_constant_divisor_crashes_lowering():
   # docs/findings.md #2: with DISABLE_FAST_IDIV=0, x // -c on a non-negative signed x hits fast_idiv's `assert d>0`

@@ -88,12 +88,17 @@ class IdivFuzzer(Fuzzer):
     widths: allowed bit widths (default 8, 16, 32, 64).
     negative_divisors: also divide signed values by negative constants (0.14.0 crashes there: docs/findings.md).
     kernel_devices: devices besides CPU that run every kernel case (default `KERNEL_DEVICES`: the mock AMD GPU; [] for CPU only).
+  Raises:
+    ExecutorUnavailable: a kernel device that is not in `KERNEL_DEVICES`.
   """
   name = "idiv"
   def __init__(self, extra_rules:PatternMatcher|None=None, kernel_rate:float=0.02, widths:list[int]|None=None, negative_divisors:bool=True,
                kernel_devices:list[str]|tuple[str, ...]=KERNEL_DEVICES):
     self.extra_rules, self.kernel_rate, self.widths, self.neg = extra_rules, kernel_rate, widths or [8, 16, 32, 64], negative_divisors
     self.kernel_devices, self.counts = list(kernel_devices), collections.Counter()
+    if bad:=[d for d in self.kernel_devices if d not in KERNEL_DEVICES]:
+      from mockgpu.tinygrad.fuzz.errors import ExecutorUnavailable
+      raise ExecutorUnavailable(f"idiv kernel_devices={bad} cannot run kernel cases: pick from {list(KERNEL_DEVICES)} (CPU always runs)")
   def options(self) -> dict:
     return {"kernel_rate": self.kernel_rate, "widths": self.widths, "negative_divisors": self.neg, "kernel_devices": self.kernel_devices}
   def stats(self) -> dict: return dict(self.counts)
