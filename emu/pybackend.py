@@ -286,6 +286,8 @@ def _post(val: int, fw: int, omod: int, clamp: int) -> int:
   import numpy as np
   if fw == 16:
     val &= 0xffff
+    if omod:
+      with np.errstate(all="ignore"): val = int((np.array([val], np.uint16).view(np.float16) * np.float16((0, 2, 4, 0.5)[omod])).view(np.uint16)[0])
     if clamp: val = 0 if ((val & 0x7fff) > 0x7c00 or val & 0x8000) else min(val, 0x3c00)
     return val
   ft, it = (np.float32, np.uint32) if fw == 32 else (np.float64, np.uint64)

@@ -193,8 +193,9 @@ static inline uint64_t post_f64(const VOps *o, uint64_t x) {
   if (o->clamp) f = (f != f) ? 0.0 : f < 0.0 ? 0.0 : f > 1.0 ? 1.0 : f;
   memcpy(&x, &f, 8); return x;
 }
-static inline uint32_t post_f16(const VOps *o, uint32_t x) {   /* clamp only; omod on f16 results is not modelled */
+static inline uint32_t post_f16(const VOps *o, uint32_t x) {   /* omod: the product rounded to f16 (exact but for denormals) */
   x &= 0xffff;
+  if (o->omod) x = (uint32_t)pc_encode(pc_decode(x, PC_F16) * (o->omod == 1 ? 2.0 : o->omod == 2 ? 4.0 : 0.5), PC_F16, 0);
   if (o->clamp) { if ((x & 0x7fff) > 0x7c00 || (x & 0x8000)) x = 0; else if (x > 0x3c00) x = 0x3c00; }
   return x;
 }

@@ -20,6 +20,18 @@ def test_clamp_and_omod():
   out, _ = lanes([v_add_f32_e64(v[5], v[2], v[3], omod=3)], a, a)
   np.testing.assert_array_equal(out.view(np.float32), (a + a) * np.float32(0.5))
 
+def test_omod_f16():
+  # omod multiplies the f16 result by 2, 4 or 0.5 (rounded to f16: overflow to inf, denormals round), then clamp applies
+  a = np.concatenate([rng.standard_normal(24) * 4, [6e4, -5e4, 3e-5, -3e-5, 1e-7, 0.3, 0.25, -0.75]]).astype(np.float16)
+  b = np.concatenate([rng.standard_normal(24), [1e4, -1e4, 1e-7, 0, 0, 0, 0, 0]]).astype(np.float16)
+  u16 = lambda x: x.view(np.uint16).astype(np.uint32)
+  for omod, m in ((1, 2.0), (2, 4.0), (3, 0.5)):
+    for clmp in (0, 1):
+      out, _ = lanes([v_add_f16_e64(v[5], v[2], v[3], omod=omod, clmp=clmp)], u16(a), u16(b))
+      with np.errstate(over="ignore"): want = (a + b) * np.float16(m)
+      if clmp: want = np.clip(want, np.float16(0), np.float16(1))
+      np.testing.assert_array_equal(out & 0xffff, u16(want), err_msg=f"omod={omod} clamp={clmp}")
+
 def test_integer_three_source():
   a, b, c = (rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32) for _ in range(3))
   out, _ = lanes([v_add3_u32(v[5], v[2], v[3], v[4])], a, b, c)
