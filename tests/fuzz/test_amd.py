@@ -76,6 +76,13 @@ def test_page_granular_fault_model(idx, size, want):
   if want is not None: assert v["AMD"] == ("fault" if want else "clean")
   assert slack(32) == (4064, 0, 1 << 20) and slack(28) == (4064, 4, 1 << 20)
 
+def test_rejected_lowering_is_not_a_gpu_fault():
+  # the 4-wide GLOBAL load of a 3-element buffer is upcast; tinygrad's lowering refuses it (invalid shrink) on every executor,
+  # which is right (element 3 is out of bounds) although on AMD it would lie in the alignment padding
+  case = {"dims": [4], "axes": ["GLOBAL"], "ibuf": None, "mode": "load", "size": 3, "idx": ["r", 0], "gate": None}
+  v = OobFuzzer().verdicts(case)
+  assert (v["truth"], v["static"], v["PYTHON"], v["AMD"]) == (True, True, "rejected", "rejected") and OobFuzzer().check(case) is None
+
 def test_parse_fault_report():
   err = ("mockgpu: PM4 queue 0 of GPU(node=1 gpu_id=0xa001 arch=gfx1100) stopped at rptr=0x5e (tinygrad sees: MMU fault: 0x7F4A16BB1900): "
          "GPUFault: write fault in global: addr=0x7f4a16bb1900 size=4 arch=gfx1100 pc=0x24 (abs 0x7f4a167e2024) lane=3 wave=0 "
