@@ -8,7 +8,7 @@ from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu.isa import Format, formats, operands
 from mockgpu.emu.pcinfo import Usage, usage
 
-__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "handler_names"]
+__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "INT_CLAMP", "handler_names", "int_clamp"]
 
 GEN_VERSION = "1"
 
@@ -29,6 +29,12 @@ PROSE_C = {
   "V_WMMA_F32_16X16X16_F16": "h_wmma_f32_f16", "V_WMMA_F32_16X16X16_BF16": "h_wmma_f32_bf16", "V_WMMA_F16_16X16X16_F16": "h_wmma_f16_f16",
   "V_WMMA_BF16_16X16X16_BF16": "h_wmma_bf16_bf16", "V_WMMA_I32_16X16X16_IU8": "h_wmma_i32_iu8", "V_WMMA_I32_16X16X16_IU4": "h_wmma_i32_iu4",
 }
+# Integer clamp (prose in the ISA: the clamp bit saturates an integer result to its type's range) for the ops LLVM selects
+# for saturating adds/subtracts: the exact result is formed from the fetched S0, S1 ('+': S0 + S1, '-': S0 - S1,
+# 'r': S1 - S0), per 16-bit half for packed ops; width and signedness come from the destination's operand format.
+INT_CLAMP = {"V_ADD_NC_U32": "+", "V_ADD_NC_I32": "+", "V_SUB_NC_U32": "-", "V_SUB_NC_I32": "-", "V_SUBREV_NC_U32": "r",
+             "V_ADD_NC_U16": "+", "V_ADD_NC_I16": "+", "V_SUB_NC_U16": "-", "V_SUB_NC_I16": "-",
+             "V_PK_ADD_U16": "+", "V_PK_ADD_I16": "+", "V_PK_SUB_U16": "-", "V_PK_SUB_I16": "-"}
 _FW = {"F16": 16, "BF16": 16, "F32": 32, "F64": 64, "PK2_F16": 16, "PK2_BF16": 16}
 _VALU = ("VOP1", "VOP2", "VOP3", "VOP3SD", "VOP3P", "VOPC")
 _SALU = ("SOP1", "SOP2", "SOPC", "SOPK", "SOPP")
@@ -60,6 +66,12 @@ def _packed(fmtname: str, ops: dict) -> int:
   their halves, neg/neg_hi negate the halves of the float ones."""
   if fmtname != "VOP3P": return 0
   return sum(1 << i for i, k in enumerate(("src0", "src1", "src2")) if k in ops and ops[k][0].name.startswith("FMT_NUM_PK2_"))
+
+def int_clamp(fmtname: str, ops: dict, name: str) -> tuple[str, int, bool, bool] | None:
+  """(op, bits, signed, packed) when the clamp bit of this VOP3/VOP3P op saturates its integer result, else None."""
+  if fmtname not in ("VOP3", "VOP3P") or name not in INT_CLAMP: return None
+  d = ops["vdst"][0].name
+  return INT_CLAMP[name], 16 if "16" in d else 32, "I16" in d or "I32" in d, "PK2" in d
 
 def _set_scalars(u: Usage, kind: str) -> list[str]:
   r, out = u.reads | u.writes, []
@@ -128,6 +140,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   L.append(f"  if (!({setup})) return;")
   if fmt in ("VOP3", "VOP3SD") and dfw: L.append("  o.omod = in->omod; o.clamp = in->clmp; o.post = o.omod | o.clamp;")
   if fmt == "VOP3P" and dfw: L.append("  o.clamp = in->clmp; o.post = o.clamp;")
+  if (ic := int_clamp(fmt, ops, name)): L.append("  o.clamp = in->clmp; o.post = o.clamp;")
   L += ["  " + x for x in _set_scalars(u, "valu")]
   if "VCC" in u.reads | u.writes:
     L.append(f"  s.VCC = {'scalar_src(w, in, in->src2, 64, 0) & w->c->wave_mask' if vcc_src2 else 'rd_vcc(w)'};")
@@ -157,6 +170,10 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
       if dm == "64": body.append("s.D0.q[0] = OLD64(o, L);")
       else: body.append(f"s.D0.d[0] = OLD{dm}(o, L);"); L.append("  s.D0.d[1] = 0;")
     body.append(f"{fn}(&s);")
+    if ic:
+      sat = lambda a, b: f"isat({a}, {b}, '{ic[0]}', {ic[1]}, {int(ic[2])})"
+      val = sat("s.S0.d[0]", "s.S1.d[0]") + (f" | {sat('s.S0.d[0] >> 16', 's.S1.d[0] >> 16')} << 16" if ic[3] else "")
+      body.append(f"if (o.clamp) s.D0.d[0] = {val};")
     fast = not ("S0" in u.writes and sb[0]) and not u.lane_vgpr and not cmp   # compares: one loop (build time)
     if fast:   # all lanes active, no output modifiers: a straight loop into a local buffer, then one write-back pass
       L.append("  if (LIKELY(o.exec == 0xffffffffull && w->c->wave_size == 32 && !o.post)) {")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ctypes, re, time
 from mockgpu.emu.api import Dispatch, Stats, WaveState
 from mockgpu.emu.arch import ArchSpec
-from mockgpu.emu.gen_c import PROSE_C, handler_names, _vopd_target, _SALU, _VALU, _VMEM, _opinfo, _packed, _usage
+from mockgpu.emu.gen_c import PROSE_C, handler_names, _vopd_target, _SALU, _VALU, _VMEM, _opinfo, _packed, _usage, int_clamp
 from mockgpu.emu.isa import Format, formats, operands
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.emu.report import raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT
@@ -258,7 +258,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
           if exe >> L & 1: w.v[dr][L] = st.D0 & M32
     if "EXEC" in u.writes: w.exec = st.EXEC
     return
-  d0mask, vcc, execw = 0, kw["VCC"], 0
+  d0mask, vcc, execw, ic = 0, kw["VCC"], 0, int_clamp(fm.name, ops, name)
   for L in range(c.wave_size):
     if not exe >> L & 1: continue
     for i in range(3):
@@ -272,6 +272,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
     if "D0" in u.writes and not cmp and edst:
       val = st.D0
       if (omod or clamp) and dfw == db: val = _post(val, dfw, omod, clamp)
+      if ic and f.get("clmp", 0): val = _isat(kw["S0"], kw["S1"], *ic[:3]) | (_isat(kw["S0"] >> 16, kw["S1"] >> 16, *ic[:3]) << 16 if ic[3] else 0)
       if db == 16: w.v[dr][L] = (w.v[dr][L] & ~(0xffff << dsh) & M32) | ((val & 0xffff) << dsh)
       elif db == 64: w.v[dr][L], w.v[(dr + 1) & 255][L] = val & M32, (val >> 32) & M32
       else: w.v[dr][L] = val & M32
@@ -281,6 +282,13 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
   if "VCC" in u.writes:
     if fm.name == "VOP3SD": sdst_write(w, f["sdst"], vcc & c.wave_mask, c.wave_size)
     else: w.vcc = vcc
+
+def _isat(a: int, b: int, op: str, bits: int, sgn: bool) -> int:
+  m = (1 << bits) - 1
+  x, y = (sext(a & m, bits), sext(b & m, bits)) if sgn else (a & m, b & m)
+  r = x + y if op == "+" else x - y if op == "-" else y - x
+  lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if sgn else (0, m)
+  return min(max(r, lo), hi) & m
 
 def _post(val: int, fw: int, omod: int, clamp: int) -> int:
   import numpy as np

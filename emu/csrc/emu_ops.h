@@ -209,6 +209,15 @@ static inline uint32_t post_f16(const VOps *o, uint32_t x) {   /* omod: the prod
 
 static inline int sext(uint64_t v, int bits) { return (int)((int64_t)(v << (64 - bits)) >> (64 - bits)); }
 
+/* integer clamp (gen_c.INT_CLAMP): a op b computed exactly ('+', '-', 'r' = b - a) and saturated to `bits`, signed or not */
+static inline uint32_t isat(uint32_t a, uint32_t b, int op, int bits, int sgn) {
+  uint64_t m = bits == 32 ? 0xffffffffull : 0xffffull;
+  int64_t x = sgn ? (int64_t)sext(a, bits) : (int64_t)(a & m), y = sgn ? (int64_t)sext(b, bits) : (int64_t)(b & m);
+  int64_t r = op == '+' ? x + y : op == '-' ? x - y : y - x;
+  int64_t lo = sgn ? -((int64_t)1 << (bits - 1)) : 0, hi = sgn ? ((int64_t)1 << (bits - 1)) - 1 : (int64_t)m;
+  return (uint32_t)((uint64_t)(r < lo ? lo : r > hi ? hi : r) & m);
+}
+
 /* the common case of valu_setup, inlined into each handler with its constant OpInfo: no DPP, no modifiers, 32/64-bit
  * operands. Returns 0 to fall back to valu_setup. */
 static inline __attribute__((always_inline)) int valu_fast(Wave *w, const Inst *in, const OpInfo *oi, VOps *o, int e0, int e1, int e2,

@@ -32,6 +32,22 @@ def test_omod_f16():
       if clmp: want = np.clip(want, np.float16(0), np.float16(1))
       np.testing.assert_array_equal(out & 0xffff, u16(want), err_msg=f"omod={omod} clamp={clmp}")
 
+def test_integer_clamp_saturates():
+  # clamp on integer ops saturates the exact result to the destination type's range (ISA: output modifiers)
+  for op, bits, sgn, f in ((v_add_nc_u32_e64, 32, 0, np.add), (v_sub_nc_u32_e64, 32, 0, np.subtract), (v_add_nc_i32, 32, 1, np.add),
+                           (v_sub_nc_i32, 32, 1, np.subtract), (v_subrev_nc_u32_e64, 32, 0, lambda a, b: b - a),
+                           (v_add_nc_u16, 16, 0, np.add), (v_sub_nc_u16, 16, 0, np.subtract), (v_add_nc_i16, 16, 1, np.add),
+                           (v_sub_nc_i16, 16, 1, np.subtract)):
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if sgn else (0, (1 << bits) - 1)
+    a, b = (rng.integers(lo, hi, 32, endpoint=True) for _ in range(2))
+    a[:4], b[:4] = [hi, lo, hi, lo], [hi, lo, lo, hi]
+    m = (1 << bits) - 1
+    for clmp in (0, 1):
+      out, _ = lanes([op(v[5], v[2], v[3], clmp=clmp)], (a & m).astype(np.uint32), (b & m).astype(np.uint32))
+      want = f(a, b)
+      want = np.clip(want, lo, hi) if clmp else want
+      np.testing.assert_array_equal(out & m, (want & m).astype(np.uint32), err_msg=f"{op} clamp={clmp}")
+
 def test_integer_three_source():
   a, b, c = (rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32) for _ in range(3))
   out, _ = lanes([v_add3_u32(v[5], v[2], v[3], v[4])], a, b, c)

@@ -44,6 +44,15 @@ def test_pk_int_op_sel():
   out, _ = lanes([v_pk_sub_i16(v[5], v[2], v[3], neg=0b11, neg_hi=0b11)], a, b)
   np.testing.assert_array_equal(out, pk16(lo16(a) - lo16(b), hi16(a) - hi16(b)))
 
+def test_pk_int_clamp_saturates_each_half():
+  for op, sgn, f in ((v_pk_add_u16, 0, np.add), (v_pk_sub_u16, 0, np.subtract), (v_pk_add_i16, 1, np.add), (v_pk_sub_i16, 1, np.subtract)):
+    lo, hi = (-32768, 32767) if sgn else (0, 65535)
+    a0, a1, b0, b1 = (rng.integers(lo, hi, 32, endpoint=True) for _ in range(4))
+    a0[:2], b0[:2], a1[:2], b1[:2] = [hi, lo], [hi, lo], [lo, hi], [hi, lo]
+    def pk16(x, y): return ((x & 0xffff) | (y & 0xffff) << 16).astype(np.uint32)
+    out, _ = lanes([op(v[5], v[2], v[3], clmp=1)], pk16(a0, a1), pk16(b0, b1))
+    np.testing.assert_array_equal(out, pk16(np.clip(f(a0, b0), lo, hi), np.clip(f(a1, b1), lo, hi)), err_msg=str(op))
+
 def test_dot2_f32_f16_inline_constant():
   a0, a1 = (rng.standard_normal(32).astype(np.float16) for _ in range(2))
   c = rng.standard_normal(32).astype(np.float32)
