@@ -59,6 +59,11 @@ for n in (37, 296):
   check(f"bfloat16[{n}] lt", A < B, af < bf)
   check(f"bfloat16[{n}] cast float32", A.cast(dtypes.float32), af)
   check(f"float32[{n}] cast bfloat16", Tensor(a).cast(dtypes.bfloat16).bitcast(dtypes.uint16), bf16(a))
+for nm in ("int8", "uint8", "int16", "uint16", "int32", "int64", "float16", "float32"):   # reductions over a (37, 9) tensor
+  x = rng.integers(-100 if nm[0] != "u" else 0, 101, (37, 9)).astype(nm)
+  for op, t, f in (("sum", Tensor(x).sum(1), np.sum), ("max", Tensor(x).max(0), np.max)):
+    got = t.numpy()   # integer sums accumulate in tinygrad's result dtype; the float values here sum exactly in any order
+    check(f"{nm}[37x9] {op}", t, f(x.astype(got.dtype), axis=1 if op == "sum" else 0).astype(got.dtype))
 out({"ran": ran, "fails": fails})
 """
 
