@@ -8,7 +8,7 @@ from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu.isa import Format, formats, operands
 from mockgpu.emu.pcinfo import Usage, usage
 
-__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "INT_CLAMP", "handler_names", "int_clamp"]
+__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "INT_CLAMP", "f16_half", "handler_names", "int_clamp"]
 
 GEN_VERSION = "1"
 
@@ -73,6 +73,10 @@ def int_clamp(fmtname: str, ops: dict, name: str) -> tuple[str, int, bool, bool]
   d = ops["vdst"][0].name
   return INT_CLAMP[name], 16 if "16" in d else 32, "I16" in d or "I32" in d, "PK2" in d
 
+def f16_half(text: str) -> int:
+  """Bit offset of the f16 half a VOP3P entry writes (`D0[31 : 16].f16` of V_FMA_MIXHI_F16: 16, else 0); clamp applies there."""
+  return 16 if re.search(r"D0\[31 : 16\]\.f16", text) else 0
+
 def _set_scalars(u: Usage, kind: str) -> list[str]:
   r, out = u.reads | u.writes, []
   if "SCC" in r: out.append("s.SCC = w->scc;")
@@ -119,7 +123,7 @@ def _srcm(bits: int, packed: bool) -> str:
   if packed: return "SRCPK"
   return {16: "SRC16", 32: "SRC32", 64: "SRC64"}.get(bits, "SRC32")
 
-def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: ArchSpec) -> str:
+def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: ArchSpec, text: str) -> str:
   sb, sf, db, dfw = _opinfo(ops, f.name, name)
   fmt = f.name
   t16 = int(fmt in ("VOP1", "VOP2", "VOPC"))
@@ -194,6 +198,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
       post = {32: "post_f32", 64: "post_f64", 16: "post_f16"}.get(dfw) if dfw == db else None
       val = "s.D0.q[0]" if db == 64 else "s.D0.d[0]"
       if post: val = f"(o.post ? {post}(&o, {val}) : {val})"
+      elif fmt == "VOP3P" and dfw == 16: val = f"(o.post ? post_f16_at(&o, {val}, {f16_half(text)}) : {val})"
       L.append(f"    DST{dm}(o, L, {val});")
     if "S0" in u.writes and sb[0]: L.append(f"    if ({e[0]} >= 256) {{ uint32_t r = {e[0]} - 256{' & 127' if t16 and sb[0] == 16 else ''}; w->v[r * MAXLANES + L] = s.S0.d[0]; }}")
     L.append("  }")
@@ -418,7 +423,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
         row.append("h_unsupported"); missing[key] = "no compiled pseudocode" if ename in ents else "no pseudocode in the wheel"; continue
       u, ops = _usage(arch.family, ents, ename), ops_tab.get(member, {})
       if f.name in _SALU: handlers.append(_salu(f, h, fn, u, ops))
-      elif f.name in _VALU: handlers.append(_valu(f, h, fn, u, ops, base_name, arch))
+      elif f.name in _VALU: handlers.append(_valu(f, h, fn, u, ops, base_name, arch, ents[ename].text))
       elif f.name in _VMEM or f.name in ("DS", "SMEM"):
         if "LDS" in name and f.name != "DS": row.append("h_unsupported"); missing[key] = "loads into LDS are not modelled"; continue
         handlers.append(_mem(f, h, fn, u, ops, name))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ctypes, re, time
 from mockgpu.emu.api import Dispatch, Stats, WaveState
 from mockgpu.emu.arch import ArchSpec
-from mockgpu.emu.gen_c import PROSE_C, handler_names, _vopd_target, _SALU, _VALU, _VMEM, _opinfo, _packed, _usage, int_clamp
+from mockgpu.emu.gen_c import PROSE_C, handler_names, _vopd_target, _SALU, _VALU, _VMEM, _opinfo, _packed, _usage, f16_half, int_clamp
 from mockgpu.emu.isa import Format, formats, operands
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.emu.report import raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT
@@ -272,6 +272,9 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
     if "D0" in u.writes and not cmp and edst:
       val = st.D0
       if (omod or clamp) and dfw == db: val = _post(val, dfw, omod, clamp)
+      elif clamp and fm.name == "VOP3P" and dfw == 16:
+        sh = f16_half(c.ents[ename].text)
+        val = (val & ~(0xffff << sh) & M32) | _post(val >> sh, 16, 0, clamp) << sh
       if ic and f.get("clmp", 0): val = _isat(kw["S0"], kw["S1"], *ic[:3]) | (_isat(kw["S0"] >> 16, kw["S1"] >> 16, *ic[:3]) << 16 if ic[3] else 0)
       if db == 16: w.v[dr][L] = (w.v[dr][L] & ~(0xffff << dsh) & M32) | ((val & 0xffff) << dsh)
       elif db == 64: w.v[dr][L], w.v[(dr + 1) & 255][L] = val & M32, (val >> 32) & M32

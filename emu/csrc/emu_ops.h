@@ -199,6 +199,7 @@ static inline uint32_t post_f16(const VOps *o, uint32_t x) {   /* omod: the prod
   if (o->clamp) { if ((x & 0x7fff) > 0x7c00 || (x & 0x8000)) x = 0; else if (x > 0x3c00) x = 0x3c00; }
   return x;
 }
+static inline uint32_t post_f16_at(const VOps *o, uint32_t x, int sh) { return (x & ~(0xffffu << sh)) | post_f16(o, x >> sh) << sh; }
 #define DST32(o, L, x) (dd[L] = (uint32_t)(x))
 #define DST16(o, L, x) (dd[L] = (dd[L] & ~(0xffffu << dsh)) | ((uint32_t)(x) & 0xffff) << dsh)
 #define DST64(o, L, x) (dd[L] = (uint32_t)(x), dd2[L] = (uint32_t)((uint64_t)(x) >> 32))

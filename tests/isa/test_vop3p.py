@@ -75,9 +75,12 @@ def test_fma_mix():
   np.testing.assert_array_equal(out.view(np.float32), a.astype(np.float32) * b.astype(np.float32) + c)
   # the pseudocode rounds the f32 fma to f16 (`f32_to_f16(fma(...))`), written to the low / high half; the other half is kept
   want = (a.astype(np.float32) * b.astype(np.float32) + c).astype(np.float16).view(np.uint16).astype(np.uint32)
+  clamped = np.clip(want.astype(np.uint16).view(np.float16), np.float16(0), np.float16(1)).view(np.uint16).astype(np.uint32)
   for op, sh in ((v_fma_mixlo_f16, 0), (v_fma_mixhi_f16, 16)):
-    out, _ = lanes([v_mov_b32_e32(v[5], v[2]), op(v[5], v[2], v[3], v[4], opsel=0b001, opsel_hi=0b011, opsel_hi2=0)], pk(b, a), pk(b, b), c)
-    np.testing.assert_array_equal(out, (pk(b, a) & np.uint32(0xffffffff ^ 0xffff << sh)) | want << sh)
+    for clmp, w in ((0, want), (1, clamped)):   # clamp saturates the written f16 half to [0, 1]
+      out, _ = lanes([v_mov_b32_e32(v[5], v[2]), op(v[5], v[2], v[3], v[4], opsel=0b001, opsel_hi=0b011, opsel_hi2=0, clmp=clmp)],
+                     pk(b, a), pk(b, b), c)
+      np.testing.assert_array_equal(out, (pk(b, a) & np.uint32(0xffffffff ^ 0xffff << sh)) | w << sh)
 
 def test_wmma_f32_16x16x16_f16():
   A, B = rng.standard_normal((16, 16)).astype(np.float16), rng.standard_normal((16, 16)).astype(np.float16)
