@@ -37,11 +37,14 @@ def run(insts, bufs: Bufs | None = None, *, block=(32, 1, 1), grid=(1, 1, 1), sg
 def lanes(ops, a, b=None, c=None, n=32, out_dtype=np.uint32, out_words=1):
   """Per-lane test: v2 = a[lane], v3 = b[lane], v4 = c[lane] (u32 words), run `ops`, return v5 (v5:v6 if out_words=2) per lane."""
   from tinygrad.runtime.autogen.amd.rdna3.ins import v, s, v_lshlrev_b32_e32, global_load_b32, global_store_b32, global_store_b64, s_waitcnt
-  arrs = [np.ascontiguousarray(np.asarray(x if x is not None else np.zeros(n)).astype(np.float32 if np.asarray(x if x is not None else 0).dtype.kind == "f" else np.uint32).view(np.uint32))
-          for x in (a, b, c)]
+  def words(x):
+    x = np.asarray(x if x is not None else np.zeros(n, np.uint32))
+    return np.ascontiguousarray(x.astype(np.float32 if x.dtype.kind == "f" else np.uint32).view(np.uint32))
+  arrs = [words(x) for x in (a, b, c)]
   out = np.zeros(n * out_words, np.uint32)
   bf = Bufs(*arrs, out)
-  pre = [v_lshlrev_b32_e32(v[1], 2, v[0])] + [global_load_b32(vdst=v[2 + i], addr=v[1], saddr=s[2 * i:2 * i + 1]) for i in range(3)] + [s_waitcnt(simm16=0)]
+  pre = [v_lshlrev_b32_e32(v[1], 2, v[0]), *(global_load_b32(vdst=v[2 + i], addr=v[1], saddr=s[2 * i:2 * i + 1]) for i in range(3)),
+         s_waitcnt(simm16=0)]
   post = ([global_store_b32(addr=v[1], data=v[5], saddr=s[6:7])] if out_words == 1 else
           [v_lshlrev_b32_e32(v[1], 3, v[0]), global_store_b64(addr=v[1], data=v[5:6], saddr=s[6:7])])
   st = run(pre + list(ops) + post, bf, block=(n, 1, 1))
