@@ -6,7 +6,7 @@ import pytest
 from tinygrad.uop.ops import UPat, PatternMatcher, Ops
 from tinygrad.dtype import dtypes
 from tinygrad.codegen.decomp import op as decomp
-from mockgpu.tinygrad.fuzz.core import CampaignConfig, run_campaign
+from mockgpu.tinygrad.fuzz.core import CampaignConfig, Failure, run_campaign
 from mockgpu.tinygrad.fuzz.errors import ExecutorUnavailable
 from mockgpu.tinygrad.fuzz.idiv import IdivFuzzer, _inputs
 
@@ -70,6 +70,16 @@ def test_kernels_on_cpu_and_mock_amd_end_to_end():
   assert fz.stats() == {"kernel": 3, "kernel-AMD": 3}
   assert IdivFuzzer(kernel_devices=[]).options()["kernel_devices"] == []
   with pytest.raises(ExecutorUnavailable, match=r"kernel_devices=\['NV'\]"): IdivFuzzer(kernel_devices=["NV"])
+
+class _AmdFailure(IdivFuzzer):  # renders the script of an AMD kernel failure for a case that passes
+  def find(self, case): return Failure("kernel-mismatch:AMD", "injected"), [0]
+
+def test_amd_kernel_repro_runs_on_the_mock_gpu(tmp_path):
+  case = {"mode": "kernel", "src": "uint16", "dst": "int32", "op": "floordiv", "d": 641, "values": [0, 1, 640, 641, 65535]}
+  (p:=tmp_path / "repro.py").write_text(src:=_AmdFailure().repro(case))
+  assert 'os.environ["DEV"] = "MOCKKFD+AMD"' in src and 'device="AMD"' in src
+  r = subprocess.run([sys.executable, str(p)], capture_output=True, text=True, timeout=300)
+  assert r.returncode == 0 and r.stdout.strip() == "0 mismatches of 5"
 
 def test_finding_negative_constant_divisor_crashes_lowering():
   # docs/findings.md #2: with DISABLE_FAST_IDIV=0, x // -c on a non-negative signed x hits fast_idiv's `assert d>0`

@@ -209,7 +209,8 @@ class IdivFuzzer(Fuzzer):
     f = self.find(case)
     bad = f[1][:8] if f else []
     if case["mode"] == "kernel":
-      return _KREPRO.format(cls=f[0].cls if f else "none (passes now)", case=case)
+      dev = "AMD" if f and ("AMD" in f[0].cls) else "CPU"
+      return _KREPRO.format(cls=f[0].cls if f else "none (passes now)", case=case, dev=dev, full_dev="MOCKKFD+AMD" if dev == "AMD" else "CPU")
     note = "\nNOTE: found with test-only injected rewrite rules, which this script does not apply." if self.extra_rules is not None else ""
     return _UREPRO.format(note=note, cls=f[0].cls if f else "none (passes now)", case=case, xs=bad or [case["lo"], case["hi"]])
 
@@ -272,21 +273,25 @@ for v in {xs}:
 sys.exit(1 if bad else 0)
 '''
 
-_KREPRO = '''"""mockgpu fuzz idiv: minimised end-to-end failure [{cls}] on DEV=CPU with DISABLE_FAST_IDIV=0. Needs tinygrad 0.14.0
-and clang (or CC=clang-19). Exits 1 while it reproduces.
+_KREPRO = '''"""mockgpu fuzz idiv: minimised end-to-end failure [{cls}] on DEV={full_dev} with DISABLE_FAST_IDIV=0. Needs tinygrad
+0.14.0 and clang (or CC=clang-19); mockgpu for DEV=MOCKKFD+AMD (the mock gfx1100 GPU). Exits 1 while it reproduces.
 Case: {case}"""
 import os, shutil, sys
 import numpy as np
 if "CC" not in os.environ and shutil.which("clang") is None: os.environ["CC"] = "clang-19"
+if "{dev}" == "AMD":  # activate the mock before tinygrad's runtime is imported
+  os.environ["DEV"] = "MOCKKFD+AMD"
+  from mockgpu.tinygrad.activate import install
+  install()
 from tinygrad import Tensor, dtypes
 from tinygrad.helpers import Context
 CASE = {case}
 dst = getattr(dtypes, CASE["dst"])
-with Context(DISABLE_FAST_IDIV=0, DEV="CPU"):
+with Context(DISABLE_FAST_IDIV=0, DEV="{full_dev}"):
   if CASE["src"] == "arange": t, xs = Tensor.arange(CASE["n"], dtype=dst), list(range(CASE["n"]))
   else:
     a = np.array(CASE["values"], dtype=getattr(np, CASE["src"]))
-    t, xs = Tensor(a, device="CPU").cast(dst), a.astype(getattr(np, CASE["dst"])).tolist()
+    t, xs = Tensor(a, device="{dev}").cast(dst), a.astype(getattr(np, CASE["dst"])).tolist()
   got = (t // CASE["d"] if CASE["op"] == "floordiv" else t % CASE["d"]).numpy().tolist()
 def wrap(v, bits, signed):
   v &= 2**bits - 1
