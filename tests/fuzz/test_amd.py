@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from mockgpu.tinygrad.fuzz import render_ir as ir
 from mockgpu.tinygrad.fuzz.amdexec import AmdWorker, FaultInfo, parse_fault, slack
-from mockgpu.tinygrad.fuzz.errors import ExecFault
+from mockgpu.tinygrad.fuzz.errors import ExecFault, ExecutorCrashed
 from mockgpu.tinygrad.fuzz.kexec import Executor, executor
 from mockgpu.tinygrad.fuzz.oob import OobFuzzer, build_oob_ast, expected_fault
 from mockgpu.tinygrad.fuzz.render import RenderFuzzer
@@ -82,6 +82,13 @@ def test_rejected_lowering_is_not_a_gpu_fault():
   case = {"dims": [4], "axes": ["GLOBAL"], "ibuf": None, "mode": "load", "size": 3, "idx": ["r", 0], "gate": None}
   v = OobFuzzer().verdicts(case)
   assert (v["truth"], v["static"], v["PYTHON"], v["AMD"]) == (True, True, "rejected", "rejected") and OobFuzzer().check(case) is None
+
+def test_worker_errors_name_the_cause():
+  w = AmdWorker(arch="gfx9999")
+  case = _prog([["const", "int32", 5]], [], [0], 1)
+  with pytest.raises(ExecutorCrashed, match=r"executor=AMD crashed: .*UnknownArchError: no mock GPU profile for arch='gfx9999'"):
+    _run(case, Executor("AMD-X", executor("AMD").renderer, w.run))
+  w.close()
 
 def test_parse_fault_report():
   err = ("mockgpu: PM4 queue 0 of GPU(node=1 gpu_id=0xa001 arch=gfx1100) stopped at rptr=0x5e (tinygrad sees: MMU fault: 0x7F4A16BB1900): "

@@ -13,7 +13,7 @@ it leaves the alignment padding, one before the start once it leaves the page sl
 (`parse_fault`).
 """
 from __future__ import annotations
-import ctypes, io, mmap, os, pickle, re, select, struct, subprocess, sys, traceback
+import ctypes, io, mmap, os, pickle, re, select, struct, subprocess, sys, tempfile, traceback
 from dataclasses import dataclass
 import numpy as np
 from mockgpu.tinygrad.fuzz.errors import ExecFault, ExecutorCrashed
@@ -146,11 +146,12 @@ class AmdWorker:
     starts, faults: how many worker processes were started and how many runs faulted (for reports and tests).
   """
   def __init__(self, arch:str="gfx1100", gpus:int=GPUS):
-    self.arch, self.gpus, self.proc, self.starts, self.faults = arch, gpus, None, 0, 0
+    self.arch, self.gpus, self.proc, self.starts, self.faults, self.log = arch, gpus, None, 0, 0, None
   def _start(self) -> subprocess.Popen:
     env = {**os.environ, "DEV": f"MOCKKFD+AMD::{self.arch}", "MOCKGPU_GPUS": str(self.gpus)}
+    self.log = tempfile.TemporaryFile()  # the worker's stderr outside kernel runs: why it died, if it does
     self.proc = subprocess.Popen([sys.executable, "-m", "mockgpu.tinygrad.fuzz.amdexec"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL, env=env)
+                                 stderr=self.log, env=env)
     self.starts += 1
     return self.proc
   def close(self) -> None:
@@ -189,7 +190,9 @@ class AmdWorker:
       break
     if reply is None:
       self.close()
-      raise ExecutorCrashed("AMD", f"the worker died or hung (no reply within {TIMEOUT:.0f} s)")
+      self.log.seek(0)
+      tail = self.log.read().decode(errors="replace").strip().splitlines()[-3:]
+      raise ExecutorCrashed("AMD", f"the worker died or hung (no reply within {TIMEOUT:.0f} s); its stderr ended: {' | '.join(tail) or '(empty)'}")
     if reply[0] == "error":
       raise ExecutorCrashed("AMD", reply[1])
     if reply[0] == "fault":
