@@ -8,7 +8,7 @@ from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu.isa import Format, formats, operands
 from mockgpu.emu.pcinfo import Usage, usage
 
-__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "INT_CLAMP", "f16_half", "handler_names", "int_clamp"]
+__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "INT_CLAMP", "MODS_ON_BITS", "f16_half", "handler_names", "int_clamp"]
 
 GEN_VERSION = "1"
 
@@ -35,6 +35,9 @@ PROSE_C = {
 INT_CLAMP = {"V_ADD_NC_U32": "+", "V_ADD_NC_I32": "+", "V_SUB_NC_U32": "-", "V_SUB_NC_I32": "-", "V_SUBREV_NC_U32": "r",
              "V_ADD_NC_U16": "+", "V_ADD_NC_I16": "+", "V_SUB_NC_U16": "-", "V_SUB_NC_I16": "-",
              "V_PK_ADD_U16": "+", "V_PK_ADD_I16": "+", "V_PK_SUB_U16": "-", "V_PK_SUB_I16": "-"}
+# Ops with untyped (B16/B32) sources whose abs/neg input modifiers act as on floats of that width (ISA: V_CNDMASK takes
+# input modifiers; LLVM folds a float negation of a select into them, e.g. the sign of tinygrad's sin).
+MODS_ON_BITS = ("V_CNDMASK_B32", "V_CNDMASK_B16")
 _FW = {"F16": 16, "BF16": 16, "F32": 32, "F64": 64, "PK2_F16": 16, "PK2_BF16": 16}
 _VALU = ("VOP1", "VOP2", "VOP3", "VOP3SD", "VOP3P", "VOPC")
 _SALU = ("SOP1", "SOP2", "SOPC", "SOPK", "SOPP")
@@ -55,7 +58,7 @@ def _opinfo(ops: dict, fmtname: str, name: str) -> tuple[list[int], list[int], i
   sb, sf = [0, 0, 0], [0, 0, 0]
   for k, (fmt, bits, _) in ops.items():
     i = {"src0": 0, "vsrc0": 0, "ssrc0": 0, "src1": 1, "vsrc1": 1, "ssrc1": 1, "src2": 2}.get(k)
-    if i is not None: sb[i], sf[i] = bits, _fw(fmt)
+    if i is not None: sb[i], sf[i] = bits, _fw(fmt) or (bits if re.sub(r"_E(32|64)$", "", name) in MODS_ON_BITS else 0)
   d = ops.get("vdst") or ops.get("sdst")
   db = d[1] if d else 0
   if fmtname == "VOP3P" and db == 16: db = 32   # V_FMA_MIXLO/MIXHI_F16: the pseudocode writes D0[15:0] / D0[31:16] itself

@@ -20,6 +20,16 @@ def test_clamp_and_omod():
   out, _ = lanes([v_add_f32_e64(v[5], v[2], v[3], omod=3)], a, a)
   np.testing.assert_array_equal(out.view(np.float32), (a + a) * np.float32(0.5))
 
+def test_cndmask_source_modifiers():
+  # V_CNDMASK takes abs/neg on its untyped sources as float sign-bit operations (LLVM folds fneg of a select into them)
+  a, b = (rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32) for _ in range(2))
+  mask = 0x0f0f33c5
+  sel = (mask >> np.arange(32)) & 1 == 1
+  out, _ = lanes([s_mov_b32(s[10], mask), v_cndmask_b32_e64(v[5], -v[2], abs(v[3]), s[10])], a, b)
+  np.testing.assert_array_equal(out, np.where(sel, b & 0x7fffffff, a ^ 0x80000000))
+  out, _ = lanes([s_mov_b32(s[10], mask), v_cndmask_b16(v[5], abs(v[2]), -v[3], s[10])], a, b)
+  np.testing.assert_array_equal(out & 0xffff, np.where(sel, (b ^ 0x8000) & 0xffff, a & 0x7fff))
+
 def test_omod_f16():
   # omod multiplies the f16 result by 2, 4 or 0.5 (rounded to f16: overflow to inf, denormals round), then clamp applies
   a = np.concatenate([rng.standard_normal(24) * 4, [6e4, -5e4, 3e-5, -3e-5, 1e-7, 0.3, 0.25, -0.75]]).astype(np.float16)
