@@ -208,9 +208,9 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
     if fast: L.append("  }")
   if cmp and "EXEC" in u.writes: L.append("  wr_exec(w, s.EXEC);")
   elif cmp: L.append("  sdst_write(w, " + ("106" if fmt == "VOPC" else "in->vdst - 256") + ", s.D0.q[0] & w->c->wave_mask, w->c->wave_size);")
-  if "VCC" in u.writes:
-    if fmt == "VOP3SD": L.append("  sdst_write(w, in->sdst, s.VCC & w->c->wave_mask, w->c->wave_size);")
-    else: L.append("  wr_vcc(w, s.VCC);")
+  if "VCC" in u.writes:   # a lane mask written by a VALU op: bits of inactive lanes are 0 (LLVM tests a carry mask with s_cmp)
+    if fmt == "VOP3SD": L.append("  sdst_write(w, in->sdst, s.VCC & o.exec & w->c->wave_mask, w->c->wave_size);")
+    else: L.append("  wr_vcc(w, s.VCC & o.exec);")
   L += ["  " + x for x in _writeback_scalars(u) if not x.startswith(("wr_exec", "w->scc")) or not cmp]
   return oi + "\n".join(L) + "\n}\n"
 

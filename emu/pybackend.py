@@ -283,8 +283,8 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
   if cmp and "EXEC" in u.writes: w.exec = execw
   elif cmp: sdst_write(w, 106 if fm.name == "VOPC" else f.get("vdst", 0) - 256, d0mask & c.wave_mask, c.wave_size)
   if "VCC" in u.writes:
-    if fm.name == "VOP3SD": sdst_write(w, f["sdst"], vcc & c.wave_mask, c.wave_size)
-    else: w.vcc = vcc
+    if fm.name == "VOP3SD": sdst_write(w, f["sdst"], vcc & exe & c.wave_mask, c.wave_size)
+    else: w.vcc = vcc & exe
 
 def _isat(a: int, b: int, op: str, bits: int, sgn: bool) -> int:
   m = (1 << bits) - 1
