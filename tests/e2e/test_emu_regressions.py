@@ -64,6 +64,9 @@ for nm in ("int8", "uint8", "int16", "uint16", "int32", "int64", "float16", "flo
   for op, t, f in (("sum", Tensor(x).sum(1), np.sum), ("max", Tensor(x).max(0), np.max)):
     got = t.numpy()   # integer sums accumulate in tinygrad's result dtype; the float values here sum exactly in any order
     check(f"{nm}[37x9] {op}", t, f(x.astype(got.dtype), axis=1 if op == "sum" else 0).astype(got.dtype))
+for nm, f in (("uint64", lambda t: t // 3), ("int64", lambda t: (t // 127) % 127)):   # 64-bit division in a one-lane loop
+  x = np.array([1, 1, 2**40 + 7], nm)
+  check(f"{nm}[3] division sum", f(Tensor(x)).sum(), np.array(f(x).sum(), nm))
 x = np.linspace(-20, 20, 37, dtype=np.float32)   # not correctly rounded: a tolerance, but the sign (V_CNDMASK neg) must be right
 got, ran = Tensor(x).sin().numpy(), ran + 1
 if not np.allclose(got, np.sin(x), rtol=0, atol=1e-5): fails.append(f"float32[37] sin: got {got.tolist()}")
