@@ -232,19 +232,7 @@ class Checker:
 
   def e_Slice(self, e:Slice) -> Expr:
     e.x = self.storage(e.x)
-    if e.width is not None:
-      w = const_eval(e.width)
-      if w is None: raise self.err("part-select width must be constant", e)
-      e.lo, e.width, e.hi = self.expr(e.lo), w, None
-      e.rev = False
-    else:
-      w = slice_width(e.hi, e.lo)
-      if w is None: raise self.err("slice width must be constant (bounds must be constants or differ by one)", e)
-      h, l = const_eval(e.hi), const_eval(e.lo)
-      e.rev = h is not None and l is not None and h < l
-      if e.rev: e.hi, e.lo = e.lo, e.hi
-      e.hi, e.lo, e.width = self.expr(e.hi), self.expr(e.lo), w
-    e.ty = Ty("b", w)
+    self.e_Slice_bounds(e)
     return e
 
   def e_Cast(self, e:Cast) -> Expr:
@@ -556,7 +544,7 @@ class Checker:
       t.lo, t.width, t.hi, t.rev = self.expr(t.lo), w, None, False
     else:
       w = slice_width(t.hi, t.lo)
-      if w is None: raise self.err("slice width must be constant", t)
+      if w is None: raise self.err("slice width must be constant (bounds must be constants or differ by one)", t)
       h, l = const_eval(t.hi), const_eval(t.lo)
       t.rev = h is not None and l is not None and h < l
       if t.rev: t.hi, t.lo = t.lo, t.hi
