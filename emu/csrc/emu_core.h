@@ -7,29 +7,6 @@
 #include <math.h>
 #include <time.h>
 
-#undef pc_rd_bits
-#undef pc_wr_bits
-/* word-at-a-time equivalents of pcode_math.h's pc_rd_bits/pc_wr_bits (see emu_pre.h): bits at or past 1024 read as 0 and
- * are not written, n <= 128 */
-static inline pc_u128 pc_rd_bits(const uint32_t *d, uint64_t lo, int n) {
-  pc_u128 r = 0; int got = 0; uint64_t b = lo;
-  while (got < n && b < 1024) {
-    unsigned sh = (unsigned)(b & 31); int take = 32 - (int)sh; if (take > n - got) take = n - got;
-    uint32_t chunk = (d[b >> 5] >> sh) & (take == 32 ? 0xffffffffu : ((1u << take) - 1));
-    r |= (pc_u128)chunk << got; got += take; b += (uint64_t)take;
-  }
-  return r;
-}
-static inline void pc_wr_bits(uint32_t *d, uint64_t lo, int n, pc_u128 v) {
-  int done = 0; uint64_t b = lo;
-  while (done < n && b < 1024) {
-    unsigned sh = (unsigned)(b & 31); int take = 32 - (int)sh; if (take > n - done) take = n - done;
-    uint32_t m = (take == 32 ? 0xffffffffu : ((1u << take) - 1)) << sh;
-    d[b >> 5] = (d[b >> 5] & ~m) | (((uint32_t)(v >> done) << sh) & m);
-    done += take; b += (uint64_t)take;
-  }
-}
-
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MAXLANES 64

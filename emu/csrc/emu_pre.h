@@ -1,8 +1,6 @@
-/* emu_pre.h: included first. (1) The register-file and memory hooks of contract 1, defined before pcode_rt.h so its
+/* emu_pre.h: included first. The register-file and memory hooks of contract 1, defined before pcode_rt.h so its
  * defaults stay out; the functions are in emu_core.h, MEM goes to global memory, LDS or scratch by the executing
- * instruction's family. (2) pcode_math.h's bit-field helpers walk one bit at a time; the generated code calls them for
- * every operand, which makes the per-arch build several times slower. They are renamed here and replaced in emu_core.h
- * by word-at-a-time versions with identical results (tests/unit/test_emu_bits.py compares them). */
+ * instruction's family. */
 #define PC_MEM_RD(s, a, n) emu_mem_rd((s), (a), (n))
 #define PC_MEM_WR(s, a, n, v) emu_mem_wr((s), (a), (n), (v))
 #define PC_VGPR_RD(s, lane, reg) vgpr_rd((s), (lane), (reg))
@@ -15,5 +13,3 @@
 #define PC_EXT_CalcScratchAddr(s, ...) ((s)->ADDR)
 #define PC_EXT_CalcFlatAddr(s, ...) ((s)->ADDR)
 #define PC_EXT_CalcDsAddr(s, ...) ((s)->ADDR)
-#define pc_rd_bits pc_rd_bits_bitwise
-#define pc_wr_bits pc_wr_bits_bitwise
