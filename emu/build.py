@@ -55,7 +55,7 @@ def _pcode_emitter():
 def _key(arch: ArchSpec) -> str:
   cemit, tables = _pcode_emitter()
   from importlib.metadata import version
-  own = [*CSRC.glob("*.[ch]"), *(HERE / n for n in ("gen_c.py", "isa.py", "pcinfo.py", "build.py"))]
+  own = [*CSRC.glob("*.[ch]"), *(HERE / n for n in ("gen_c.py", "isa.py", "pcinfo.py", "build.py", "buffer.py", "arch.py"))]
   parts = [arch.name, arch.family, tables.source_hash(arch.family), cemit.EMITTER_VERSION, cemit.cache_key(arch.family),
            _files_hash(own), compiler()[1], " ".join(CFLAGS), version("tinygrad")]
   return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
@@ -72,7 +72,7 @@ def build(arch: ArchSpec, force: bool = False) -> Library:
   from mockgpu.emu.gen_c import generate
   d, key = cache_dir(), _key(arch)
   so, meta = d / f"emu-{arch.name}-{key}.so", d / f"emu-{arch.name}-{key}.json"
-  with open(d / f"emu-{arch.name}.lock", "w") as lk:
+  with open(d / f"emu-{arch.name}-{key}.lock", "w") as lk:   # per key: a cached library never waits for another source's build
     fcntl.flock(lk, fcntl.LOCK_EX)
     if so.exists() and meta.exists() and not force:
       m = json.loads(meta.read_text())

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes, re, time
 from mockgpu.emu.api import Dispatch, Stats, WaveState
 from mockgpu.emu.arch import ArchSpec
+from mockgpu.emu import buffer
 from mockgpu.emu.gen_c import PROSE_C, handler_names, _vopd_target, _SALU, _VALU, _VMEM, _opinfo, _packed, _usage, f16_half, int_clamp
 from mockgpu.emu.isa import Format, formats, operands
 from mockgpu.emu.memory import MemoryMap
@@ -81,6 +82,22 @@ class _Mem:
     if k == "g": ctypes.c_uint8.from_address(a).value = val
     elif k == "l": self.w.lds[a] = val
     else: self.w.scratch[a] = val
+
+class _BufMem(_Mem):
+  """MEM of a buffer op: each whole access maps the lane's linear address through the V# (swizzle, range check: out of
+  range reads 0 and drops writes), then goes to global memory (mockgpu.emu.buffer, csrc/emu_buffer.h)."""
+  def _map(self, addr: int) -> tuple[int, bool]:
+    b = self.w.buf
+    return buffer.map_access(b["desc"], b["idx"], b["off"] + addr - b["addr"])
+  def read(self, addr: int, n: int) -> int:
+    p, ok = self._map(addr)
+    self.w.cur_size = n
+    return sum(self.get(p + i) << (8 * i) for i in range(n)) if ok else 0
+  def write(self, addr: int, n: int, val: int):
+    p, ok = self._map(addr)
+    self.w.cur_size = n
+    if ok:
+      for i in range(n): self[p + i] = (val >> (8 * i)) & 0xff
 
 class _VRegs:
   def __init__(self, w): self.w = w
@@ -167,9 +184,10 @@ def pyrun(c: Ctx, w: Wave, ename: str, space: str = "global", **kw):
   from mockgpu.pcode.pyeval import State, run as prun
   lane = [kw.get("laneId", 0)]
   st = State(**kw)
-  st.mem, st.vgpr, st.sgpr = _Mem(w, space, lane), _VRegs(w), _SRegs(w)
+  st.mem, st.vgpr, st.sgpr = (_BufMem(w, "global", lane) if space == "buffer" else _Mem(w, space, lane)), _VRegs(w), _SRegs(w)
   # RDNA4 address built-ins return the effective address the caller put in ADDR (as csrc/emu_pre.h does)
   st.hooks = {n: (lambda *a, st=st: st.ADDR) for n in ("CalcGlobalAddr", "CalcScratchAddr", "CalcFlatAddr", "CalcDsAddr")}
+  if space == "buffer": st.hooks["CalcBufferAddr"] = lambda *a, st=st: st.ADDR
   return prun(c.arch.family, ename, st)
 
 def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: dict, u):
@@ -390,6 +408,30 @@ def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: d
       if "RETURN_DATA" in u.writes and ret: _vput(w, f["vdst"] - 256, L, dbits, st.RETURN_DATA)
   finally: w.atomic = False
 
+def exec_buffer(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: dict, u):
+  """A buffer op through its V# (mockgpu.emu.buffer), as csrc/emu_buffer.h and buffer.c_handler do."""
+  fl = buffer.fields(fm)
+  if f["tfe"]: raise Stop(ST_UNSUPPORTED, msg="buffer instruction with TFE (fail status VGPR) is not modelled")
+  rs = f[fl["rsrc"]]
+  if rs + 3 >= 128: raise Stop(ST_UNSUPPORTED, msg="buffer resource descriptor register out of range")
+  d = buffer.descriptor(c.arch, w.s[rs:rs + 4], scalar_src(w, f, f["soffset"], 32, 0) & M32)
+  dbits, rbits = buffer.data_bits(ops, name)
+  ret = (f["th"] & 1) if fl["ret"] == "th" else f["glc"]
+  va, r = f["vaddr"] - 256, f["data0"] - 256
+  w.atomic = "ATOMIC" in name
+  try:
+    for L in range(c.wave_size):
+      if not w.exec >> L & 1: continue
+      idx = ((w.v[va & 255][L] if f["idxen"] else 0) + (L if d.add_tid else 0)) & M32
+      off = (f[fl["ioff"]] + (w.v[(va + f["idxen"]) & 255][L] if f["offen"] else 0)) & M32
+      addr = (d.base + idx * d.stride + off) & M64
+      w.buf, w.cur_size = {"desc": d, "idx": idx, "off": off, "addr": addr}, 4
+      data = _vget(w, r, L, dbits)
+      st = pyrun(c, w, ename, "buffer", SCC=w.scc, EXEC=w.exec, laneId=L, ADDR=addr, DATA=data, VDATA=data, vgpr_a=0, sgpr_o=0)
+      if "VDATA" in u.writes: _vput(w, r, L, dbits, st.VDATA)
+      if "RETURN_DATA" in u.writes and ret: _vput(w, r, L, rbits, st.RETURN_DATA)
+  finally: w.atomic = False
+
 def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
   fm = c.fmts[fi]
   if fm.name == "VOPD":
@@ -427,6 +469,7 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
   if fm.name in _SALU: return exec_salu(c, w, fm, f, name, ename, ops, u)
   if fm.name in _VALU: return exec_valu(c, w, fm, f, name, ename, ops, u)
   if (fm.name in _VMEM or fm.name in ("DS", "SMEM")) and not ("LDS" in member.name and fm.name != "DS"): return exec_mem(c, w, fm, f, name, ename, ops, u)
+  if fm.name in buffer.BUFFER_FORMATS and "LDS" not in name and "FORMAT" not in name: return exec_buffer(c, w, fm, f, name, ename, ops, u)
   raise Stop(ST_UNSUPPORTED, msg="instruction has no semantics in the python backend")
 
 def _capture(c: Ctx, w: Wave):

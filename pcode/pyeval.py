@@ -103,9 +103,11 @@ class Evaluator:
   def mem_rd(self, addr:int, nbytes:int) -> int:
     addr &= M(64)
     mem = self.s.mem
+    if hasattr(mem, "read"): return mem.read(addr, nbytes)   # whole-access memory (the emulator's buffer range check)
     return sum(mem.get(addr + i, 0) << (8 * i) for i in range(nbytes))
   def mem_wr(self, addr:int, nbytes:int, val:int):
     addr &= M(64)
+    if hasattr(self.s.mem, "write"): return self.s.mem.write(addr, nbytes, val)
     for i in range(nbytes): self.s.mem[addr + i] = (val >> (8 * i)) & 0xff
   def reg_rd(self, x:Index, nbits:int) -> int:
     if x.kind == "vgpr":

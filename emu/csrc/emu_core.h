@@ -14,12 +14,13 @@
 
 enum { ST_OK = 0, ST_FAULT = 1, ST_INVALID = 2, ST_WATCHDOG = 3, ST_UNSUPPORTED = 4, ST_TIMEOUT = 5, ST_NOMEM = 6 };
 enum { K_READ = 1, K_WRITE = 2, K_ATOMIC = 3, K_FETCH = 4 };
-enum { SP_GLOBAL = 1, SP_LDS = 2, SP_SCRATCH = 3, SP_CODE = 4 };
+enum { SP_GLOBAL = 1, SP_LDS = 2, SP_SCRATCH = 3, SP_CODE = 4, SP_BUFFER = 5 };   /* SP_BUFFER: through a V# (emu_buffer.h), faults as global */
 enum { W_RUN = 0, W_BARRIER = 1, W_DONE = 2 };
 
 typedef struct Ctx Ctx;
 typedef struct Wave Wave;
 typedef struct Inst Inst;
+typedef struct Buf Buf;
 typedef void (*Handler)(Wave *w, const Inst *in);
 
 struct Inst {
@@ -69,7 +70,8 @@ struct Ctx {
   uint32_t wg[3], nwaves, lds_bytes, scratch_lane, wave_size;
   uint64_t wave_mask;
   int atomic;                       /* set by atomic handlers: faults are reported as "atomic" */
-  int space;                        /* SP_GLOBAL / SP_LDS / SP_SCRATCH: where the pseudocode's MEM goes */
+  int space;                        /* SP_GLOBAL / SP_LDS / SP_SCRATCH / SP_BUFFER: where the pseudocode's MEM goes */
+  Buf *buf;                         /* the executing buffer instruction's descriptor and lane (SP_BUFFER) */
   int status;
   Wave *cur;
   WgMem m;
@@ -178,13 +180,15 @@ static inline void vgpr_wr(PcState *s, uint64_t lane, uint64_t reg, uint32_t v) 
 static inline uint32_t sgpr_rd(PcState *s, uint64_t reg) { Wave *w = (Wave *)s->user; return reg < NSREG ? w->s[reg] : 0; }
 static inline void sgpr_wr(PcState *s, uint64_t reg, uint32_t v) { Wave *w = (Wave *)s->user; if (reg < NSREG && reg != 124) w->s[reg] = v; }
 
+static uint64_t b_rd(PcState *s, uint64_t a, int n);
+static void b_wr(PcState *s, uint64_t a, int n, uint64_t v);
 static __attribute__((noinline)) uint64_t emu_mem_rd_slow(PcState *s, uint64_t a, int n) {
   int sp = ((Wave *)s->user)->c->space;
-  return sp == SP_GLOBAL ? g_rd(s, a, n) : sp == SP_LDS ? l_rd(s, a, n) : p_rd(s, a, n);
+  return sp == SP_GLOBAL ? g_rd(s, a, n) : sp == SP_LDS ? l_rd(s, a, n) : sp == SP_BUFFER ? b_rd(s, a, n) : p_rd(s, a, n);
 }
 static __attribute__((noinline)) void emu_mem_wr_slow(PcState *s, uint64_t a, int n, uint64_t v) {
   int sp = ((Wave *)s->user)->c->space;
-  if (sp == SP_GLOBAL) g_wr(s, a, n, v); else if (sp == SP_LDS) l_wr(s, a, n, v); else p_wr(s, a, n, v);
+  if (sp == SP_GLOBAL) g_wr(s, a, n, v); else if (sp == SP_LDS) l_wr(s, a, n, v); else if (sp == SP_BUFFER) b_wr(s, a, n, v); else p_wr(s, a, n, v);
 }
 /* fast path: a global access inside the last range hit (n is a constant at every call site, so the copy is one move) */
 static inline __attribute__((always_inline)) uint64_t emu_mem_rd(PcState *s, uint64_t a, int n) {
