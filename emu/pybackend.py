@@ -75,7 +75,7 @@ class _Mem:
     if a >= w.scratch_lane: raise Stop(ST_FAULT, kind=kind, space=3, addr=a, size=w.cur_size, lane=lane, limit=w.scratch_lane)
     return ("p", lane * w.scratch_lane + a)
   def get(self, addr, default=0):
-    k, a = self._check(addr, 1)
+    k, a = self._check(addr, 3 if self.w.atomic else 1)
     return ctypes.c_uint8.from_address(a).value if k == "g" else (self.w.lds[a] if k == "l" else self.w.scratch[a])
   def __setitem__(self, addr, val):
     k, a = self._check(addr, 2 if not self.w.atomic else 3)

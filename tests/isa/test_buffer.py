@@ -91,3 +91,100 @@ def test_structured_index_and_offset(arch, backend, oob):
       exp[2 * l + k] = src[(idx[l] * stride + o) // 4] if ok else 0
   np.testing.assert_array_equal(out, exp)
 
+
+def swz_offset(idx, off, stride, elem, istride):
+  """the ISA's swizzled buffer offset: records interleaved in groups of `istride` lanes, `elem` bytes at a time"""
+  return ((idx // istride) * stride + (off // elem) * elem) * istride + (idx % istride) * elem + off % elem
+
+@pytest.mark.parametrize("arch", list(ARCHS))
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("swizzle,index_stride", [(1, 0), (2, 1), (3, 2)])
+def test_swizzled_add_tid_store(arch, backend, swizzle, index_stride):
+  """ADD_TID_ENABLE: the lane is the record index; SWIZZLE_ENABLE s interleaves 2 << s byte elements over 8 << INDEX_STRIDE
+  lanes; b128 stores go element by element, and with OOB_SELECT 3 the swizzled offset is range-checked"""
+  I = ARCHS[arch][0]
+  dst = np.zeros(1024, np.uint32)
+  bf = Bufs(dst)
+  stride, nrec, soff = 16, 1536, 64
+  d = vsharp(arch, bf.addr(0), nrec, stride=stride, swizzle=swizzle, index_stride=index_stride, add_tid=1)
+  go(arch, [I.v_add_nc_u32_e32(I.v[4], 100, I.v[0]), I.v_add_nc_u32_e32(I.v[5], 200, I.v[0]), I.v_add_nc_u32_e32(I.v[6], 300, I.v[0]),
+            I.v_add_nc_u32_e32(I.v[7], 400, I.v[0]), buf(arch, "buffer_store_b128", I.v[4:7], I.v[0], 0, I.s[4], 0)], bf, [*d, soff], backend)
+  want = np.zeros(1024, np.uint32)
+  for l in range(32):
+    for k in range(4):
+      rel = swz_offset(l, 4 * k, stride, 2 << swizzle, 8 << index_stride)
+      if rel < nrec: want[(soff + rel) // 4] = 100 * (k + 1) + l
+  np.testing.assert_array_equal(dst, want)
+
+@pytest.mark.parametrize("arch", list(ARCHS))
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_widths_sign_extension_and_d16(arch, backend):
+  I = ARCHS[arch][0]
+  src = (np.arange(32 * 4, dtype=np.uint32) * 0x01030507 + 0x80f08090).astype(np.uint32)
+  out = np.zeros(32 * 16, np.uint32)
+  bf = Bufs(src, out)
+  d0, d1 = vsharp(arch, bf.addr(0), src.nbytes), vsharp(arch, bf.addr(1), out.nbytes)
+  loads = ["buffer_load_u8", "buffer_load_i8", "buffer_load_u16", "buffer_load_i16", "buffer_load_d16_u8", "buffer_load_d16_i8",
+           "buffer_load_d16_b16", "buffer_load_d16_hi_u8", "buffer_load_d16_hi_i8", "buffer_load_d16_hi_b16"]
+  prog = [I.v_lshlrev_b32_e32(I.v[1], 4, I.v[0]), I.v_lshlrev_b32_e32(I.v[2], 6, I.v[0])]
+  for i, op in enumerate(loads):
+    prog += [I.v_mov_b32_e32(I.v[10 + i], 0x5555aaaa), buf(arch, op, I.v[10 + i], I.v[1], 0, I.NULL, 1 + i % 3, offen=1)]
+  prog += [buf(arch, "buffer_load_b96", I.v[20:22], I.v[1], 0, I.NULL, 4, offen=1)]
+  prog += [buf(arch, "buffer_store_b32", I.v[10 + i], I.v[2], 4, I.NULL, 4 * i, offen=1) for i in range(len(loads))]
+  prog += [buf(arch, "buffer_store_b96", I.v[20:22], I.v[2], 4, I.NULL, 40, offen=1)]
+  # narrow stores into the last word of the row: byte 0 <- v0 low byte, byte 1 <- bits 23:16 of v14, half 1 <- high half of v12
+  prog += [buf(arch, "buffer_store_b8", I.v[0], I.v[2], 4, I.NULL, 56, offen=1), buf(arch, "buffer_store_d16_hi_b8", I.v[14], I.v[2], 4, I.NULL, 57, offen=1),
+           buf(arch, "buffer_store_d16_hi_b16", I.v[12], I.v[2], 4, I.NULL, 58, offen=1)]
+  go(arch, prog, bf, [*d0, *d1], backend)
+  b, o = src.view(np.uint8).reshape(32, 16), out.reshape(32, 16)
+  u8 = lambda k: b[:, k].astype(np.uint32)
+  i8 = lambda k: b[:, k].astype(np.int8).astype(np.int32).view(np.uint32)
+  u16 = lambda k: b[:, k:k + 2].copy().view(np.uint16)[:, 0].astype(np.uint32)
+  i16 = lambda k: b[:, k:k + 2].copy().view(np.int16)[:, 0].astype(np.int32).view(np.uint32)
+  lo, hi = np.uint32(0x5555aaaa) & 0xffff0000, np.uint32(0x5555aaaa) & 0xffff
+  want = [u8(1), i8(2), u16(3), i16(1), lo | u8(2), lo | (i8(3) & 0xffff), lo | u16(1), hi | u8(2) << 16, hi | (i8(3) & 0xffff) << 16, hi | u16(1) << 16]
+  for i, w in enumerate(want): np.testing.assert_array_equal(o[:, i], w, err_msg=loads[i])
+  np.testing.assert_array_equal(o[:, 10:13], src.reshape(32, 4)[:, 1:4])
+  np.testing.assert_array_equal(o[:, 14], (np.arange(32) & 0xff) | ((want[4] >> 16) & 0xff) << 8 | (want[2] & 0xffff0000))
+
+@pytest.mark.parametrize("arch", list(ARCHS))
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_atomics_return_and_range(arch, backend):
+  """glc (RDNA3) / th[0] (RDNA4) returns the old value into vdata; without it vdata keeps its value; out-of-range atomics
+  leave memory untouched"""
+  I = ARCHS[arch][0]
+  mem = np.zeros(16, np.uint32); mem[2] = 10; mem[3] = np.float32(1.5).view(np.uint32); mem[4] = np.float32(-2.0).view(np.uint32)
+  out = np.zeros(32 * 4, np.uint32)
+  bf = Bufs(mem, out)
+  d0, d1 = vsharp(arch, bf.addr(0), 24), vsharp(arch, bf.addr(1), out.nbytes)
+  fmax = "buffer_atomic_max_f32" if arch == "gfx1100" else "buffer_atomic_max_num_f32"
+  prog = [I.v_mov_b32_e32(I.v[1], 1), I.v_mov_b32_e32(I.v[2], 0), buf(arch, "buffer_atomic_add_u32", I.v[1], I.v[2], 0, I.NULL, 0, glc=1),
+          I.v_mov_b32_e32(I.v[3], 7), buf(arch, "buffer_atomic_add_u32", I.v[3], I.v[2], 0, I.NULL, 4),            # no return: v3 stays 7
+          I.v_add_nc_u32_e32(I.v[4], 100, I.v[0]), I.v_add_nc_u32_e32(I.v[5], 9, I.v[0]),                          # cmpswap: succeeds for lane 1 only
+          buf(arch, "buffer_atomic_cmpswap_b32", I.v[4:5], I.v[2], 0, I.NULL, 8, glc=1),
+          I.v_cvt_f32_u32_e32(I.v[6], I.v[0]), buf(arch, "buffer_atomic_add_f32", I.v[6], I.v[2], 0, I.NULL, 12),
+          I.v_mov_b32_e32(I.v[7], I.v[6]), buf(arch, fmax, I.v[7], I.v[2], 0, I.NULL, 16, glc=1),
+          I.v_mov_b32_e32(I.v[8], 1), buf(arch, "buffer_atomic_add_u32", I.v[8], I.v[2], 0, I.NULL, 24)]          # past NUM_RECORDS: dropped
+  prog += [I.v_lshlrev_b32_e32(I.v[9], 4, I.v[0])] + [buf(arch, "buffer_store_b32", I.v[r], I.v[9], 4, I.NULL, 4 * k, offen=1) for k, r in enumerate((1, 3, 4, 7))]
+  go(arch, prog, bf, [*d0, *d1], backend)
+  o = out.reshape(32, 4)
+  assert mem[0] == 32 and sorted(o[:, 0].tolist()) == list(range(32)) and mem[1] == 7 * 32 and (o[:, 1] == 7).all()
+  assert mem[2] == 101 and o[1, 2] == 10                        # lane 1 compared 10 == 10 and swapped in 101
+  assert mem[3].view(np.float32) == np.float32(1.5 + sum(range(32))) and mem[4].view(np.float32) == 31.0 and mem[6] == 0
+  assert sorted(o[:, 3].view(np.float32).tolist())[-1] == 30.0 and o[0, 3].view(np.float32) in (-2.0, *range(32))
+
+@pytest.mark.parametrize("arch", list(ARCHS))
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_in_range_unmapped_faults(arch, backend):
+  """An access the descriptor allows but no MemoryMap range holds is a global fault with the full report"""
+  I = ARCHS[arch][0]
+  small = np.zeros(16, np.uint32)
+  bf = Bufs(small)
+  d = vsharp(arch, bf.addr(0), 1 << 20)
+  for op, kind in (("buffer_load_b32", "read"), ("buffer_store_b32", "write"), ("buffer_atomic_add_u32", "atomic")):
+    with pytest.raises(GPUFault) as ei:
+      go(arch, [I.v_lshlrev_b32_e32(I.v[1], 3, I.v[0]), buf(arch, op, I.v[2], I.v[1], 0, I.s[4], 0, offen=1)], bf, [*d, 4], backend)
+    r = ei.value.report
+    # lane 7 is the first whose byte offset 4 + 8 * lane reaches past the 64 registered bytes
+    assert (r.kind, r.space, r.size, r.lane, r.address, r.nearest, r.offset) == (kind, "global", 4, 8, bf.addr(0) + 68, ("buf0", bf.addr(0), 64), 68)
+    assert r.pc == 4 and op.upper() in r.disasm and r.arch == arch
