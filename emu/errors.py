@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from mockgpu.errors import MockGPUError
 
-__all__ = ["EmuError", "GPUFault", "FaultReport", "InvalidInstruction", "WatchdogExpired", "UnsupportedDispatch", "BackendUnavailable"]
+__all__ = ["EmuError", "GPUFault", "FaultReport", "InvalidInstruction", "WaveTrap", "WatchdogExpired", "UnsupportedDispatch", "BackendUnavailable"]
 
 class EmuError(MockGPUError):
   """Base class of every error the emulator raises."""
@@ -14,8 +14,8 @@ class EmuError(MockGPUError):
 class FaultReport:
   """Where and how a wave faulted. `pc` is the byte offset from the dispatch's code address, `pc_addr` the absolute address.
 
-  kind: "read" | "write" | "atomic" | "fetch" (instruction fetch) | "invalid" | "watchdog".
-  space: "global" | "lds" | "scratch" | "code" | "none". `nearest` is (name, start, size) of the closest registered
+  kind: "read" | "write" | "atomic" | "fetch" (instruction fetch) | "invalid" | "watchdog" | "trap" (S_TRAP) | "halt"
+  (S_SETHALT / S_SENDMSGHALT). space: "global" | "lds" | "scratch" | "code" | "none". Traps carry `extra["trap_id"]`. `nearest` is (name, start, size) of the closest registered
   allocation (global faults only) and `offset` the fault address minus its start (negative: below it)."""
   kind: str
   space: str
@@ -59,6 +59,17 @@ class InvalidInstruction(EmuError):
     super().__init__(f"invalid instruction arch={report.arch} pc={report.pc:#x} (abs {report.pc_addr:#x}) raw={report.raw.hex()} "
                      f"closest decode: {report.disasm}: {reason}. Next step: check the code object targets {report.arch} "
                      f"and that code_addr points at its first instruction; unsupported encodings are listed in docs/emu.md")
+
+class WaveTrap(EmuError):
+  """A wave executed S_TRAP (`report.kind == "trap"`, `report.extra["trap_id"]`) or halted itself (S_SETHALT 1,
+  S_SENDMSGHALT: kind "halt"). No trap handler is installed (tinygrad's runtime sets none) and nothing resumes a halted wave,
+  so the dispatch stops here; `report.address` is the absolute PC of the instruction."""
+  def __init__(self, report: FaultReport):
+    self.report = report
+    what = f"S_TRAP {report.extra.get('trap_id', 0):#x}" if report.kind == "trap" else "the wave halted itself"
+    super().__init__(f"{what} at pc={report.pc:#x} (abs {report.pc_addr:#x}) arch={report.arch} wave={report.wave} "
+                     f"workgroup={report.workgroup} inst={report.disasm!r}. Next step: the kernel asked to stop here (a trap "
+                     f"is how compilers lower __builtin_trap / failed device asserts); find which condition led to it")
 
 class WatchdogExpired(EmuError):
   """The dispatch executed more wave-instructions than its budget (runaway loop or a too small `budget`)."""

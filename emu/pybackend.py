@@ -11,7 +11,7 @@ from mockgpu.emu import buffer
 from mockgpu.emu.gen_c import PROSE_C, handler_names, _vopd_target, _SALU, _VALU, _VMEM, _opinfo, _packed, _usage, f16_half, int_clamp
 from mockgpu.emu.isa import Format, formats, operands
 from mockgpu.emu.memory import MemoryMap
-from mockgpu.emu.report import raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT
+from mockgpu.emu.report import raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT, ST_TRAP
 
 __all__ = ["run"]
 
@@ -456,7 +456,17 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
     if h == "h_endpgm": w.state = "done"; _capture(c, w)
     elif h == "h_barrier": w.state = "barrier"
     elif h == "h_code_end": raise Stop(ST_INVALID, msg="executed S_CODE_END (padding after the kernel's last instruction)")
-    elif h == "h_trap": raise Stop(ST_UNSUPPORTED, msg="S_TRAP executed: traps are reported as errors, no trap handler is modelled")
+    elif h == "h_trap": raise Stop(ST_TRAP, kind=1, addr=f["simm16"] & 0xff, msg="S_TRAP executed and no trap handler is installed")
+    elif h == "h_sethalt" and f["simm16"] & 1: raise Stop(ST_TRAP, kind=2, msg="S_SETHALT 1: the wave halted and nothing resumes it")
+    elif h == "h_setkill" and f["simm16"] & 1: w.state = "done"
+    elif h in ("h_sendmsg", "h_sendmsghalt"):   # as csrc/emu_prose.h: MSG_DEALLOC_VGPRS (3) is the only compute message
+      if f["simm16"] & 0xff != 3: raise Stop(ST_UNSUPPORTED, msg=f"S_SENDMSG message {f['simm16'] & 0xff} is not modelled (graphics / host interrupt)")
+      if h == "h_sendmsghalt": raise Stop(ST_TRAP, kind=2, msg="S_SENDMSGHALT: the wave halted and nothing resumes it")
+    elif h.startswith("h_sendmsg_rtn"):
+      msg = f["src0"]
+      if msg not in (128, 129, 130, 131, 133):
+        raise Stop(ST_UNSUPPORTED, msg=f"S_SENDMSG_RTN message {msg} is not modelled (trap-handler context save / illegal)")
+      sdst_write(w, f["sdst"], c.icount if msg == 131 else 0, 64 if h.endswith("64") else 32)
     elif h == "h_getreg":
       sim = f["simm16"]; rid, off, size = sim & 63, (sim >> 6) & 31, ((sim >> 11) & 31) + 1
       v = 0xf0 if rid == 1 else w.id if rid == 23 else 0

@@ -1,13 +1,13 @@
 """Turn a backend's raw fault record into the structured FaultReport and the right exception (shared by both backends)."""
 from __future__ import annotations
 from mockgpu.emu.arch import ArchSpec
-from mockgpu.emu.errors import FaultReport, GPUFault, InvalidInstruction, WatchdogExpired, EmuError
+from mockgpu.emu.errors import FaultReport, GPUFault, InvalidInstruction, WaveTrap, WatchdogExpired, EmuError
 from mockgpu.emu.isa import formats
 from mockgpu.emu.memory import MemoryMap
 
-__all__ = ["disasm", "raise_status", "ST_OK", "ST_FAULT", "ST_INVALID", "ST_WATCHDOG", "ST_UNSUPPORTED", "ST_TIMEOUT", "ST_NOMEM"]
+__all__ = ["disasm", "raise_status", "ST_OK", "ST_FAULT", "ST_INVALID", "ST_WATCHDOG", "ST_UNSUPPORTED", "ST_TIMEOUT", "ST_NOMEM", "ST_TRAP"]
 
-ST_OK, ST_FAULT, ST_INVALID, ST_WATCHDOG, ST_UNSUPPORTED, ST_TIMEOUT, ST_NOMEM = range(7)
+ST_OK, ST_FAULT, ST_INVALID, ST_WATCHDOG, ST_UNSUPPORTED, ST_TIMEOUT, ST_NOMEM, ST_TRAP = range(8)
 KINDS = {1: "read", 2: "write", 3: "atomic", 4: "fetch"}
 SPACES = {1: "global", 2: "lds", 3: "scratch", 4: "code"}
 
@@ -46,6 +46,9 @@ def raise_status(arch: ArchSpec, status: int, *, code_addr: int, memory: MemoryM
   if status in (ST_INVALID, ST_UNSUPPORTED):
     rep = FaultReport("invalid", "code", code_addr + pc, len(raw), extra={"message": msg}, **base)
     raise InvalidInstruction(rep, ("unsupported: " if status == ST_UNSUPPORTED else "") + (msg or "undecodable"))
+  if status == ST_TRAP:   # kind 1: S_TRAP with the trap id in addr, 2: the wave halted
+    extra = {"message": msg, **({"trap_id": addr} if kind == 1 else {})}
+    raise WaveTrap(FaultReport("trap" if kind == 1 else "halt", "none", code_addr + pc, len(raw), extra=extra, **base))
   if status in (ST_WATCHDOG, ST_TIMEOUT):
     rep = FaultReport("watchdog", "none", 0, 0, extra={"timeout": timeout if status == ST_TIMEOUT else None}, **base)
     raise WatchdogExpired(rep, budget if status == ST_WATCHDOG else -1)

@@ -6,13 +6,14 @@
 #include <string.h>
 #include <math.h>
 #include <time.h>
+#include <stdio.h>
 
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MAXLANES 64
 #define NSREG 128            /* scalar encodings 0..127: SGPRs, VCC 106/107, TTMP 108..123, NULL 124, M0 125, EXEC 126/127 */
 
-enum { ST_OK = 0, ST_FAULT = 1, ST_INVALID = 2, ST_WATCHDOG = 3, ST_UNSUPPORTED = 4, ST_TIMEOUT = 5, ST_NOMEM = 6 };
+enum { ST_OK = 0, ST_FAULT = 1, ST_INVALID = 2, ST_WATCHDOG = 3, ST_UNSUPPORTED = 4, ST_TIMEOUT = 5, ST_NOMEM = 6, ST_TRAP = 7 };
 enum { K_READ = 1, K_WRITE = 2, K_ATOMIC = 3, K_FETCH = 4 };
 enum { SP_GLOBAL = 1, SP_LDS = 2, SP_SCRATCH = 3, SP_CODE = 4, SP_BUFFER = 5 };   /* SP_BUFFER: through a V# (emu_buffer.h), faults as global */
 enum { W_RUN = 0, W_BARRIER = 1, W_DONE = 2 };

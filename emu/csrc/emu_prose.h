@@ -4,7 +4,44 @@
 static void h_nop(Wave *w, const Inst *in) { (void)w; (void)in; }
 static void h_unsupported(Wave *w, const Inst *in) { (void)in; set_status(w, ST_UNSUPPORTED, "instruction has no semantics in this build"); }
 static void h_code_end(Wave *w, const Inst *in) { (void)in; set_status(w, ST_INVALID, "executed S_CODE_END (padding after the kernel's last instruction)"); }
-static void h_trap(Wave *w, const Inst *in) { (void)in; set_status(w, ST_UNSUPPORTED, "S_TRAP executed: traps are reported as errors, no trap handler is modelled"); }
+/* S_TRAP / S_SETHALT / S_SENDMSGHALT stop the dispatch with a structured report (ST_TRAP; f_kind TR_*, f_addr the trap id):
+ * tinygrad's runtime installs no trap handler (TBA/TMA read 0), and nothing resumes a halted wave */
+enum { TR_TRAP = 1, TR_HALT = 2 };
+static void wave_stop(Wave *w, int kind, uint64_t id, const char *msg) {
+  Ctx *c = w->c;
+  if (c->status) return;
+  set_status(w, ST_TRAP, msg); c->a->f_kind = kind; c->a->f_addr = id;
+}
+static void h_trap(Wave *w, const Inst *in) { wave_stop(w, TR_TRAP, in->simm16 & 0xff, "S_TRAP executed and no trap handler is installed"); }
+static void h_sethalt(Wave *w, const Inst *in) { if (in->simm16 & 1) wave_stop(w, TR_HALT, 0, "S_SETHALT 1: the wave halted and nothing resumes it"); }
+/* S_SETKILL 1: the wave is terminated (no register capture); the rest of the dispatch continues */
+static void h_setkill(Wave *w, const Inst *in) { if (in->simm16 & 1) w->state = W_DONE; }
+/* S_SENDMSG: SIMM16[7:0] is the message (gfx11+ numbering). Compute waves send MSG_DEALLOC_VGPRS (3) before S_ENDPGM: the
+ * emulator frees nothing, so it is a no-op; the rest are graphics or host-interrupt messages that are not modelled */
+static void sendmsg(Wave *w, uint32_t msg) {
+  char buf[96];
+  if (msg == 3) return;
+  snprintf(buf, sizeof(buf), "S_SENDMSG message %u is not modelled (graphics / host interrupt)", msg);
+  set_status(w, ST_UNSUPPORTED, buf);
+}
+static void h_sendmsg(Wave *w, const Inst *in) { sendmsg(w, in->simm16 & 0xff); }
+static void h_sendmsghalt(Wave *w, const Inst *in) { sendmsg(w, in->simm16 & 0xff); wave_stop(w, TR_HALT, 0, "S_SENDMSGHALT: the wave halted and nothing resumes it"); }
+/* S_SENDMSG_RTN_B32/B64: SSRC0 is the message (enum MSG). REALTIME is an emulated deterministic clock: the wave-instructions
+ * the dispatch executed so far, this one included; TBA/TMA are 0 (no trap handler); DOORBELL/DDID are 0 (a Dispatch carries
+ * neither the queue's doorbell nor a dispatch id). SAVE_WAVE and TBA_TO_PC belong to a trap handler's context save. */
+static void sendmsg_rtn(Wave *w, const Inst *in, int bits) {
+  char buf[96];
+  uint64_t v;
+  switch (in->src0) {
+    case 128: case 129: case 130: case 133: v = 0; break;
+    case 131: v = w->c->icount; break;
+    default: snprintf(buf, sizeof(buf), "S_SENDMSG_RTN message %d is not modelled (trap-handler context save / illegal)", in->src0);
+      set_status(w, ST_UNSUPPORTED, buf); return;
+  }
+  sdst_write(w, in->sdst, v, bits);
+}
+static void h_sendmsg_rtn32(Wave *w, const Inst *in) { sendmsg_rtn(w, in, 32); }
+static void h_sendmsg_rtn64(Wave *w, const Inst *in) { sendmsg_rtn(w, in, 64); }
 static void h_barrier(Wave *w, const Inst *in) { (void)in; w->state = W_BARRIER; }
 static void h_endpgm(Wave *w, const Inst *in) {
   (void)in;

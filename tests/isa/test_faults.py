@@ -51,8 +51,8 @@ def test_invalid_instruction():
   assert r.pc == 4 and r.raw[:4] == b"\xff\xff\xff\xff" and r.arch == "gfx1100" and "gfx1100" in str(ei.value)
 
 def test_unsupported_instruction_names_it():
-  with pytest.raises(InvalidInstruction, match="unsupported") as ei: run([s_trap(simm16=1)], sgprs=())
-  assert "S_TRAP" in ei.value.report.disasm
+  with pytest.raises(InvalidInstruction, match="unsupported") as ei: run([s_sendmsg(simm16=1)], sgprs=())
+  assert "S_SENDMSG" in ei.value.report.disasm and ei.value.report.pc == 0
 
 def test_fetch_past_code_end():
   with pytest.raises(GPUFault) as ei: run([s_mov_b32(s[0], 1)], end=False, sgprs=())
