@@ -8,7 +8,7 @@ import functools, importlib
 from dataclasses import dataclass
 from tinygrad.renderer.amd.dsl import Inst, BitField, FixedBitField, VGPRField, VDSTYField, SBaseField, SRsrcField, SrcField, SSrcField
 
-__all__ = ["Field", "Format", "formats", "operands", "VARIANT_SUFFIXES"]
+__all__ = ["Field", "Format", "formats", "operands", "hwreg", "VARIANT_SUFFIXES"]
 
 VARIANT_SUFFIXES = ("_LIT", "_DPP16", "_DPP8", "_SDST", "_SDWA", "_MFMA")
 # tinygrad field name -> canonical member of the C `Inst` struct (identity when absent)
@@ -97,3 +97,8 @@ def formats(family: str) -> tuple[Format, ...]:
 def operands(family: str) -> dict:
   """OPERANDS of the family: {enum member: {field: (Fmt, bits, OpType)}}."""
   return importlib.import_module(f"tinygrad.runtime.autogen.amd.{family}.operands").OPERANDS
+
+def hwreg(family: str, name: str) -> int:
+  """S_GETREG/S_SETREG id of hardware register `name` (enum HWREG member without the HW_REG_ prefix), -1 if the family has none."""
+  m = importlib.import_module(f"tinygrad.runtime.autogen.amd.{family}.enum").HWREG
+  return m[f"HW_REG_{name}"].value if f"HW_REG_{name}" in m.__members__ else -1

@@ -8,8 +8,8 @@ import ctypes, re, time
 from mockgpu.emu.api import Dispatch, Stats, WaveState
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
-from mockgpu.emu.gen_c import PROSE_C, handler_names, _vopd_target, _SALU, _VALU, _VMEM, _opinfo, _packed, _usage, f16_half, int_clamp
-from mockgpu.emu.isa import Format, formats, operands
+from mockgpu.emu.gen_c import PROSE_C, handler_names, _vopd_target, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, f16_half, int_clamp
+from mockgpu.emu.isa import Format, formats, hwreg, operands
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.emu.report import raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT, ST_TRAP
 
@@ -20,6 +20,8 @@ FC64 = [0x3fe0000000000000, 0xbfe0000000000000, 0x3ff0000000000000, 0xbff0000000
 FC32 = [0x3f000000, 0xbf000000, 0x3f800000, 0xbf800000, 0x40000000, 0xc0000000, 0x40800000, 0xc0800000, 0x3e22f983]
 FC16 = [0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118]
 M32, M64 = 0xffffffff, (1 << 64) - 1
+APERTURE_SHARED, APERTURE_PRIVATE = 1 << 48, 2 << 48   # the flat apertures, as csrc/emu_ops.h (SH_MEM_BASES in 64-bit mode)
+SH_MEM_BASES = (APERTURE_SHARED >> 48) << 16 | APERTURE_PRIVATE >> 48
 
 class Stop(Exception):
   def __init__(self, status: int, **kw): self.status, self.kw = status, kw
@@ -157,10 +159,15 @@ def scalar_src(w: Wave, f: dict, e: int, bits: int, fw: int) -> int:
   if e == 251: return int(w.vcc == 0)
   if e == 252: return int(w.exec == 0)
   if e in (235, 236, 237, 238):
-    base = 0x1000000000000 if e < 237 else 0x2000000000000
+    base = APERTURE_SHARED if e < 237 else APERTURE_PRIVATE
     v = base + (0xffffffff if e in (236, 238) else 0)
     return v if bits > 32 else v >> 32
   raise Stop(ST_UNSUPPORTED, msg="source operand encoding not supported (LDS_DIRECT, POPS, reserved)")
+
+def flat_space(addr: int) -> str:
+  """Where a FLAT address goes: the shared aperture to LDS, the private one to scratch (at the low dword), else global."""
+  hi = addr >> 32
+  return "lds" if hi == APERTURE_SHARED >> 32 else "scratch" if hi == APERTURE_PRIVATE >> 32 else "global"
 
 def sdst_write(w: Wave, e: int, v: int, bits: int):
   if e == 124: return
@@ -403,7 +410,7 @@ def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: d
       w.cur_size = 4
       kw = dict(base, laneId=L, ADDR=addr, DATA=_vget(w, f[D] - 256, L, data),
                 VDATA=_vget(w, f[D] - 256, L, data) if "STORE" in name else _vget(w, f["vdst"] - 256, L, dbits))
-      st = pyrun(c, w, ename, space, **kw)
+      st = pyrun(c, w, ename, flat_space(addr) if fm.name in _FLAT else space, **kw)
       if "VDATA" in u.writes and "STORE" not in name: _vput(w, f["vdst"] - 256, L, dbits, st.VDATA)
       if "RETURN_DATA" in u.writes and ret: _vput(w, f["vdst"] - 256, L, dbits, st.RETURN_DATA)
   finally: w.atomic = False
@@ -469,7 +476,7 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
       sdst_write(w, f["sdst"], c.icount if msg == 131 else 0, 64 if h.endswith("64") else 32)
     elif h == "h_getreg":
       sim = f["simm16"]; rid, off, size = sim & 63, (sim >> 6) & 31, ((sim >> 11) & 31) + 1
-      v = 0xf0 if rid == 1 else w.id if rid == 23 else 0
+      v = 0xf0 if rid == 1 else w.id if rid == 23 else SH_MEM_BASES if rid == hwreg(c.arch.family, "SH_MEM_BASES") else 0
       sdst_write(w, f["sdst"], (v >> off) & ((1 << size) - 1), 32)
     elif h.startswith("h_wmma"): raise Stop(ST_UNSUPPORTED, msg="WMMA is not modelled by the python backend")
     return

@@ -17,9 +17,17 @@ static const uint64_t FCONST64[9] = {0x3fe0000000000000ull, 0xbfe0000000000000ul
 static const uint32_t FCONST32[9] = {0x3f000000, 0xbf000000, 0x3f800000, 0xbf800000, 0x40000000, 0xc0000000, 0x40800000, 0xc0800000, 0x3e22f983};
 static const uint16_t FCONST16[9] = {0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118};
 
-/* apertures reported by SRC_SHARED_BASE/LIMIT, SRC_PRIVATE_BASE/LIMIT (flat addresses in them are not modelled) */
+/* the flat apertures, 4 GiB each, as SRC_SHARED_BASE/LIMIT and SRC_PRIVATE_BASE/LIMIT report them: SH_MEM_BASES
+ * shared_base = 1, private_base = 2 in 64-bit address mode (base << 48), the values amdgpu's KFD (gfx9+) and tinygrad's AM
+ * driver program. A FLAT address whose high dword is an aperture's goes to the workgroup's LDS / the lane's scratch at the
+ * low dword; everything else is global */
 #define APERTURE_SHARED 0x1000000000000ull
 #define APERTURE_PRIVATE 0x2000000000000ull
+#define SH_MEM_BASES ((uint32_t)(APERTURE_SHARED >> 48) << 16 | (uint32_t)(APERTURE_PRIVATE >> 48))
+static inline int flat_space(uint64_t addr) {
+  uint64_t hi = addr >> 32;
+  return LIKELY(hi != APERTURE_SHARED >> 32 && hi != APERTURE_PRIVATE >> 32) ? SP_GLOBAL : hi == APERTURE_SHARED >> 32 ? SP_LDS : SP_SCRATCH;
+}
 
 /* value of a non-VGPR source encoding (0..255) as `bits` wide raw bits; fw: float width for float inline constants */
 static inline uint64_t scalar_src(Wave *w, const Inst *in, int e, int bits, int fw) {

@@ -1,6 +1,7 @@
 """FLAT/GLOBAL/SCRATCH: addressing (SGPR base + VGPR offset, 64-bit VGPR address, immediate offsets), widths, D16 halves,
 atomics with GLC returns, per-lane private scratch."""
 import numpy as np
+import pytest
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
 from isa_harness import run, Bufs
 
@@ -44,3 +45,76 @@ def test_scratch_is_private_per_lane():
        s_waitcnt(simm16=0), v_lshlrev_b32_e32(v[5], 2, v[0]), global_store_b32(addr=v[5], data=v[3], saddr=s[0:1]),
        global_store_b32(addr=v[5], data=v[4], saddr=s[0:1], offset=128)], b, block=(32, 1, 1), scratch_bytes_per_lane=16)
   np.testing.assert_array_equal(out[:32], 500 + np.arange(32)); np.testing.assert_array_equal(out[32:], np.arange(32))
+
+# ---- FLAT addresses in the shared (LDS) and private (scratch) apertures ----
+# The apertures: SH_MEM_BASES shared_base = 1, private_base = 2 in 64-bit mode, i.e. base = value << 48, 4 GiB each (what
+# amdgpu's KFD and tinygrad's AM driver program); a flat address base + x reaches LDS byte x / the lane's scratch byte x.
+SHARED, PRIVATE = 1 << 48, 2 << 48
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_aperture_registers(backend):
+  st = run([s_mov_b64(s[4:5], src[235:236]), s_mov_b64(s[6:7], src[236:237]), s_mov_b32(s[8], src[237]), s_mov_b32(s[9], src[238]),
+            s_getreg_b32(s[10], simm16=15 | 31 << 11)], sgprs=(), backend=backend)   # HW_REG_SH_MEM_BASES, 32 bits
+  g = st.state.sgprs
+  assert g[4] | g[5] << 32 == SHARED and g[6] | g[7] << 32 == SHARED + 0xffffffff
+  assert (g[8], g[9]) == (PRIVATE >> 32, (PRIVATE + 0xffffffff) >> 32)
+  assert g[10] == (SHARED >> 48) << 16 | PRIVATE >> 48   # SH_MEM_BASES: private_base [15:0], shared_base [31:16]
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_flat_lds_aperture_load_store_atomic(backend):
+  out = np.zeros(3 * 32, np.uint32)
+  b = Bufs(out)
+  # lane l: LDS[4l] = 100 + l via DS; flat-load it back through the shared aperture, flat-store 7l to LDS[128 + 4l] and
+  # read that with DS; every lane flat-atomically adds 1 to LDS[256] returning the old value (0..31 in lane order)
+  run([v_lshlrev_b32_e32(v[1], 2, v[0]), v_add_nc_u32_e32(v[2], 100, v[0]), ds_store_b32(addr=v[1], data0=v[2]),
+       s_mov_b32(s[4], src[235]), v_mov_b32_e32(v[5], s[4]), v_mov_b32_e32(v[4], v[1]), s_waitcnt(simm16=0),
+       flat_load_b32(vdst=v[3], addr=v[4:5]),
+       v_mul_u32_u24_e32(v[6], 7, v[0]), flat_store_b32(addr=v[4:5], data=v[6], offset=128),
+       v_mov_b32_e32(v[7], 256), v_mov_b32_e32(v[8], s[4]), v_mov_b32_e32(v[9], 1), flat_atomic_add_u32(vdst=v[10], addr=v[7:8], data=v[9], glc=1),
+       s_waitcnt(simm16=0), ds_load_b32(vdst=v[11], addr=v[1], offset0=128), s_waitcnt(simm16=0),
+       global_store_b32(addr=v[1], data=v[3], saddr=s[0:1]), global_store_b32(addr=v[1], data=v[11], saddr=s[0:1], offset=128),
+       global_store_b32(addr=v[1], data=v[10], saddr=s[0:1], offset=256)], b, lds_bytes=512, backend=backend)
+  np.testing.assert_array_equal(out[:32], 100 + np.arange(32))
+  np.testing.assert_array_equal(out[32:64], 7 * np.arange(32))
+  np.testing.assert_array_equal(out[64:], np.arange(32))
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_flat_private_aperture_is_the_lanes_scratch(backend):
+  out = np.zeros(32, np.uint32)
+  b = Bufs(out)
+  # each lane writes 5l + 1 to its scratch offset 12 with SCRATCH, reads it back through the private aperture with FLAT
+  run([v_mul_u32_u24_e32(v[2], 5, v[0]), v_add_nc_u32_e32(v[2], 1, v[2]), v_mov_b32_e32(v[1], 12),
+       scratch_store_b32(addr=v[1], data=v[2], saddr=NULL, sve=1), s_mov_b32(s[4], src[237]), v_mov_b32_e32(v[4], 4),
+       v_mov_b32_e32(v[5], s[4]), s_waitcnt(simm16=0), flat_load_b32(vdst=v[3], addr=v[4:5], offset=8), s_waitcnt(simm16=0),
+       v_lshlrev_b32_e32(v[6], 2, v[0]), global_store_b32(addr=v[6], data=v[3], saddr=s[0:1])], b, scratch_bytes_per_lane=16, backend=backend)
+  np.testing.assert_array_equal(out, 5 * np.arange(32) + 1)
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_flat_aperture_faults(backend):
+  from mockgpu.emu.errors import GPUFault
+  lds = [s_mov_b32(s[4], src[235]), v_lshlrev_b32_e32(v[1], 4, v[0]), v_mov_b32_e32(v[2], s[4]), flat_store_b32(addr=v[1:2], data=v[0])]
+  with pytest.raises(GPUFault) as ei: run(lds, sgprs=(), lds_bytes=256, backend=backend)
+  r = ei.value.report
+  assert (r.kind, r.space, r.address, r.size, r.lane, r.limit, r.pc) == ("write", "lds", 256, 4, 16, 256, 12) and "FLAT_STORE_B32" in r.disasm
+  prv = [s_mov_b32(s[4], src[237]), v_mov_b32_e32(v[1], 16), v_mov_b32_e32(v[2], s[4]), flat_atomic_add_u32(addr=v[1:2], data=v[0])]
+  with pytest.raises(GPUFault) as ei: run(prv, sgprs=(), scratch_bytes_per_lane=16, backend=backend)
+  r = ei.value.report
+  assert (r.kind, r.space, r.address, r.lane, r.limit) == ("atomic", "scratch", 16, 0, 16)
+  # just above the shared aperture's high dword is an ordinary (unmapped) global address
+  with pytest.raises(GPUFault) as ei: run([s_mov_b32(s[4], src[235]), v_mov_b32_e32(v[1], 0), v_mov_b32_e32(v[2], s[4]),
+                                            v_add_nc_u32_e32(v[2], 2, v[2]), flat_load_b32(vdst=v[3], addr=v[1:2])], sgprs=(), lds_bytes=256, backend=backend)
+  assert (ei.value.report.space, ei.value.report.address) == ("global", SHARED + (2 << 32))
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_rdna4_flat_lds_aperture(backend):
+  from tinygrad.runtime.autogen.amd.rdna4 import ins as R4
+  from mockgpu.emu.api import run_code
+  out = np.zeros(32, np.uint32)
+  b = Bufs(out)
+  p = [R4.v_lshlrev_b32_e32(R4.v[1], 2, R4.v[0]), R4.v_add_nc_u32_e32(R4.v[2], 9, R4.v[0]),
+       R4.s_mov_b32(R4.s[4], R4.src[235]), R4.v_mov_b32_e32(R4.v[5], R4.s[4]), R4.v_mov_b32_e32(R4.v[4], R4.v[1]),
+       R4.flat_store_b32(vaddr=R4.v[4:5], vsrc=R4.v[2], ioffset=64), R4.s_wait_storecnt(simm16=0),
+       R4.ds_load_b32(vdst=R4.v[3], addr=R4.v[1], offset0=64), R4.s_wait_dscnt(simm16=0),
+       R4.global_store_b32(vaddr=R4.v[1:2], vsrc=R4.v[3], saddr=R4.s[0:1], ioffset=0), R4.s_endpgm()]
+  run_code(b"".join(i.to_bytes() for i in p), b.mem, arch="gfx1201", user_sgprs=b.sgprs(), rsrc2=2 << 1, lds_bytes=256, backend=backend)
+  np.testing.assert_array_equal(out, 9 + np.arange(32))
