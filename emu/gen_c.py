@@ -29,16 +29,27 @@ PROSE_C = {
   "BUFFER_INV": "h_nop", "BUFFER_WBL2": "h_nop",
   "S_WAIT_ALU": "h_nop", "S_WAIT_LOADCNT": "h_nop", "S_WAIT_STORECNT": "h_nop", "S_WAIT_SAMPLECNT": "h_nop", "S_WAIT_BVHCNT": "h_nop",
   "S_WAIT_EXPCNT": "h_nop", "S_WAIT_DSCNT": "h_nop", "S_WAIT_KMCNT": "h_nop", "S_WAIT_LOADCNT_DSCNT": "h_nop", "S_WAIT_STORECNT_DSCNT": "h_nop",
+  "DS_SWIZZLE_B32": "h_ds_swizzle", "DS_APPEND": "h_ds_append", "DS_CONSUME": "h_ds_consume",
   "S_BARRIER_SIGNAL": "h_nop", "S_BARRIER_WAIT": "h_barrier",
   "V_WMMA_F32_16X16X16_F16": "h_wmma_f32_f16", "V_WMMA_F32_16X16X16_BF16": "h_wmma_f32_bf16", "V_WMMA_F16_16X16X16_F16": "h_wmma_f16_f16",
   "V_WMMA_BF16_16X16X16_BF16": "h_wmma_bf16_bf16", "V_WMMA_I32_16X16X16_IU8": "h_wmma_i32_iu8", "V_WMMA_I32_16X16X16_IU4": "h_wmma_i32_iu4",
 }
-# Integer clamp (prose in the ISA: the clamp bit saturates an integer result to its type's range) for the ops LLVM selects
-# for saturating adds/subtracts: the exact result is formed from the fetched S0, S1 ('+': S0 + S1, '-': S0 - S1,
-# 'r': S1 - S0), per 16-bit half for packed ops; width and signedness come from the destination's operand format.
+# Integer clamp (prose in the ISA: the clamp bit saturates an integer result to its type's range), for the VOP3/VOP3SD/VOP3P
+# ops that add: the exact result of the formula below is formed from the fetched sources (typed by the wheel's OPERANDS:
+# element width/count/signedness; V_DOT*_IU* take signedness from NEG[1:0] as their pseudocode does) and saturated to the
+# destination's type, per 16-bit half for packed ops. '+' S0 + S1, '-' S0 - S1, 'r' S1 - S0, 'c'/'b'/'B' the same with the
+# lane's carry-in bit (+ / - / -), '3' S0 + S1 + S2, 'x' (S0 ^ S1) + S2, 'm' S0 * S1 + S2, 'd' S2 + sum S0[k] * S1[k],
+# 's' S2 + sum |S0[k] - S1[k]|, 'h' (sum |S0[k] - S1[k]| << 16) + S2, 'M' as 's' skipping bytes where S1[k] == 0.
+# Carry-outs (VCC / SDST) are the pseudocode's. Not covered: V_QSAD/MQSAD (several saturating fields), multiplies, shifts.
 INT_CLAMP = {"V_ADD_NC_U32": "+", "V_ADD_NC_I32": "+", "V_SUB_NC_U32": "-", "V_SUB_NC_I32": "-", "V_SUBREV_NC_U32": "r",
              "V_ADD_NC_U16": "+", "V_ADD_NC_I16": "+", "V_SUB_NC_U16": "-", "V_SUB_NC_I16": "-",
-             "V_PK_ADD_U16": "+", "V_PK_ADD_I16": "+", "V_PK_SUB_U16": "-", "V_PK_SUB_I16": "-"}
+             "V_PK_ADD_U16": "+", "V_PK_ADD_I16": "+", "V_PK_SUB_U16": "-", "V_PK_SUB_I16": "-",
+             "V_ADD_CO_U32": "+", "V_SUB_CO_U32": "-", "V_SUBREV_CO_U32": "r", "V_ADD_CO_CI_U32": "c", "V_SUB_CO_CI_U32": "b",
+             "V_SUBREV_CO_CI_U32": "B", "V_ADD3_U32": "3", "V_XAD_U32": "x",
+             **{f"V_{m}": "m" for m in ("MAD_U32_U24", "MAD_I32_I24", "MAD_U64_U32", "MAD_I64_I32", "MAD_CO_U64_U32", "MAD_CO_I64_I32",
+                                       "MAD_U16", "MAD_I16", "MAD_U32_U16", "MAD_I32_I16", "PK_MAD_U16", "PK_MAD_I16")},
+             "V_DOT4_I32_IU8": "d", "V_DOT4_U32_U8": "d", "V_DOT8_I32_IU4": "d", "V_DOT8_U32_U4": "d",
+             "V_SAD_U8": "s", "V_SAD_U16": "s", "V_SAD_U32": "s", "V_SAD_HI_U8": "h", "V_MSAD_U8": "M"}
 # Ops with untyped (B16/B32) sources whose abs/neg input modifiers act as on floats of that width (ISA: V_CNDMASK takes
 # input modifiers; LLVM folds a float negation of a select into them, e.g. the sign of tinygrad's sin).
 MODS_ON_BITS = ("V_CNDMASK_B32", "V_CNDMASK_B16")
@@ -75,11 +86,22 @@ def _packed(fmtname: str, ops: dict) -> int:
   if fmtname != "VOP3P": return 0
   return sum(1 << i for i, k in enumerate(("src0", "src1", "src2")) if k in ops and ops[k][0].name.startswith("FMT_NUM_PK2_"))
 
-def int_clamp(fmtname: str, ops: dict, name: str) -> tuple[str, int, bool, bool] | None:
-  """(op, bits, signed, packed) when the clamp bit of this VOP3/VOP3P op saturates its integer result, else None."""
-  if fmtname not in ("VOP3", "VOP3P") or name not in INT_CLAMP: return None
-  d = ops["vdst"][0].name
-  return INT_CLAMP[name], 16 if "16" in d else 32, "I16" in d or "I32" in d, "PK2" in d
+def _ityp(fmt) -> tuple[int, int, int]:
+  """(element bits, elements, signed: 1, from NEG: 2) of an integer operand format: U32, I24, PK2_U16, PK4_IU8, ..."""
+  m = re.fullmatch(r"FMT_NUM_(?:PK(\d+)_)?(IU|U|I|B)(\d+)", fmt.name)
+  if m is None: return 0, 0, 0
+  return int(m[3]), int(m[1] or 1), {"I": 1, "IU": 2}.get(m[2], 0)
+
+def int_clamp(fmtname: str, ops: dict, name: str) -> tuple | None:
+  """(kind, element bits, elements, signedness of S0 S1 S2 (bit i; bit 3: S0/S1 from NEG), S2 bits, dest bits, dest signed,
+  packed) when the clamp bit of this VOP3/VOP3SD/VOP3P op saturates its integer result (INT_CLAMP), else None."""
+  if fmtname not in ("VOP3", "VOP3SD", "VOP3P") or name not in INT_CLAMP: return None
+  kind, s0, s2, d = INT_CLAMP[name], ops.get("src0") or ops["vsrc0"], ops.get("src2"), ops["vdst"][0]
+  eb, n, sg = (8, 4, 0) if kind == "M" else _ityp(s0[0])
+  s1g, (b2, _, s2g), (db, dn, dg) = _ityp((ops.get("src1") or ops["vsrc1"])[0])[2], _ityp(s2[0]) if s2 else (0, 0, 0), _ityp(d)
+  packed = int(dn == 2)
+  if packed: eb, n, b2 = 16, 1, 16 if b2 else 0
+  return kind, eb, n, (sg & 1) | (s1g & 1) << 1 | (s2g & 1) << 2 | (8 if sg & 2 else 0), b2, db, dg & 1, packed
 
 def f16_half(text: str) -> int:
   """Bit offset of the f16 half a VOP3P entry writes (`D0[31 : 16].f16` of V_FMA_MIXHI_F16: 16, else 0); clamp applies there."""
@@ -143,6 +165,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   e = {"VOP1": ("in->src0", "0", "0"), "VOP2": ("in->src0", "in->src1", "0"), "VOPC": ("in->src0", "in->src1", "0")}.get(fmt, ("in->src0", "in->src1", "in->src2"))
   mods = "0, 0, 0, 0, 0" if t16 else "in->opsel, in->neg, in->abs, in->neg_hi, (in->opsel_hi | in->opsel_hi2 << 2)"
   oi = f"static const OpInfo OI_{h} = {{{{{sb[0]}, {sb[1]}, {sb[2]}}}, {{{sf[0]}, {sf[1]}, {sf[2]}}}, {db if not cmp else 0}, {dfw}, {t16}, {packed}, {mix}}};\n"
+  if (ic := int_clamp(fmt, ops, name)): oi += f"static const IClamp IC_{h} = {{'{ic[0]}', {', '.join(map(str, ic[1:]))}}};\n"
   L = [f"void {h}(Wave *w, const Inst *in) {{", "  VOps o; PcState s; s.user = w; s.fault = 0;"]
   edst = "in->vdst" if not (cmp or dst_sgpr) and "vdst" in ops else "0"
   fastok = all(b in (0, 32, 64) for b in sb) and db != 16 and not packed and not mix and not (u.wave_vgpr or dst_sgpr)
@@ -152,7 +175,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   L.append(f"  if (!({setup})) return;")
   if fmt in ("VOP3", "VOP3SD") and dfw: L.append("  o.omod = in->omod; o.clamp = in->clmp; o.post = o.omod | o.clamp;")
   if fmt == "VOP3P" and dfw: L.append("  o.clamp = in->clmp; o.post = o.clamp;")
-  if (ic := int_clamp(fmt, ops, name)): L.append("  o.clamp = in->clmp; o.post = o.clamp;")
+  if ic: L.append("  o.clamp = in->clmp; o.post = o.clamp;")
   L += ["  " + x for x in _set_scalars(u, "valu")]
   if "VCC" in u.reads | u.writes:
     L.append(f"  s.VCC = {'scalar_src(w, in, in->src2, 64, 0) & w->c->wave_mask' if vcc_src2 else 'rd_vcc(w)'};")
@@ -181,11 +204,11 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
     if "D0" in u.reads and not cmp and edst != "0":
       if dm == "64": body.append("s.D0.q[0] = OLD64(o, L);")
       else: body.append(f"s.D0.d[0] = OLD{dm}(o, L);"); L.append("  s.D0.d[1] = 0;")
+    if ic:   # the exact result, from the sources and the lane's carry-in before the pseudocode updates VCC
+      srcs = ", ".join(f"s.S{i}.q[0]" if sb[i] else "0" for i in range(3))
+      body.append(f"uint64_t icv = o.clamp ? iclamp(&IC_{h}, {srcs}, {'(uint32_t)(s.VCC >> L) & 1' if ic[0] in 'cbB' else '0'}, in->neg) : 0;")
     body.append(f"{fn}(&s);")
-    if ic:
-      sat = lambda a, b: f"isat({a}, {b}, '{ic[0]}', {ic[1]}, {int(ic[2])})"
-      val = sat("s.S0.d[0]", "s.S1.d[0]") + (f" | {sat('s.S0.d[0] >> 16', 's.S1.d[0] >> 16')} << 16" if ic[3] else "")
-      body.append(f"if (o.clamp) s.D0.d[0] = {val};")
+    if ic: body.append(f"if (o.clamp) s.D0.q[0] = icv;" if db == 64 else "if (o.clamp) s.D0.d[0] = (uint32_t)icv;")
     fast = not ("S0" in u.writes and sb[0]) and not u.lane_vgpr and not cmp   # compares: one loop (build time)
     if fast:   # all lanes active, no output modifiers: a straight loop into a local buffer, then one write-back pass
       L.append("  if (LIKELY(o.exec == 0xffffffffull && w->c->wave_size == 32 && !o.post)) {")
@@ -290,6 +313,15 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   L.append("  w->c->atomic = 0;")
   return "\n".join(L) + "\n}\n"
 
+def ds_counter_m0(ents: dict) -> bool:
+  """DS_APPEND/DS_CONSUME address the LDS counter at M0[15:0] + offset (RDNA3: `addr = M0.base + offset`) or at the offset
+  alone (RDNA4: `addr = offset`), as the wheel's pseudocode says."""
+  return "M0.base" in ents["DSOp_DS_APPEND"].text
+
+def _vopd_ops(ops: dict) -> dict:
+  """OPERANDS of a VOPD half's target with the VOPD entry's own keys (srcy0, vsrcy1, vdsty) renamed to the VOP2 ones."""
+  return {{"srcy0": "src0", "vsrcy1": "src1", "vdsty": "vdst"}.get(k, k): v for k, v in ops.items()}
+
 def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   sb, sf, db, dfw = _opinfo(ops, "VOP2", name)
   L = [f"void {h}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec) {{",
@@ -302,7 +334,8 @@ def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   L.append("  DSTLOCALS(o)")
   L += [f"  SRCLOCALS(o, {i}) s.S{i}.d[1] = 0;" for i in range(2) if sb[i]]
   body = [f"s.S{i}.d[0] = SRC32({i}, L);" for i in range(2) if sb[i]] + (["s.D0.d[0] = OLD32(o, L);"] if "D0" in u.reads else [])
-  if "D0" in u.reads: L.append("  s.D0.d[1] = 0;")
+  body += ["s.S2.d[0] = OLD32(o, L);"] if sb[2] else []   # the VOP3P form of an accumulating op: S2 is the destination
+  L += ["  s.D0.d[1] = 0;"] * ("D0" in u.reads) + ["  s.S2.d[1] = 0;"] * bool(sb[2])
   body += [f"{fn}(&s);", "tmp[L] = s.D0.d[0];"]
   L.append("  uint32_t tmp[MAXLANES];")
   L.append("  if (LIKELY(exec == 0xffffffffull && w->c->wave_size == 32)) { for (int L = 0; L < 32; L++) { s.laneId = (uint64_t)L; " + " ".join(body) + " }"
@@ -312,10 +345,15 @@ def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   return "\n".join(L) + "\n}\n"
 
 def _vopd_target(fam: str, name: str, ents: dict) -> str | None:
+  """The pseudocode entry a VOPD half runs: the VOP1/VOP2/VOP3 op of the same name, the VOPD entry itself (RDNA4
+  V_DUAL_DOT2ACC_F32_BF16), else for an accumulating V_DUAL_<X>ACC_<T> the VOP3P V_<X>_<T> whose S2 is the destination
+  (D = D + X(S0, S1); RDNA3 V_DUAL_DOT2ACC_F32_BF16 -> V_DOT2_F32_BF16)."""
   base = name.replace("V_DUAL_", "V_")
   for cls in ("VOP2Op", "VOP1Op", "VOP3Op"):
     for suf in ("_E32", "", "_E64"):
       if f"{cls}_{base}{suf}" in ents: return f"{cls}_{base}{suf}"
+  if f"VOPDOp_{name}" in ents: return f"VOPDOp_{name}"
+  if (m := re.fullmatch(r"V_(\w+)ACC_(\w+)", base)) and f"VOP3POp_V_{m[1]}_{m[2]}" in ents: return f"VOP3POp_V_{m[1]}_{m[2]}"
   return None
 
 def _fields_c(f: Format, fields, dw: int = 0) -> list[str]:
@@ -420,7 +458,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       if f.name == "VOPD":
         tgt = _vopd_target(arch.family, name, ents)
         if tgt and f"pc_{tgt}" in pcode_fns:
-          handlers.append(_vopd_half(f"VH_{name}", f"pc_{tgt}", _usage(arch.family, ents, tgt), ops_tab.get(ents[tgt].op, {}), base_name))
+          handlers.append(_vopd_half(f"VH_{name}", f"pc_{tgt}", _usage(arch.family, ents, tgt), _vopd_ops(ops_tab.get(ents[tgt].op, {})), base_name))
           row.append(f"VH_{name}"); decls.append(f"void VH_{name}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);")
         else: row.append("0"); missing[key] = f"VOPD target {tgt or base_name} has no compiled pseudocode"
         continue
@@ -447,8 +485,9 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   tables.append(f"static const int32_t HBASE[{len(fmts)}] = {{{', '.join(str(hbase[f.name]) for f in fmts)}}};")
   tables.append(f"#define EMU_NHANDLERS {len(names)}")
   head = [f"/* generated by mockgpu.emu.gen_c v{GEN_VERSION} for {arch.name} ({arch.family}) from the tinygrad wheel's tables and mockgpu.pcode */",
-          fields_def, f"#define EMU_HWREG_SH_MEM_BASES {hwreg(arch.family, 'SH_MEM_BASES')}", "#include \"emu_pre.h\"", "#include \"pcode_rt.h\"",
-          "#include \"emu_core.h\"", "#include \"emu_ops.h\"", buffer.c_defines(arch), "#include \"emu_buffer.h\"",
+          fields_def, f"#define EMU_HWREG_SH_MEM_BASES {hwreg(arch.family, 'SH_MEM_BASES')}", f"#define EMU_DS_COUNTER_M0 {int(ds_counter_m0(ents))}",
+          "#include \"emu_pre.h\"", "#include \"pcode_rt.h\"", "#include \"emu_core.h\"", "#include \"emu_ops.h\"", buffer.c_defines(arch),
+          "#include \"emu_buffer.h\"",
           "typedef void (*VHalf)(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);", "#include \"emu_prose.h\""]
   main = "\n".join([*head, *decls, decoder, "static void h_vopd(Wave *w, const Inst *in);", *tables, "#include \"emu_sched.c\""])
   parts = ["\n".join([*head, pcode_c, *handlers[k::chunks]]) for k in range(chunks)]

@@ -8,7 +8,7 @@ import ctypes, re, time
 from mockgpu.emu.api import Dispatch, Stats, WaveState
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
-from mockgpu.emu.gen_c import PROSE_C, handler_names, _vopd_target, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, f16_half, int_clamp
+from mockgpu.emu.gen_c import PROSE_C, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, f16_half, int_clamp
 from mockgpu.emu.isa import Format, formats, hwreg, operands
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.emu.report import raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT, ST_TRAP
@@ -205,7 +205,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
   if vcc_src2: sb[2] = 0
   vd = ops.get("vdst")
   dst_sgpr = vd is not None and vd[2].name in ("OPR_SREG", "OPR_SDST") and not cmp
-  es = [f.get("src0", 0), f.get("src1", 0) if fm.name != "VOP1" else 0, f.get("src2", 0) if not t16 else 0]
+  es = [f.get("src0", 0), f.get("src1", 0) if fm.name != "VOP1" else 0, f.get("src2", 0)]   # VOPD: src2 set for an accumulating half
   opsel, neg, ab, neg_hi, opsel_hi = (0, 0, 0, 0, 0) if t16 else (f.get("opsel", 0), f.get("neg", 0), f.get("abs", 0), f.get("neg_hi", 0),
                                                                  f.get("opsel_hi", 0) | f.get("opsel_hi2", 0) << 2)
   exe = w.exec
@@ -291,6 +291,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
     kw["VCC"], kw["laneId"], kw["D0"], kw["EXEC"] = vcc, L, d0mask if cmp else 0, execw if cmp and "EXEC" in u.writes else w.exec
     if "D0" in u.reads and not cmp and edst:
       kw["D0"] = ((w.v[dr][L] >> dsh) & 0xffff) if db == 16 else (w.v[dr][L] | w.v[(dr + 1) & 255][L] << 32 if db == 64 else w.v[dr][L])
+    cin = vcc >> L & 1   # the carry-in, before the pseudocode updates the lane's VCC bit
     st = pyrun(c, w, ename, **kw)
     vcc = st.VCC
     if cmp: d0mask, execw = st.D0 & M64, st.EXEC
@@ -300,7 +301,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
       elif clamp and fm.name == "VOP3P" and dfw == 16:
         sh = f16_half(c.ents[ename].text)
         val = (val & ~(0xffff << sh) & M32) | _post(val >> sh, 16, 0, clamp) << sh
-      if ic and f.get("clmp", 0): val = _isat(kw["S0"], kw["S1"], *ic[:3]) | (_isat(kw["S0"] >> 16, kw["S1"] >> 16, *ic[:3]) << 16 if ic[3] else 0)
+      if ic and f.get("clmp", 0): val = _iclamp(ic, *(kw.get(f"S{i}", 0) if sb[i] else 0 for i in range(3)), cin, neg)
       if db == 16: w.v[dr][L] = (w.v[dr][L] & ~(0xffff << dsh) & M32) | ((val & 0xffff) << dsh)
       elif db == 64: w.v[dr][L], w.v[(dr + 1) & 255][L] = val & M32, (val >> 32) & M32
       else: w.v[dr][L] = val & M32
@@ -311,12 +312,23 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
     if fm.name == "VOP3SD": sdst_write(w, f["sdst"], vcc & exe & c.wave_mask, c.wave_size)
     else: w.vcc = vcc & exe
 
-def _isat(a: int, b: int, op: str, bits: int, sgn: bool) -> int:
-  m = (1 << bits) - 1
-  x, y = (sext(a & m, bits), sext(b & m, bits)) if sgn else (a & m, b & m)
-  r = x + y if op == "+" else x - y if op == "-" else y - x
-  lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if sgn else (0, m)
-  return min(max(r, lo), hi) & m
+def _iclamp(ic: tuple, a: int, b: int, c: int, cin: int, neg: int) -> int:
+  """Integer clamp as csrc/emu_ops.h iclamp: the exact result of the INT_CLAMP formula, saturated to the destination."""
+  kind, eb, n, sg, b2, db, dsgn, packed = ic
+  if packed: return sum(_iclamp((kind, eb, n, sg, b2, db, dsgn, 0), a >> h & 0xffff, b >> h & 0xffff, c >> h & 0xffff, cin, neg) << h for h in (0, 16))
+  s0, s1 = (neg & 1, neg >> 1 & 1) if sg & 8 else (sg & 1, sg >> 1 & 1)
+  def el(v: int, k: int, bits: int, sgn: int) -> int: x = v >> (k * bits) & ((1 << bits) - 1); return sext(x, bits) if sgn else x
+  x, y, z = el(a, 0, eb, s0), el(b, 0, eb, s1), el(c, 0, b2, sg >> 2 & 1) if b2 else 0
+  if kind in "+-rcbB": r = {"+": x + y, "-": x - y, "r": y - x, "c": x + y + cin, "b": x - y - cin, "B": y - x - cin}[kind]
+  elif kind == "3": r = x + y + z
+  elif kind == "x": r = (x ^ y) + z
+  elif kind == "m": r = x * y + z
+  elif kind == "d": r = z + sum(el(a, k, eb, s0) * el(b, k, eb, s1) for k in range(n))
+  else:
+    r = sum(abs(el(a, k, eb, 0) - el(b, k, eb, 0)) for k in range(n) if kind != "M" or el(b, k, eb, 0))
+    r = (r << 16 if kind == "h" else r) + z
+  lo, hi = (-(1 << (db - 1)), (1 << (db - 1)) - 1) if dsgn else (0, (1 << db) - 1)
+  return min(max(r, lo), hi) & ((1 << db) - 1)
 
 def _post(val: int, fw: int, omod: int, clamp: int) -> int:
   import numpy as np
@@ -448,8 +460,9 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
       if tgt is None: raise Stop(ST_UNSUPPORTED, msg="VOPD half has no pseudocode")
       shadow = Wave.__new__(Wave); shadow.__dict__.update(w.__dict__); shadow.v = [list(r) for r in w.v]
       g = {"src0": f["srcy0" if y else "srcx0"], "src1": f["vsrcy1" if y else "vsrcx1"], "vdst": f["vdsty" if y else "vdstx"], "dpp_kind": 0, "lit": f["lit"]}
+      g["src2"] = g["vdst"]   # read only by the VOP3P form of an accumulating op (see gen_c._vopd_target)
       vf = Format(**{**fm.__dict__, "name": "VOP2"})
-      exec_valu(c, shadow, vf, g, member.name.replace("V_DUAL_", "V_"), tgt, c.ops.get(c.ents[tgt].op, {}), _usage(c.arch.family, c.ents, tgt))
+      exec_valu(c, shadow, vf, g, member.name.replace("V_DUAL_", "V_"), tgt, _vopd_ops(c.ops.get(c.ents[tgt].op, {})), _usage(c.arch.family, c.ents, tgt))
       outs.append((g["vdst"] - 256, shadow.v[g["vdst"] - 256]))
     exe = w.exec
     for r, col in outs:
@@ -478,6 +491,11 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
       sim = f["simm16"]; rid, off, size = sim & 63, (sim >> 6) & 31, ((sim >> 11) & 31) + 1
       v = 0xf0 if rid == 1 else w.id if rid == 23 else SH_MEM_BASES if rid == hwreg(c.arch.family, "SH_MEM_BASES") else 0
       sdst_write(w, f["sdst"], (v >> off) & ((1 << size) - 1), 32)
+    elif h == "h_ds_swizzle":
+      off, ex, d, src = f["offset0"] | f["offset1"] << 8, w.exec, w.v[f["vdst"] - 256], list(w.v[f["data0"] - 256])
+      for i in range(c.wave_size):
+        if ex >> i & 1: j = swizzle_src(off, i); d[i] = src[j] if ex >> j & 1 else 0
+    elif h in ("h_ds_append", "h_ds_consume"): ds_counter(c, w, f, 1 if h == "h_ds_append" else -1)
     elif h.startswith("h_wmma"): raise Stop(ST_UNSUPPORTED, msg="WMMA is not modelled by the python backend")
     return
   ename = f"{type(member).__name__}_{member.name}"
@@ -488,6 +506,31 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
   if (fm.name in _VMEM or fm.name in ("DS", "SMEM")) and not ("LDS" in member.name and fm.name != "DS"): return exec_mem(c, w, fm, f, name, ename, ops, u)
   if fm.name in buffer.BUFFER_FORMATS and "LDS" not in name and "FORMAT" not in name: return exec_buffer(c, w, fm, f, name, ename, ops, u)
   raise Stop(ST_UNSUPPORTED, msg="instruction has no semantics in the python backend")
+
+def swizzle_src(off: int, i: int) -> int:
+  """DS_SWIZZLE_B32: the lane whose DATA0 lane i receives (as csrc/emu_prose.h swizzle_src)."""
+  mask = off & 31
+  if off >= 0xe000: return (int(f"{i & 31:05b}"[::-1], 2) >> bin(mask).count("1")) | (i & mask) | (i & 32)
+  if off >= 0xc000:
+    rot = -(off >> 5 & 31) if off >> 10 & 1 else off >> 5 & 31
+    return (i & mask) | ((i + rot) & ~mask & 31) | (i & 32)
+  if off & 0x8000: return (i & ~3) | (off >> ((i & 3) * 2) & 3)
+  return ((i & 31 & mask) | (off >> 5 & 31)) ^ (off >> 10 & 31) | (i & 32)
+
+def ds_counter(c: Ctx, w: Wave, f: dict, sign: int):
+  """DS_APPEND (+1) / DS_CONSUME (-1): one atomic update of the LDS counter by the active-lane count (csrc/emu_prose.h)."""
+  ex = w.exec
+  if not ex: return
+  addr = (f["offset0"] | f["offset1"] << 8) + ((w.s[125] & 0xffff) if ds_counter_m0(c.ents) else 0)
+  lane = [(ex & -ex).bit_length() - 1]
+  mem, w.atomic, w.cur_size = _Mem(w, "lds", lane), True, 4
+  try:
+    old = sum(mem.get(addr + k) << (8 * k) for k in range(4))
+    new = (old + sign * bin(ex).count("1")) & M32
+    for k in range(4): mem[addr + k] = new >> (8 * k) & 0xff
+  finally: w.atomic = False
+  for L in range(c.wave_size):
+    if ex >> L & 1: w.v[f["vdst"] - 256][L] = old
 
 def _capture(c: Ctx, w: Wave):
   if w.id == 0 and c.wg == (0, 0, 0) and c.capture:

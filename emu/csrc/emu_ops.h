@@ -218,13 +218,41 @@ static inline uint32_t post_f16_at(const VOps *o, uint32_t x, int sh) { return (
 
 static inline int sext(uint64_t v, int bits) { return (int)((int64_t)(v << (64 - bits)) >> (64 - bits)); }
 
-/* integer clamp (gen_c.INT_CLAMP): a op b computed exactly ('+', '-', 'r' = b - a) and saturated to `bits`, signed or not */
-static inline uint32_t isat(uint32_t a, uint32_t b, int op, int bits, int sgn) {
-  uint64_t m = bits == 32 ? 0xffffffffull : 0xffffull;
-  int64_t x = sgn ? (int64_t)sext(a, bits) : (int64_t)(a & m), y = sgn ? (int64_t)sext(b, bits) : (int64_t)(b & m);
-  int64_t r = op == '+' ? x + y : op == '-' ? x - y : y - x;
-  int64_t lo = sgn ? -((int64_t)1 << (bits - 1)) : 0, hi = sgn ? ((int64_t)1 << (bits - 1)) - 1 : (int64_t)m;
-  return (uint32_t)((uint64_t)(r < lo ? lo : r > hi ? hi : r) & m);
+/* integer clamp (gen_c.INT_CLAMP, generated per op): the exact result of `kind` on the sources, saturated to the destination */
+typedef struct { char kind; uint8_t eb, n, sg, b2, dbits, dsgn, packed; } IClamp;
+static inline __int128 ielem(uint64_t x, int k, int eb, int sgn) {
+  uint64_t v = eb >= 64 ? x : (x >> (k * eb)) & ((1ull << eb) - 1);
+  return sgn ? (__int128)((int64_t)(v << (64 - eb)) >> (64 - eb)) : (__int128)v;
+}
+static inline uint64_t iclamp1(const IClamp *ic, uint64_t a, uint64_t b, uint64_t c, uint32_t cin, uint32_t neg) {
+  int s0 = ic->sg & 1, s1 = ic->sg >> 1 & 1, eb = ic->eb;
+  if (ic->sg & 8) { s0 = neg & 1; s1 = neg >> 1 & 1; }
+  __int128 x = ielem(a, 0, eb, s0), y = ielem(b, 0, eb, s1), z = ic->b2 ? ielem(c, 0, ic->b2, ic->sg >> 2 & 1) : 0, r = 0;
+  switch (ic->kind) {
+    case '+': r = x + y; break;
+    case '-': r = x - y; break;
+    case 'r': r = y - x; break;
+    case 'c': r = x + y + cin; break;
+    case 'b': r = x - y - cin; break;
+    case 'B': r = y - x - cin; break;
+    case '3': r = x + y + z; break;
+    case 'x': r = (__int128)((uint64_t)(x ^ y)) + z; break;
+    case 'm': r = x * y + z; break;
+    case 'd': r = z; for (int k = 0; k < ic->n; k++) r += ielem(a, k, eb, s0) * ielem(b, k, eb, s1); break;
+    default:   /* 's', 'h', 'M': sums of absolute differences */
+      for (int k = 0; k < ic->n; k++) {
+        __int128 p = ielem(a, k, eb, 0), q = ielem(b, k, eb, 0);
+        if (ic->kind != 'M' || q) r += p > q ? p - q : q - p;
+      }
+      r = (ic->kind == 'h' ? r << 16 : r) + z;
+  }
+  int db = ic->dbits;
+  __int128 lo = ic->dsgn ? -((__int128)1 << (db - 1)) : 0, hi = ic->dsgn ? ((__int128)1 << (db - 1)) - 1 : ((__int128)1 << db) - 1;
+  return (uint64_t)(r < lo ? lo : r > hi ? hi : r) & (db >= 64 ? ~0ull : (1ull << db) - 1);
+}
+static inline uint64_t iclamp(const IClamp *ic, uint64_t a, uint64_t b, uint64_t c, uint32_t cin, uint32_t neg) {
+  if (!ic->packed) return iclamp1(ic, a, b, c, cin, neg);
+  return iclamp1(ic, a & 0xffff, b & 0xffff, c & 0xffff, cin, neg) | iclamp1(ic, a >> 16 & 0xffff, b >> 16 & 0xffff, c >> 16 & 0xffff, cin, neg) << 16;
 }
 
 /* the common case of valu_setup, inlined into each handler with its constant OpInfo: no DPP, no modifiers, 32/64-bit

@@ -141,3 +141,42 @@ static void h_wmma_f16_f16(Wave *w, const Inst *in) { wmma(w, in, WM_F16_F16); }
 static void h_wmma_bf16_bf16(Wave *w, const Inst *in) { wmma(w, in, WM_BF16_BF16); }
 static void h_wmma_i32_iu8(Wave *w, const Inst *in) { wmma(w, in, WM_I32_IU8); }
 static void h_wmma_i32_iu4(Wave *w, const Inst *in) { wmma(w, in, WM_I32_IU4); }
+
+/* ---------- DS_SWIZZLE_B32: lane i receives DATA0 of lane j (0 if j is inactive); offset = offset1:offset0 selects the
+ * pattern (RDNA3/RDNA4 ISA guide; the wheel's text stops after the first case): >= 0xe000 FFT, >= 0xc000 rotate within 32
+ * lanes (offset[10]: the other direction), offset[15] quad permute, else and/or/xor masks within each half of 32 ---------- */
+static inline int swizzle_src(uint32_t off, int i) {
+  uint32_t mask = off & 31;
+  if (off >= 0xe000) {
+    uint32_t r = 0; for (int b = 0; b < 5; b++) r |= ((uint32_t)i >> b & 1) << (4 - b);
+    return (int)((r >> __builtin_popcount(mask)) | ((uint32_t)i & mask) | ((uint32_t)i & 32));
+  }
+  if (off >= 0xc000) {
+    int rot = (int)(off >> 5 & 31); if (off >> 10 & 1) rot = -rot;
+    return (int)(((uint32_t)i & mask) | ((uint32_t)(i + rot) & ~mask & 31) | ((uint32_t)i & 32));
+  }
+  if (off & 0x8000) return (i & ~3) | (int)(off >> ((i & 3) * 2) & 3);
+  return (int)(((((uint32_t)i & 31 & mask) | (off >> 5 & 31)) ^ (off >> 10 & 31)) | ((uint32_t)i & 32));
+}
+static void h_ds_swizzle(Wave *w, const Inst *in) {
+  uint32_t off = (uint32_t)(in->offset0 | in->offset1 << 8), src[MAXLANES], *d = w->v + (in->vdst - 256) * MAXLANES;
+  uint64_t ex = rd_exec(w);
+  memcpy(src, w->v + (in->data0 - 256) * MAXLANES, sizeof(src));
+  for (uint64_t e = ex; e; e &= e - 1) { int i = __builtin_ctzll(e), j = swizzle_src(off, i); d[i] = ex >> j & 1 ? src[j] : 0; }
+}
+/* DS_APPEND / DS_CONSUME: the LDS dword at (RDNA3: M0[15:0] +) offset gains / loses the number of active lanes; every active
+ * lane receives the old value. One atomic access, checked like any DS access (fault lane: the first active one) */
+static void ds_counter(Wave *w, const Inst *in, int sign) {
+  uint64_t ex = rd_exec(w);
+  if (!ex) return;
+  Ctx *c = w->c; PcState s; s.user = w; s.fault = 0; s.laneId = (uint64_t)__builtin_ctzll(ex);
+  uint64_t addr = (uint64_t)(in->offset0 | in->offset1 << 8) + (EMU_DS_COUNTER_M0 ? (w->s[125] & 0xffff) : 0);
+  c->space = SP_LDS; c->atomic = 1;
+  uint32_t old = (uint32_t)l_rd(&s, addr, 4);
+  if (!s.fault) l_wr(&s, addr, 4, old + (uint32_t)(sign * __builtin_popcountll(ex)));
+  c->atomic = 0;
+  if (s.fault) return;
+  for (; ex; ex &= ex - 1) w->v[(in->vdst - 256) * MAXLANES + __builtin_ctzll(ex)] = old;
+}
+static void h_ds_append(Wave *w, const Inst *in) { ds_counter(w, in, 1); }
+static void h_ds_consume(Wave *w, const Inst *in) { ds_counter(w, in, -1); }

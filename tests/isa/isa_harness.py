@@ -34,8 +34,9 @@ def run(insts, bufs: Bufs | None = None, *, block=(32, 1, 1), grid=(1, 1, 1), sg
   kw.setdefault("rsrc2", len(us) << 1)
   return run_code(code(*insts, end=end), bufs.mem, block=block, grid=grid, user_sgprs=us, capture=True, **kw)
 
-def lanes(ops, a, b=None, c=None, n=32, out_dtype=np.uint32, out_words=1):
-  """Per-lane test: v2 = a[lane], v3 = b[lane], v4 = c[lane] (u32 words), run `ops`, return v5 (v5:v6 if out_words=2) per lane."""
+def lanes(ops, a, b=None, c=None, n=32, out_dtype=np.uint32, out_words=1, **kw):
+  """Per-lane test: v2 = a[lane], v3 = b[lane], v4 = c[lane] (u32 words), run `ops`, return v5 (v5:v6 if out_words=2) per lane.
+  Keyword arguments go to run() (e.g. backend="python")."""
   from tinygrad.runtime.autogen.amd.rdna3.ins import v, s, v_lshlrev_b32_e32, global_load_b32, global_store_b32, global_store_b64, s_waitcnt
   def words(x):
     x = np.asarray(x if x is not None else np.zeros(n, np.uint32))
@@ -47,5 +48,5 @@ def lanes(ops, a, b=None, c=None, n=32, out_dtype=np.uint32, out_words=1):
          s_waitcnt(simm16=0)]
   post = ([global_store_b32(addr=v[1], data=v[5], saddr=s[6:7])] if out_words == 1 else
           [v_lshlrev_b32_e32(v[1], 3, v[0]), global_store_b64(addr=v[1], data=v[5:6], saddr=s[6:7])])
-  st = run(pre + list(ops) + post, bf, block=(n, 1, 1))
+  st = run(pre + list(ops) + post, bf, block=(n, 1, 1), **kw)
   return out.view(out_dtype) if out_dtype != np.uint32 else out, st
