@@ -7,6 +7,8 @@ from tinygrad.runtime.autogen.amd.rdna3.ins import *
 from mockgpu.emu.api import run_code
 from isa_harness import code
 
+SHARED_BASE = src[235]   # high dword of the flat LDS aperture (programs below shadow `src`)
+
 def _f(x): return struct.unpack("<I", struct.pack("<f", x))[0]
 
 def program(seed: int, n: int = 32) -> bytes:
@@ -17,7 +19,7 @@ def program(seed: int, n: int = 32) -> bytes:
   ssrc = lambda: r.choice([S(), S(), r.randint(-16, 64), r.randint(65, 1 << 30)])
   insts = [v_mov_b32_e32(v[i], _f(r.uniform(-8, 8)) if i % 2 else r.randint(0, 1 << 31)) for i in range(1, 9)]
   insts += [s_mov_b32(s[i], r.randint(0, 1 << 31)) for i in range(4, 13)]
-  insts += [v_lshlrev_b32_e32(v[20], 2, v[0])]
+  insts += [v_lshlrev_b32_e32(v[20], 2, v[0]), s_mov_b32(s[13], SHARED_BASE), v_mov_b32_e32(v[21], v[20]), v_mov_b32_e32(v[22], s[13])]
   gens = [
     lambda: r.choice([v_add_f32_e32, v_mul_f32_e32, v_sub_f32_e32, v_max_f32_e32, v_add_nc_u32_e32, v_xor_b32_e32, v_and_b32_e32,
                       v_lshlrev_b32_e32, v_cndmask_b32_e32, v_min_i32_e32])(V(), src(), V()),
@@ -34,6 +36,10 @@ def program(seed: int, n: int = 32) -> bytes:
     lambda: v_dual_mul_f32(VOPDOp.V_DUAL_ADD_F32, vdstx=v[5], vdsty=v[6], srcx0=V(), vsrcx1=V(), srcy0=V(), vsrcy1=V()),
     lambda: ds_store_b32(addr=v[20], data0=V(), offset0=r.choice([0, 4, 128])),
     lambda: ds_load_b32(vdst=V(), addr=v[20], offset0=r.choice([0, 4, 128])),
+    lambda: ds_swizzle_b32(vdst=V(), addr=v[0], data0=V(), offset0=r.randint(0, 255), offset1=r.choice([0x00, 0x13, 0x80, 0xc0, 0xc4, 0xe0])),
+    lambda: r.choice([v_add3_u32, v_mad_u32_u24, v_xad_u32, v_sad_u8, v_msad_u8, v_mad_i32_i16, v_mad_u16])(V(), V(), V(), V(), clmp=1),
+    lambda: v_add_co_ci_u32(V(), s[r.choice([14, 16])], V(), src(), VCC_LO, clmp=r.randint(0, 1)),
+    lambda: r.choice([flat_load_b32(vdst=V(), addr=v[21:22], offset=r.choice([0, 4, 128])), flat_store_b32(addr=v[21:22], data=V(), offset=r.choice([0, 8]))]),
   ]
   insts += [r.choice(gens)() for _ in range(n)]
   return code(*insts)

@@ -36,3 +36,18 @@ def test_matmul_256_f32_gfx1201():
   bf = Bufs(out, a, b)
   prepare(co, "gfx1201", meta["grid"], meta["block"], [bf.addr(0), bf.addr(1), bf.addr(2)], memory=bf.mem).run()
   np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_int_clamp_and_swizzle(backend):
+  # V_MAD_CO_U64_U32 and V_ADD3_U32 with clamp saturate the exact result; DS_SWIZZLE quad permute [3, 2, 1, 0] (ISA definition)
+  M = (1 << 32) - 1
+  p = [R4.v_mov_b32_e32(R4.v[1], -1), R4.v_mov_b32_e32(R4.v[2], -1), R4.v_mov_b32_e32(R4.v[3], -2), R4.v_mov_b32_e32(R4.v[4], -1),
+       R4.v_mad_co_u64_u32(R4.v[5:6], R4.s[20], R4.v[1], R4.v[2], R4.v[3:4], clmp=1),
+       R4.v_add3_u32(R4.v[7], R4.v[1], R4.v[2], R4.v[3], clmp=1), R4.v_add3_u32(R4.v[8], R4.v[1], 2, 3, clmp=0),
+       R4.v_add_nc_u32_e32(R4.v[9], 50, R4.v[0]), R4.ds_swizzle_b32(vdst=R4.v[10], addr=R4.v[0], data0=R4.v[9], offset0=0x1b, offset1=0x80),
+       R4.s_wait_dscnt(simm16=0), R4.s_endpgm()]
+  st = run_code(b"".join(i.to_bytes() for i in p), arch="gfx1201", capture=True, backend=backend)
+  g = st.state.vgprs
+  assert (g[5][0], g[6][0]) == (M, M) and M * M + (M << 32 | (M - 1)) > 1 << 64   # (2^32-1)^2 + (2^64-2) saturates
+  assert g[7][0] == M and g[8][0] == (M + 5) & M
+  assert g[10][:8] == tuple(50 + (i & ~3) + 3 - (i & 3) for i in range(8))
