@@ -489,7 +489,9 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
       sdst_write(w, f["sdst"], c.icount if msg == 131 else 0, 64 if h.endswith("64") else 32)
     elif h == "h_getreg":
       sim = f["simm16"]; rid, off, size = sim & 63, (sim >> 6) & 31, ((sim >> 11) & 31) + 1
-      v = 0xf0 if rid == 1 else w.id if rid == 23 else SH_MEM_BASES if rid == hwreg(c.arch.family, "SH_MEM_BASES") else 0
+      clock = {hwreg(c.arch.family, "SHADER_CYCLES"): c.icount & 0xfffff, hwreg(c.arch.family, "SHADER_CYCLES_LO"): c.icount & M32,
+               hwreg(c.arch.family, "SHADER_CYCLES_HI"): c.icount >> 32}   # the emulated clock, as csrc/emu_prose.h
+      v = 0xf0 if rid == 1 else w.id if rid == 23 else SH_MEM_BASES if rid == hwreg(c.arch.family, "SH_MEM_BASES") else clock.get(rid, 0)
       sdst_write(w, f["sdst"], (v >> off) & ((1 << size) - 1), 32)
     elif h == "h_ds_swizzle":
       off, ex, d, src = f["offset0"] | f["offset1"] << 8, w.exec, w.v[f["vdst"] - 256], list(w.v[f["data0"] - 256])

@@ -55,12 +55,17 @@ static void h_endpgm(Wave *w, const Inst *in) {
   }
 }
 /* S_GETREG_B32: simm16 = {size-1[15:11], offset[10:6], id[5:0]}; modelled registers read as the hardware's reset values
- * (MODE: round-to-nearest, denormals on; HW_ID: wave id in the workgroup; SH_MEM_BASES: the apertures), the rest as 0 */
+ * (MODE: round-to-nearest, denormals on; HW_ID: wave id in the workgroup; SH_MEM_BASES: the apertures; SHADER_CYCLES: the
+ * emulated clock), the rest as 0 */
 static void h_getreg(Wave *w, const Inst *in) {
   uint32_t id = in->simm16 & 63, off = (in->simm16 >> 6) & 31, size = ((in->simm16 >> 11) & 31) + 1, v = 0;
   if (id == 1) v = 0xf0;                   /* HW_REG_MODE: FP_DENORM = 3 for f32 and f64/f16 */
   else if (id == 23) v = (uint32_t)w->id;  /* HW_REG_HW_ID1: WAVE_ID */
   else if ((int)id == EMU_HWREG_SH_MEM_BASES) v = SH_MEM_BASES;   /* RDNA3: the flat apertures (csrc/emu_ops.h) */
+  /* the cycle counter (RDNA3: 20 bits; RDNA4: 64 bits as LO/HI) is the emulated clock of S_SENDMSG_RTN GET_REALTIME */
+  else if ((int)id == EMU_HWREG_SHADER_CYCLES) v = (uint32_t)(w->c->icount & 0xfffff);
+  else if ((int)id == EMU_HWREG_SHADER_CYCLES_LO) v = (uint32_t)w->c->icount;
+  else if ((int)id == EMU_HWREG_SHADER_CYCLES_HI) v = (uint32_t)(w->c->icount >> 32);
   v = (v >> off) & (size >= 32 ? 0xffffffffu : (1u << size) - 1);
   sdst_write(w, in->sdst, v, 32);
 }

@@ -54,3 +54,14 @@ def test_sendmsg_rtn(arch, I, backend):
     run_code(prog(I, msg(I, I.s_sendmsg_rtn_b32, I.s[4], 132)), arch=arch, backend=backend)
   with pytest.raises(InvalidInstruction, match="S_SENDMSG message 1 "):
     run_code(prog(I, I.s_sendmsg(simm16=1)), arch=arch, backend=backend)
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("arch,I", ARCHS)
+def test_shader_cycles_is_the_emulated_clock(arch, I, backend):
+  # S_GETREG of the cycle counter reads the same deterministic clock as GET_REALTIME (RDNA3: SHADER_CYCLES, 20 bits at
+  # id 29; RDNA4: SHADER_CYCLES_LO / _HI at 29 / 30); simm16 = id | offset << 6 | (size - 1) << 11
+  regs = [I.s_getreg_b32(I.s[4], simm16=29 | 31 << 11), I.s_nop(simm16=0), I.s_getreg_b32(I.s[5], simm16=29 | 31 << 11)]
+  if arch == "gfx1201": regs.append(I.s_getreg_b32(I.s[6], simm16=30 | 31 << 11))
+  st = run_code(prog(I, *regs, msg(I, I.s_sendmsg_rtn_b32, I.s[7], 131)), arch=arch, backend=backend, capture=True)
+  s = st.state.sgprs
+  assert (s[4], s[5], s[6], s[7]) == (1, 3, 0, len(regs) + 1)
