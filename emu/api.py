@@ -98,8 +98,8 @@ def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, tim
     op_counts: also count executed wave-instructions per opcode (Stats.op_counts).
     capture: record the registers of workgroup 0 / wave 0 at S_ENDPGM (Stats.state).
   Returns: Stats.
-  Raises: GPUFault (memory violation, with a FaultReport), InvalidInstruction, WatchdogExpired, UnsupportedDispatch,
-    BackendUnavailable (no C compiler / arch not supported by the backend)."""
+  Raises: GPUFault (memory violation, with a FaultReport), InvalidInstruction, WaveTrap (S_TRAP / a halted wave), WatchdogExpired,
+    UnsupportedDispatch, BackendUnavailable (no C compiler / arch not supported by the backend)."""
   arch = check_dispatch(dispatch)
   budget = DEFAULT_BUDGET if budget is None else budget
   if backend == "c":
