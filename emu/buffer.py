@@ -9,7 +9,8 @@ import functools
 from dataclasses import dataclass
 from mockgpu.emu.arch import ArchSpec
 
-__all__ = ["BUFFER_FORMATS", "Desc", "layout", "descriptor", "map_access", "c_defines", "c_handler", "fields", "data_bits"]
+__all__ = ["BUFFER_FORMATS", "Desc", "layout", "descriptor", "map_access", "c_defines", "c_handler", "fields", "data_bits", "format_table",
+           "format_op", "from_format", "to_format", "fmt_load", "fmt_store", "c_format_handler"]
 
 BUFFER_FORMATS = ("MUBUF", "MTBUF", "VBUFFER")
 M32, M64 = 0xffffffff, (1 << 64) - 1
@@ -66,8 +67,13 @@ def map_access(d: Desc, idx: int, off: int) -> tuple[int, bool]:
   return (d.base + rel) & M64, ok
 
 def c_defines(arch: ArchSpec) -> str:
-  """`VS_<FIELD>(d)` extractors over the V# dwords `d` for csrc/emu_buffer.h (0 for fields this layout lacks)."""
-  lay = layout(arch)
+  """`VS_<FIELD>(d)` extractors over the V# dwords `d` for csrc/emu_buffer.h (0 for fields this layout lacks), the number
+  format codes (NF_*) and the format table BUF_FMTS[code] = {bits X, Y, Z, W (0: absent), number format}."""
+  from tinygrad.runtime.autogen import hsa
+  lay, tab = layout(arch), format_table(arch)
+  rows = ", ".join("{" + ", ".join(map(str, (*tab[i][0], *(0,) * (4 - len(tab[i][0])), tab[i][1]))) + "}" if i in tab else "{0}" for i in range(128))
+  pre = [f"#define NF_{n} {getattr(hsa, f'BUF_NUM_FORMAT_{n}')}" for n in ("UNORM", "SNORM", "USCALED", "SSCALED", "UINT", "SINT", "FLOAT")]
+  pre.append(f"static const uint8_t BUF_FMTS[128][5] = {{{rows}}};")
   def ex(n, default="0u"):
     if n not in lay: return default
     w, lo, width = lay[n]
@@ -77,7 +83,7 @@ def c_defines(arch: ArchSpec) -> str:
   es = f"(2u << {ex('ELEMENT_SIZE')})" if "ELEMENT_SIZE" in lay else f"(2u << {ex('SWIZZLE_ENABLE')})"
   out.append(f"#define VS_ELEM(d) ({ex('SWIZZLE_ENABLE')} ? {es} : 0u)")
   out.append(f"#define VS_FMT(d) {ex('FORMAT') if 'FORMAT' in lay else '(' + ex('DATA_FORMAT') + ' | ' + ex('NUM_FORMAT') + ' << 4)'}")
-  return "\n".join(out)
+  return "\n".join(pre + out)
 
 def fields(fmt) -> dict[str, str]:
   """The Inst members of a buffer format, by role (RDNA3 and RDNA4 names differ)."""
@@ -112,3 +118,174 @@ def c_handler(fmt, h: str, fn: str, u, ops: dict, name: str) -> str:
   if "RETURN_DATA" in u.writes: L.append(f"    if ({ret}) {{ {io('RETURN_DATA', rbits, True)} }}")
   L += ["  }", "  w->c->atomic = 0; w->c->space = SP_GLOBAL;", "}"]
   return "\n".join(L) + "\n"
+
+# ---------------- data formats (the _FORMAT_ ops: ConvertFromFormat / ConvertToFormat, "Mem access size depends on format")
+# gfx10+ unified FORMAT codes in ISA order from 1 (the same names and numbers LLVM's disassembler prints as BUF_FMT_* for
+# gfx1100 and gfx1201; the wheel's hsa.BUF_FORMAT_32_UINT = 20 is one of them): data layout, then its number formats
+_UFMT = (("8", "UNORM SNORM USCALED SSCALED UINT SINT"), ("16", "UNORM SNORM USCALED SSCALED UINT SINT FLOAT"),
+         ("8_8", "UNORM SNORM USCALED SSCALED UINT SINT"), ("32", "UINT SINT FLOAT"), ("16_16", "UNORM SNORM USCALED SSCALED UINT SINT FLOAT"),
+         ("10_11_11", "FLOAT"), ("11_11_10", "FLOAT"), ("10_10_10_2", "UNORM SNORM UINT SINT"),
+         ("2_10_10_10", "UNORM SNORM USCALED SSCALED UINT SINT"), ("8_8_8_8", "UNORM SNORM USCALED SSCALED UINT SINT"),
+         ("32_32", "UINT SINT FLOAT"), ("16_16_16_16", "UNORM SNORM USCALED SSCALED UINT SINT FLOAT"), ("32_32_32", "UINT SINT FLOAT"),
+         ("32_32_32_32", "UINT SINT FLOAT"))
+NF_FLOATISH = ("UNORM", "SNORM", "USCALED", "SSCALED", "FLOAT")   # number formats whose register value is an f32 (f16 for D16)
+
+def _chans(layout_name: str) -> tuple[int, ...]:
+  """channel widths X, Y, Z, W: the name lists them from the most significant bits down, X sits in the lowest bits"""
+  return tuple(int(x) for x in reversed(layout_name.split("_")))
+
+@functools.cache
+def format_table(arch: ArchSpec) -> dict[int, tuple[tuple[int, ...], int]]:
+  """format code -> (channel bits X..W, BUF_NUM_FORMAT value). gfx10+: the unified FORMAT; gfx9: DATA_FORMAT | NUM_FORMAT << 4
+  with the layouts named by the wheel's hsa.BUF_DATA_FORMAT enum."""
+  from tinygrad.runtime.autogen import hsa
+  nf = lambda n: getattr(hsa, f"BUF_NUM_FORMAT_{n}")
+  if "FORMAT" in layout(arch):
+    codes = [(lay, n) for lay, nfs in _UFMT for n in nfs.split()]
+    return {i + 1: (_chans(lay), nf(n)) for i, (lay, n) in enumerate(codes)}
+  out = {}
+  for v, name in hsa.enum_BUF_DATA_FORMAT.items():
+    lay = name.removeprefix("BUF_DATA_FORMAT_")
+    if not all(p.isdigit() for p in lay.split("_")): continue
+    ch = _chans(lay)
+    for n in ("UNORM", "SNORM", "USCALED", "SSCALED", "UINT", "SINT", "FLOAT"):
+      if (n == "FLOAT" and not all(x in (10, 11, 16, 32) for x in ch)) or (n not in ("UINT", "SINT", "FLOAT") and 32 in ch): continue
+      out[v | nf(n) << 4] = (ch, nf(n))
+  return out
+
+def format_op(name: str) -> tuple[bool, int, bool, bool, bool]:
+  """(store, channels, d16, d16 hi, typed: format from the instruction) of a BUFFER/TBUFFER *_FORMAT_* op name"""
+  return "STORE" in name, len(name.rsplit("_", 1)[1]), "D16" in name, "D16_HI" in name, name.startswith("TBUFFER")
+
+def _nfname(code: int) -> str:
+  from tinygrad.runtime.autogen import hsa
+  return {getattr(hsa, f"BUF_NUM_FORMAT_{n}"): n for n in ("UNORM", "SNORM", "USCALED", "SSCALED", "UINT", "SINT", "FLOAT")}[code]
+
+def _f32(x: float) -> int:
+  import numpy as np
+  return int(np.array(x, np.float32).view(np.uint32))
+def _asf32(u: int) -> float:
+  import numpy as np
+  return float(np.array(u & M32, np.uint32).view(np.float32))
+def f32_to_f16(u: int) -> int:
+  """round to nearest even; NaN stays NaN (quieted), as pcode's conversion (and the C twin's pc_cvt) does"""
+  from mockgpu.pcode.softfloat import FMTS, cvt
+  return cvt(u & M32, FMTS["f32"], FMTS["f16"])
+def f16_to_f32(u: int) -> int:
+  from mockgpu.pcode.softfloat import FMTS, cvt
+  return cvt(u & 0xffff, FMTS["f16"], FMTS["f32"])
+
+def _uf_to_f32(x: int, m: int) -> int:
+  """unsigned float with 5 exponent bits (bias 15) and m mantissa bits (10/11-bit channels) -> f32 bits"""
+  e, mm = x >> m, x & ((1 << m) - 1)
+  if e == 31: return 0x7f800000 | mm << (23 - m)
+  if e == 0: return _f32(mm * 2.0 ** (-14 - m))
+  return (e + 112) << 23 | mm << (23 - m)
+
+def _f32_to_uf(u: int, m: int) -> int:
+  """f32 bits -> unsigned 5-exponent-bit float (round to nearest even; negative values and -0 give 0, NaN a quiet NaN)"""
+  ex, mant = (u >> 23) & 0xff, u & 0x7fffff
+  if ex == 255: return 31 << m | (1 << (m - 1) if mant else 0)
+  if u >> 31 or ex == 0: return 0
+  e, full, sh = ex - 112, mant | 1 << 23, 23 - m
+  if e < 1: sh, e = sh + 1 - e, 0
+  if sh > 24: return 0
+  r, rem = full >> sh, full & ((1 << sh) - 1)
+  r += rem > (1 << (sh - 1)) or (rem == 1 << (sh - 1) and r & 1)
+  if e == 0: return r                   # a denormal that rounds up to 1 << m is the smallest normal: same bits
+  r, e = (r >> 1, e + 1) if r >> (m + 1) else (r, e)
+  return 31 << m if e >= 31 else e << m | (r & ((1 << m) - 1))
+
+def from_format(x: int, b: int, nf: str) -> int:
+  """a b-bit channel of number format nf -> the 32-bit register value (f32 bits for the float-like formats)"""
+  s = x - (1 << b) if x >> (b - 1) & 1 else x
+  if nf == "UINT": return x
+  if nf == "SINT": return s & M32
+  if nf == "USCALED": return _f32(x)
+  if nf == "SSCALED": return _f32(s)
+  if nf == "UNORM": return _f32_div(x, (1 << b) - 1)
+  if nf == "SNORM": return _f32_max(_f32_div(s, (1 << (b - 1)) - 1), -1.0)
+  return x if b == 32 else f16_to_f32(x) if b == 16 else _uf_to_f32(x, b - 5)
+
+def _f32_div(a: int, b: int) -> int:
+  import numpy as np
+  return int((np.float32(a) / np.float32(b)).view(np.uint32))
+def _f32_max(u: int, lo: float) -> int: return _f32(lo) if _asf32(u) < lo else u
+
+def to_format(u: int, b: int, nf: str) -> int:
+  """a 32-bit register value -> the b-bit channel of number format nf (norm: clamp, scale, round to nearest even; scaled:
+  clamp, truncate; integers: the low b bits)"""
+  import numpy as np
+  mask = (1 << b) - 1
+  if nf in ("UINT", "SINT"): return u & mask
+  if nf == "FLOAT": return u & mask if b == 32 else f32_to_f16(u) if b == 16 else _f32_to_uf(u, b - 5)
+  f = np.float32(_asf32(u))
+  if np.isnan(f): return 0
+  if nf == "UNORM": return int(np.rint(np.float32(min(max(f, np.float32(0)), np.float32(1))) * np.float32(mask))) & mask
+  if nf == "SNORM": return int(np.rint(np.float32(min(max(f, np.float32(-1)), np.float32(1))) * np.float32((1 << (b - 1)) - 1))) & mask
+  lo, hi = (0, mask) if nf == "USCALED" else (-(1 << (b - 1)), (1 << (b - 1)) - 1)
+  return int(min(max(np.trunc(np.float64(f)), lo), hi)) & mask
+
+def _chan_access(bits: tuple[int, ...], c: int) -> tuple[int, int, int]:
+  """(byte offset, access bytes, bit shift) of channel c: byte channels are read alone, packed ones through their dword"""
+  boff = sum(bits[:c])
+  return (boff // 8, bits[c] // 8, 0) if all(x % 8 == 0 for x in bits) else (0, 4, boff)
+
+def fmt_load(d: Desc, idx: int, off: int, fi, nch: int, d16: bool, hi: bool, old: int, rd) -> int:
+  """new VDATA bits of a *_LOAD_*FORMAT_* lane; rd(address, bytes) reads checked global memory. The element is in or out
+  of range as a whole (out: every channel reads 0); channels the format lacks read 0 (X, Y, Z) or 1 (W; 1.0 for the
+  float-like number formats)."""
+  bits, nfc = fi
+  nf = _nfname(nfc)
+  _, ok = map_access(d, idx, off)
+  out = old
+  for c in range(nch):
+    if not ok: v = 0
+    elif c < len(bits):
+      byte, n, sh = _chan_access(bits, c)
+      v = from_format((rd(map_access(d, idx, off + byte)[0], n) >> sh) & ((1 << bits[c]) - 1), bits[c], nf)
+    else: v = (0x3f800000 if nf in NF_FLOATISH else 1) if c == 3 else 0
+    if d16:
+      v = f32_to_f16(v) if nf in NF_FLOATISH else v & 0xffff
+      sh = 16 if hi else 16 * c
+      out = out & ~(0xffff << sh) | v << sh
+    else: out = out & ~(M32 << (32 * c)) | v << (32 * c)
+  return out
+
+def fmt_store(d: Desc, idx: int, off: int, fi, nch: int, d16: bool, hi: bool, vdata: int, rd, wr):
+  """a *_STORE_*FORMAT_* lane: the instruction's channels the format has are converted and written (packed channels
+  read-modify-write their dword); out of range (as a whole) writes nothing"""
+  bits, nfc = fi
+  nf = _nfname(nfc)
+  if not map_access(d, idx, off)[1]: return
+  for c in range(min(nch, len(bits))):
+    if d16:
+      h = (vdata >> (16 if hi else 16 * c)) & 0xffff
+      u = f16_to_f32(h) if nf in NF_FLOATISH else (h - (1 << 16) if nf == "SINT" and h >> 15 else h) & M32
+    else: u = (vdata >> (32 * c)) & M32
+    raw = to_format(u, bits[c], nf)
+    byte, n, sh = _chan_access(bits, c)
+    a = map_access(d, idx, off + byte)[0]
+    if bits[c] != 8 * n: raw = rd(a, 4) & ~(((1 << bits[c]) - 1) << sh) & M32 | raw << sh
+    wr(a, n, raw)
+
+def c_format_handler(fmt, h: str, name: str) -> str:
+  """C handler of a BUFFER/TBUFFER *_FORMAT_* op (hand-written semantics: the pseudocode's ConvertFromFormat/ConvertToFormat
+  and its format-sized accesses are prose): buf_format in csrc/emu_buffer.h per lane."""
+  fl = fields(fmt)
+  store, nch, d16, hi, typed = format_op(name)
+  names = {f.name for f in fmt.fields}
+  code = ("in->format" if "format" in names else "(in->dfmt | in->nfmt << 4)") if typed else "b.fmt"
+  ndw = (1 if hi else (nch + 1) // 2) if d16 else nch
+  return "\n".join([f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0; Buf b; uint32_t vd[4];",
+    f"  if (!buf_setup(w, in, &b, in->{fl['rsrc']}, in->soffset, in->{fl['ioff']}, in->idxen, in->offen, in->vaddr - 256, in->tfe)) return;",
+    f"  const uint8_t *fi = BUF_FMTS[({code}) & 127];",
+    "  if (!fi[0]) { set_status(w, ST_UNSUPPORTED, \"buffer data format code is not a valid format on this arch\"); return; }",
+    "  uint32_t *const VV = w->v; const int r_data = in->data0 - 256; w->c->atomic = 0;",
+    "  uint64_t ex = rd_exec(w);",
+    "  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L; buf_lane(w, &b, L);",
+    f"    for (int k = 0; k < {ndw}; k++) vd[k] = VV[((r_data + k) & 255) * MAXLANES + L];",
+    f"    buf_format(&s, &b, fi, {nch}, {int(d16)}, {int(hi)}, {int(store)}, vd);",
+    "    if (UNLIKELY(s.fault)) { pc_fault(w, &s); break; }",
+    *([] if store else [f"    for (int k = 0; k < {ndw}; k++) VV[((r_data + k) & 255) * MAXLANES + L] = vd[k];"]),
+    "  }", "}"]) + "\n"

@@ -466,6 +466,8 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       if base_name.startswith(("V_WMMA_", "V_SWMMAC_")) and not arch.wmma_rdna3:
         row.append("h_unsupported"); missing[key] = f"WMMA lane layouts of {arch.name} are not modelled"; continue
       if base_name in PROSE_C: row.append(PROSE_C[base_name]); continue
+      if f.name in buffer.BUFFER_FORMATS and "FORMAT" in name and "LDS" not in name:   # format conversions: hand-written (buffer.py)
+        handlers.append(buffer.c_format_handler(f, h, name)); row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);"); continue
       fn = f"pc_{ename}"
       if fn not in pcode_fns or ename not in ents:
         row.append("h_unsupported"); missing[key] = "no compiled pseudocode" if ename in ents else "no pseudocode in the wheel"; continue
@@ -476,7 +478,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
         if "LDS" in name and f.name != "DS": row.append("h_unsupported"); missing[key] = "loads into LDS are not modelled"; continue
         handlers.append(_mem(f, h, fn, u, ops, name))
       elif f.name in buffer.BUFFER_FORMATS:
-        if "LDS" in name or "FORMAT" in name: row.append("h_unsupported"); missing[key] = "buffer format conversions / loads into LDS are not modelled"; continue
+        if "LDS" in name: row.append("h_unsupported"); missing[key] = "buffer loads into LDS are not modelled"; continue
         handlers.append(buffer.c_handler(f, h, fn, u, ops, name))
       else: row.append("h_unsupported"); missing[key] = f"format {f.name} is not modelled"; continue
       row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);")

@@ -428,15 +428,26 @@ def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: d
   finally: w.atomic = False
 
 def exec_buffer(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: dict, u):
-  """A buffer op through its V# (mockgpu.emu.buffer), as csrc/emu_buffer.h and buffer.c_handler do."""
+  """A buffer op through its V# (mockgpu.emu.buffer), as csrc/emu_buffer.h and buffer.c_handler / c_format_handler do:
+  pseudocode ops run pyeval with MEM mapped per access, *_FORMAT_* ops run buffer.fmt_load / fmt_store."""
   fl = buffer.fields(fm)
   if f["tfe"]: raise Stop(ST_UNSUPPORTED, msg="buffer instruction with TFE (fail status VGPR) is not modelled")
   rs = f[fl["rsrc"]]
   if rs + 3 >= 128: raise Stop(ST_UNSUPPORTED, msg="buffer resource descriptor register out of range")
   d = buffer.descriptor(c.arch, w.s[rs:rs + 4], scalar_src(w, f, f["soffset"], 32, 0) & M32)
-  dbits, rbits = buffer.data_bits(ops, name)
-  ret = (f["th"] & 1) if fl["ret"] == "th" else f["glc"]
   va, r = f["vaddr"] - 256, f["data0"] - 256
+  if u is None:
+    store, nch, d16, hi, typed = buffer.format_op(name)
+    fi = buffer.format_table(c.arch).get(((f["format"] if "format" in f else f["dfmt"] | f["nfmt"] << 4) if typed else d.fmt) & 127)
+    if fi is None: raise Stop(ST_UNSUPPORTED, msg="buffer data format code is not a valid format on this arch")
+    ndw, lane = ((1 if hi else (nch + 1) // 2) if d16 else nch), [0]
+    mem = _Mem(w, "global", lane)
+    def rd(a, n): w.cur_size = n; return sum(mem.get(a + i) << (8 * i) for i in range(n))
+    def wr(a, n, v):
+      w.cur_size = n
+      for i in range(n): mem[a + i] = (v >> (8 * i)) & 0xff
+  else: dbits, rbits = buffer.data_bits(ops, name)
+  ret = (f["th"] & 1) if fl["ret"] == "th" else f["glc"]
   w.atomic = "ATOMIC" in name
   try:
     for L in range(c.wave_size):
@@ -444,6 +455,11 @@ def exec_buffer(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops
       idx = ((w.v[va & 255][L] if f["idxen"] else 0) + (L if d.add_tid else 0)) & M32
       off = (f[fl["ioff"]] + (w.v[(va + f["idxen"]) & 255][L] if f["offen"] else 0)) & M32
       addr = (d.base + idx * d.stride + off) & M64
+      if u is None:
+        lane[0], old = L, _vget(w, r, L, 32 * ndw)
+        if store: buffer.fmt_store(d, idx, off, fi, nch, d16, hi, old, rd, wr)
+        else: _vput(w, r, L, 32 * ndw, buffer.fmt_load(d, idx, off, fi, nch, d16, hi, old, rd))
+        continue
       w.buf, w.cur_size = {"desc": d, "idx": idx, "off": off, "addr": addr}, 4
       data = _vget(w, r, L, dbits)
       st = pyrun(c, w, ename, "buffer", SCC=w.scc, EXEC=w.exec, laneId=L, ADDR=addr, DATA=data, VDATA=data, vgpr_a=0, sgpr_o=0)
@@ -501,12 +517,13 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
     elif h.startswith("h_wmma"): raise Stop(ST_UNSUPPORTED, msg="WMMA is not modelled by the python backend")
     return
   ename = f"{type(member).__name__}_{member.name}"
+  if fm.name in buffer.BUFFER_FORMATS and "FORMAT" in name and "LDS" not in name: return exec_buffer(c, w, fm, f, name, ename, {}, None)
   if ename not in c.ents: raise Stop(ST_UNSUPPORTED, msg="instruction has no semantics in this build")
   ops, u = c.ops.get(member, {}), _usage(c.arch.family, c.ents, ename)
   if fm.name in _SALU: return exec_salu(c, w, fm, f, name, ename, ops, u)
   if fm.name in _VALU: return exec_valu(c, w, fm, f, name, ename, ops, u)
   if (fm.name in _VMEM or fm.name in ("DS", "SMEM")) and not ("LDS" in member.name and fm.name != "DS"): return exec_mem(c, w, fm, f, name, ename, ops, u)
-  if fm.name in buffer.BUFFER_FORMATS and "LDS" not in name and "FORMAT" not in name: return exec_buffer(c, w, fm, f, name, ename, ops, u)
+  if fm.name in buffer.BUFFER_FORMATS and "LDS" not in name: return exec_buffer(c, w, fm, f, name, ename, ops, u)
   raise Stop(ST_UNSUPPORTED, msg="instruction has no semantics in the python backend")
 
 def swizzle_src(off: int, i: int) -> int:

@@ -63,3 +63,79 @@ static uint64_t b_rd(PcState *s, uint64_t a, int n) {
 static void b_wr(PcState *s, uint64_t a, int n, uint64_t v) {
   uint64_t p; if (buf_map(((Wave *)s->user)->c->buf, a, &p)) g_wr(s, p, n, v);
 }
+
+/* ---- the *_FORMAT_* ops (mockgpu.emu.buffer.fmt_load / fmt_store / from_format / to_format are the Python twins) ---- */
+static inline float bf_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t bf_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+/* unsigned float, 5 exponent bits (bias 15), m mantissa bits (the 10/11-bit channels) <-> f32 bits */
+static uint32_t bf_uf_to_f32(uint32_t x, int m) {
+  uint32_t e = x >> m, mm = x & ((1u << m) - 1);
+  if (e == 31) return 0x7f800000u | mm << (23 - m);
+  if (e == 0) return bf_f2u(ldexpf((float)mm, -14 - m));
+  return (e + 112) << 23 | mm << (23 - m);
+}
+static uint32_t bf_f32_to_uf(uint32_t u, int m) {
+  uint32_t ex = (u >> 23) & 0xff, mant = u & 0x7fffff;
+  if (ex == 255) return 31u << m | (mant ? 1u << (m - 1) : 0);
+  if ((u >> 31) || ex == 0) return 0;
+  int e = (int)ex - 112, sh = 23 - m; uint32_t full = mant | 1u << 23;
+  if (e < 1) { sh += 1 - e; e = 0; }
+  if (sh > 24) return 0;
+  uint32_t r = full >> sh, rem = full & ((1u << sh) - 1), half = 1u << (sh - 1);
+  r += rem > half || (rem == half && (r & 1));
+  if (e == 0) return r;
+  if (r >> (m + 1)) { r >>= 1; e++; }
+  return e >= 31 ? 31u << m : (uint32_t)e << m | (r & ((1u << m) - 1));
+}
+/* a b-bit channel of number format nf -> the register value (f32 bits for the float-like formats) */
+static uint32_t bf_from(uint32_t x, int b, int nf) {
+  int32_t sx = b < 32 && (x >> (b - 1) & 1) ? (int32_t)(x - (1u << b)) : (int32_t)x;
+  switch (nf) {
+    case NF_UINT: return x;
+    case NF_SINT: return (uint32_t)sx;
+    case NF_USCALED: return bf_f2u((float)x);
+    case NF_SSCALED: return bf_f2u((float)sx);
+    case NF_UNORM: return bf_f2u((float)x / (float)(uint32_t)((1ull << b) - 1));
+    case NF_SNORM: { float f = (float)sx / (float)((1u << (b - 1)) - 1); return bf_f2u(f < -1.0f ? -1.0f : f); }
+    default: return b == 32 ? x : b == 16 ? (uint32_t)pc_cvt(x, PC_F16, PC_F32, 0) : bf_uf_to_f32(x, b - 5);
+  }
+}
+/* the register value -> a b-bit channel (norm: clamp, scale, round to nearest even; scaled: clamp, truncate; ints: low bits) */
+static uint32_t bf_to(uint32_t u, int b, int nf) {
+  uint32_t mask = b == 32 ? 0xffffffffu : (1u << b) - 1;
+  if (nf == NF_UINT || nf == NF_SINT) return u & mask;
+  if (nf == NF_FLOAT) return b == 32 ? u : b == 16 ? (uint32_t)pc_cvt(u, PC_F32, PC_F16, 0) : bf_f32_to_uf(u, b - 5);
+  float f = bf_u2f(u);
+  if (f != f) return 0;
+  if (nf == NF_UNORM) return (uint32_t)(int64_t)nearbyintf((f < 0.0f ? 0.0f : f > 1.0f ? 1.0f : f) * (float)mask) & mask;
+  if (nf == NF_SNORM) return (uint32_t)(int64_t)nearbyintf((f < -1.0f ? -1.0f : f > 1.0f ? 1.0f : f) * (float)((1u << (b - 1)) - 1)) & mask;
+  double t = trunc((double)f), lo = nf == NF_USCALED ? 0.0 : -(double)(1ull << (b - 1)), hi = nf == NF_USCALED ? (double)mask : (double)((1ull << (b - 1)) - 1);
+  return (uint32_t)(int64_t)(t < lo ? lo : t > hi ? hi : t) & mask;
+}
+/* one lane of a *_FORMAT_* op on VDATA vd: the element is in or out of range as a whole (out: loads read 0, stores write
+ * nothing); byte channels are accessed alone, packed channels through their dword (stores read-modify-write it); missing
+ * channels load 0 (X, Y, Z) or 1 / 1.0 (W); D16 packs f16 (float-like formats) or the low 16 bits into halves */
+static void buf_format(PcState *s, Buf *b, const uint8_t *fi, int nch, int d16, int hi, int store, uint32_t *vd) {
+  uint64_t p; int ok = buf_map(b, b->addr, &p), nb = 0, packed = 0, nf = fi[4], fl = nf != NF_UINT && nf != NF_SINT;
+  while (nb < 4 && fi[nb]) { packed |= fi[nb] % 8 != 0; nb++; }
+  if (store && !ok) return;
+  int n_ch = store ? (nch < nb ? nch : nb) : nch;
+  for (int c = 0, boff = 0; c < n_ch; boff += c < nb ? fi[c] : 0, c++) {
+    int byte = packed ? 0 : boff / 8, n = packed ? 4 : (c < nb ? fi[c] / 8 : 0), sh = packed ? boff : 0, hh = hi ? 1 : c;
+    uint32_t cm = c < nb ? (fi[c] == 32 ? 0xffffffffu : (1u << fi[c]) - 1) : 0;
+    if (store) {
+      uint32_t u = vd[c];
+      if (d16) { uint32_t h = (vd[hh / 2] >> (16 * (hh & 1))) & 0xffff; u = fl ? (uint32_t)pc_cvt(h, PC_F16, PC_F32, 0) : nf == NF_SINT ? (uint32_t)(int32_t)(int16_t)h : h; }
+      uint32_t raw = bf_to(u, fi[c], nf);
+      buf_map(b, b->addr + byte, &p);
+      if (fi[c] != 8 * n) { uint64_t cur = g_rd(s, p, 4); if (s->fault) return; raw = ((uint32_t)cur & ~(cm << sh)) | raw << sh; }
+      g_wr(s, p, n, raw); if (s->fault) return;
+    } else {
+      uint32_t v = 0;
+      if (ok && c < nb) { buf_map(b, b->addr + byte, &p); uint64_t r = g_rd(s, p, n); if (s->fault) return; v = bf_from((uint32_t)(r >> sh) & cm, fi[c], nf); }
+      else if (ok && c == 3) v = fl ? 0x3f800000u : 1u;
+      if (d16) { uint32_t h = fl ? (uint32_t)pc_cvt(v, PC_F32, PC_F16, 0) : v & 0xffff; vd[hh / 2] = (vd[hh / 2] & ~(0xffffu << 16 * (hh & 1))) | h << 16 * (hh & 1); }
+      else vd[c] = v;
+    }
+  }
+}

@@ -188,3 +188,97 @@ def test_in_range_unmapped_faults(arch, backend):
     # lane 7 is the first whose byte offset 4 + 8 * lane reaches past the 64 registered bytes
     assert (r.kind, r.space, r.size, r.lane, r.address, r.nearest, r.offset) == (kind, "global", 4, 8, bf.addr(0) + 68, ("buf0", bf.addr(0), 64), 68)
     assert r.pc == 4 and op.upper() in r.disasm and r.arch == arch
+
+# ---------------- *_FORMAT_* ops: unified FORMAT codes (as LLVM's disassembler names them for gfx1100/gfx1201) ----------
+FMT = {"8_SINT": 6, "16_SSCALED": 10, "8_8_USCALED": 16, "16_16_SNORM": 24, "10_11_11_FLOAT": 30, "2_10_10_10_UINT": 40,
+       "8_8_8_8_UNORM": 42, "32_32_FLOAT": 50, "16_16_16_16_FLOAT": 57}
+
+def ufloat(x, mb):
+  """the unsigned 10/11-bit float of the format definition: 5 exponent bits (bias 15), mb mantissa bits (Inf/NaN keep the
+  mantissa as the top bits of the f32 one, as widening IEEE formats do)"""
+  e, m = x >> mb, x & ((1 << mb) - 1)
+  if e == 31: return np.uint32(0x7f800000 | m << (23 - mb)).view(np.float32)
+  return np.float32(m * 2.0 ** (-14 - mb) if e == 0 else (1 + m / 2 ** mb) * 2.0 ** (e - 15))
+
+def decode(name, elem: int) -> list[np.float32 | int]:
+  """channels X..W of one element: widths from the name (most significant first), then the number format"""
+  *lay, nf = name.split("_")
+  bits = [int(b) for b in reversed(lay)]
+  out, pos = [], 0
+  for b in bits:
+    x = (elem >> pos) & ((1 << b) - 1); pos += b
+    sx = x - (1 << b) if x >> (b - 1) else x
+    out.append({"UINT": x, "SINT": sx & 0xffffffff, "USCALED": np.float32(x), "SSCALED": np.float32(sx),
+                "UNORM": np.float32(x) / np.float32((1 << b) - 1), "SNORM": max(np.float32(sx) / np.float32((1 << (b - 1)) - 1), np.float32(-1)),
+                "FLOAT": np.uint32(x).view(np.float32) if b == 32 else None}[nf])
+    if nf == "FLOAT" and b != 32: out[-1] = np.float16(np.uint16(x).view(np.float16)).astype(np.float32) if b == 16 else ufloat(x, b - 5)
+  isint = nf in ("UINT", "SINT")
+  return out + [0] * (3 - len(out)) + [1 if isint else np.float32(1)] * (len(out) < 4)
+
+def bits32(v) -> int: return int(np.float32(v).view(np.uint32)) if isinstance(v, np.floating) else int(v) & 0xffffffff
+def half(v) -> int:
+  """f32 -> f16 bits rounding to nearest even; a NaN becomes a quiet NaN keeping the payload's top bits (IEEE 754)"""
+  if not np.isnan(v):
+    with np.errstate(over="ignore"): return int(np.float32(v).astype(np.float16).view(np.uint16))
+  b = bits32(v)
+  return (b >> 16) & 0x8000 | 0x7e00 | (b >> 13) & 0x3ff
+
+@pytest.mark.parametrize("arch", list(ARCHS))
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", list(FMT))
+def test_load_format_conversions(arch, backend, name):
+  """BUFFER_LOAD_FORMAT_XYZW takes the format from the V#, TBUFFER_LOAD_FORMAT_XYZW from the instruction; D16 packs f16 /
+  16-bit halves; an element past NUM_RECORDS reads 0 in every channel"""
+  I = ARCHS[arch][0]
+  size = sum(int(b) for b in name.split("_")[:-1]) // 8
+  rng = np.random.default_rng(FMT[name])
+  src = rng.integers(0, 256, 32 * 16, dtype=np.uint8)
+  if name == "16_16_16_16_FLOAT": src = np.abs(rng.standard_normal(32 * 8).astype(np.float16) * 100).view(np.uint8)
+  out = np.zeros(32 * 12, np.uint32)
+  bf = Bufs(src, out)
+  nrec = 30 * size
+  d0, d1 = vsharp(arch, bf.addr(0), nrec, fmt=FMT[name]), vsharp(arch, bf.addr(1), out.nbytes)
+  tb = (dict(format=FMT[name]))
+  prog = [I.v_mul_u32_u24_e32(I.v[1], size, I.v[0]), I.v_mul_u32_u24_e32(I.v[2], 48, I.v[0]),
+          buf(arch, "buffer_load_format_xyzw", I.v[4:7], I.v[1], 0, I.NULL, 0, offen=1),
+          buf(arch, "tbuffer_load_format_xyzw", I.v[8:11], I.v[1], 8, I.NULL, 0, offen=1, **tb),
+          buf(arch, "buffer_load_d16_format_xyzw", I.v[12:13], I.v[1], 0, I.NULL, 0, offen=1)]
+  prog += [buf(arch, "buffer_store_b128", I.v[4 * k + 4:4 * k + 7], I.v[2], 4, I.NULL, 16 * k, offen=1) for k in range(2)]
+  prog += [buf(arch, "buffer_store_b64", I.v[12:13], I.v[2], 4, I.NULL, 32, offen=1)]
+  go(arch, prog, bf, [*d0, *d1, *vsharp(arch, bf.addr(0), nrec, fmt=1)], backend)
+  o = out.reshape(32, 12)
+  for l in range(32):
+    elem = int.from_bytes(src[l * size:(l + 1) * size].tobytes(), "little")
+    ch = decode(name, elem) if l < 30 else [0, 0, 0, 0]
+    want = [bits32(v) for v in ch]
+    h = [half(v) if isinstance(v, np.floating) else int(v) & 0xffff for v in ch]
+    assert o[l, 0:4].tolist() == want and o[l, 4:8].tolist() == want, (l, name)
+    assert o[l, 8:10].tolist() == [h[0] | h[1] << 16, h[2] | h[3] << 16], (l, name)
+
+@pytest.mark.parametrize("arch", list(ARCHS))
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_store_format_conversions(arch, backend):
+  """UNORM stores clamp and round to nearest even, SINT keeps the low bits, packed 10/11-bit floats are written into
+  their dword, D16_HI stores the high half, and channels the format lacks are not written"""
+  I = ARCHS[arch][0]
+  dst = np.full(16, 0xcccccccc, np.uint32)
+  bf = Bufs(dst)
+  vals = [np.float32(0.5), np.float32(1.2), np.float32(-0.3), np.float32(0.25)]
+  prog = [I.v_mov_b32_e32(I.v[4 + k], bits32(v)) for k, v in enumerate(vals)]
+  prog += [I.v_mov_b32_e32(I.v[8], 0x12345), I.v_mov_b32_e32(I.v[9], 0xfffffffe),
+           I.v_mov_b32_e32(I.v[10], bits32(np.float32(1.5))), I.v_mov_b32_e32(I.v[11], bits32(np.float32(0.25))), I.v_mov_b32_e32(I.v[12], bits32(np.float32(3.0))),
+           I.v_mov_b32_e32(I.v[13], int(np.float16(-2.5).view(np.uint16)) << 16 | 0x1234), I.v_mov_b32_e32(I.v[1], 0)]
+  prog += [buf(arch, "buffer_store_format_xyzw", I.v[4:7], I.v[1], 0, I.NULL, 0, offen=1),
+           buf(arch, "tbuffer_store_format_xy", I.v[8:9], I.v[1], 0, I.NULL, 4, offen=1, format=FMT["16_16_SNORM"] + 4),   # 16_16_SINT
+           buf(arch, "tbuffer_store_format_xyz", I.v[10:12], I.v[1], 0, I.NULL, 8, offen=1, format=FMT["10_11_11_FLOAT"]),
+           buf(arch, "tbuffer_store_format_xyzw", I.v[8:11], I.v[1], 0, I.NULL, 12, offen=1, format=FMT["8_SINT"]),
+           buf(arch, "buffer_store_d16_hi_format_x", I.v[13], I.v[1], 4, I.NULL, 16, offen=1)]
+  go(arch, prog, bf, [*vsharp(arch, bf.addr(0), 64, fmt=FMT["8_8_8_8_UNORM"]), *vsharp(arch, bf.addr(0), 64, fmt=FMT["16_16_16_16_FLOAT"])],
+     backend, n=1)
+  # 0.5 * 255 = 127.5 -> 128 (even), 1.2 -> 255 (clamped), -0.3 -> 0, 0.25 * 255 = 63.75 -> 64
+  assert dst[0] == 128 | 255 << 8 | 0 << 16 | 64 << 24
+  assert dst[1] == 0x2345 | 0xfffe << 16
+  # 1.5 = 2^0 * (1 + 32/64): exponent 15, mantissa 32; 0.25: exponent 13; 3.0 = 2^1 * (1 + 16/32) in the 10-bit Z
+  assert dst[2] == (15 << 6 | 32) | (13 << 6) << 11 | (16 << 5 | 16) << 22
+  assert dst[3] == 0xcccccc45                     # 8_SINT has one channel: only byte 0 is written
+  assert dst[4] == 0xcccc0000 | int(np.float16(-2.5).view(np.uint16))   # X of 16_16_16_16_FLOAT from the high half
