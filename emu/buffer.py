@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from mockgpu.emu.arch import ArchSpec
 
 __all__ = ["BUFFER_FORMATS", "Desc", "layout", "descriptor", "map_access", "c_defines", "c_handler", "fields", "data_bits", "format_table",
-           "format_op", "from_format", "to_format", "fmt_load", "fmt_store", "c_format_handler"]
+           "format_op", "from_format", "to_format", "fmt_load", "fmt_store", "c_format_handler", "LDS_LOADS", "lds_load_op", "c_lds_handler"]
 
 BUFFER_FORMATS = ("MUBUF", "MTBUF", "VBUFFER")
 M32, M64 = 0xffffffff, (1 << 64) - 1
@@ -289,3 +289,41 @@ def c_format_handler(fmt, h: str, name: str) -> str:
     "    if (UNLIKELY(s.fault)) { pc_fault(w, &s); break; }",
     *([] if store else [f"    for (int k = 0; k < {ndw}; k++) VV[((r_data + k) & 255) * MAXLANES + L] = vd[k];"]),
     "  }", "}"]) + "\n"
+
+# ---------------- loads into LDS: GLOBAL/SCRATCH_LOAD_LDS_* and BUFFER_LOAD_LDS_* (no pseudocode in the wheel) ----------------
+LDS_LOADS = ("GLOBAL", "SCRATCH", "MUBUF")   # the formats whose *_LOAD_LDS_* ops run here
+
+def lds_load_op(name: str) -> tuple[int, bool, bool]:
+  """(bytes read, sign-extend, lane address instead of a VGPR: *_ADDTID_*) of a *_LOAD_LDS_* op; 0 bytes: FORMAT_X"""
+  t = name.rsplit("_", 1)[1]
+  return {"U8": 1, "I8": 1, "U16": 2, "I16": 2, "B32": 4, "X": 0}[t], t.startswith("I"), "ADDTID" in name
+
+def c_lds_handler(fmt, h: str, name: str) -> str:
+  """C handler of a load into LDS: each active lane reads memory as the format addresses it (global: SGPR base + VGPR
+  offset or a 64-bit VGPR address, *_ADDTID_*: SGPR base + lane * 4; scratch: the lane's private offset; buffer: through
+  the V#, out of range reads 0; FORMAT_X: the X channel converted) and writes the dword to LDS at M0 + offset + lane * 4"""
+  n, sx, tid = lds_load_op(name)
+  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0; w->c->atomic = 0;"]
+  if fmt.name == "MUBUF":
+    L += ["  Buf b; uint32_t vd[4];", "  if (!buf_setup(w, in, &b, in->srsrc, in->soffset, in->offset, in->idxen, in->offen, in->vaddr - 256, in->tfe)) return;",
+          "  const uint8_t *fi = BUF_FMTS[b.fmt & 127];",
+          *(["  if (!fi[0]) { set_status(w, ST_UNSUPPORTED, \"buffer data format code is not a valid format on this arch\"); return; }"] if not n else []),
+          "  const uint32_t ioff = (uint32_t)in->offset; w->c->space = SP_BUFFER; w->c->buf = &b; (void)fi; (void)vd;"]
+  else:
+    L += ["  const int sa = in->saddr != 124 && in->saddr != 0x7f; const uint64_t sbase = sa ? ((uint64_t)w->s[in->saddr + 1] << 32 | w->s[in->saddr]) : 0;",
+          "  const int64_t off = sext((uint64_t)in->offset, 13); const uint32_t ioff = (uint32_t)off;",
+          "  const uint32_t *va = w->v + ((in->addr - 256) & 255) * MAXLANES, *vah = w->v + ((in->addr - 255) & 255) * MAXLANES; (void)vah; (void)va;"]
+  L.append("  uint64_t ex = rd_exec(w);")
+  L.append("  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L; uint64_t v;")
+  if fmt.name == "MUBUF":
+    L.append("    uint64_t a = buf_lane(w, &b, L);")
+    L.append(f"    {'v = b_rd(&s, a, ' + str(n) + ');' if n else 'vd[0] = 0; buf_format(&s, &b, fi, 1, 0, 0, 0, vd); v = vd[0];'}")
+  elif fmt.name == "SCRATCH":
+    L.append(f"    v = p_rd(&s, (uint32_t)((sa ? w->s[in->saddr] : 0) + (in->sve ? va[L] : 0) + off), {n});")
+  else:
+    addr = "sbase + off + 4u * (uint32_t)L" if tid else "(sa ? sbase + va[L] : ((uint64_t)vah[L] << 32 | va[L])) + off"
+    L.append(f"    v = g_rd(&s, {addr}, {n});")
+  L += ["    if (UNLIKELY(s.fault)) { pc_fault(w, &s); break; }",
+        f"    lds_put(&s, w, L, ioff, {'lds_ext(v, ' + str(n) + ', ' + str(int(sx)) + ')' if n else '(uint32_t)v'});",
+        "    if (UNLIKELY(s.fault)) { pc_fault(w, &s); break; }", "  }", "  w->c->space = SP_GLOBAL;", "}"]
+  return "\n".join(L) + "\n"

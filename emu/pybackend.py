@@ -467,6 +467,44 @@ def exec_buffer(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops
       if "RETURN_DATA" in u.writes and ret: _vput(w, r, L, rbits, st.RETURN_DATA)
   finally: w.atomic = False
 
+def exec_lds_load(c: Ctx, w: Wave, fm: Format, f: dict, name: str):
+  """GLOBAL/SCRATCH_LOAD_LDS_*, BUFFER_LOAD_LDS_*: the dword (extended) goes to LDS at M0 + offset + lane * 4, as
+  buffer.c_lds_handler generates it for the C backend."""
+  n, sx, tid = buffer.lds_load_op(name)
+  lane = [0]
+  def rd(space, a, k):
+    w.cur_size, m = k, _Mem(w, space, lane)
+    return sum(m.get(a + i) << (8 * i) for i in range(k))
+  if fm.name == "MUBUF":
+    if f["tfe"]: raise Stop(ST_UNSUPPORTED, msg="buffer instruction with TFE (fail status VGPR) is not modelled")
+    if f["srsrc"] + 3 >= 128: raise Stop(ST_UNSUPPORTED, msg="buffer resource descriptor register out of range")
+    d, ioff = buffer.descriptor(c.arch, w.s[f["srsrc"]:f["srsrc"] + 4], scalar_src(w, f, f["soffset"], 32, 0) & M32), f["offset"]
+    fi = buffer.format_table(c.arch).get(d.fmt & 127)
+    if not n and fi is None: raise Stop(ST_UNSUPPORTED, msg="buffer data format code is not a valid format on this arch")
+  else:
+    sa = f["saddr"] not in (124, 0x7f)
+    sbase, off = (w.s[f["saddr"]] | w.s[f["saddr"] + 1] << 32) if sa else 0, sext(f["offset"], 13)
+    ioff, a = off & M32, f["addr"] - 256
+  for L in range(c.wave_size):
+    if not w.exec >> L & 1: continue
+    lane[0] = L
+    if fm.name == "MUBUF":
+      va = f["vaddr"] - 256
+      idx = ((w.v[va & 255][L] if f["idxen"] else 0) + (L if d.add_tid else 0)) & M32
+      o = (f["offset"] + (w.v[(va + f["idxen"]) & 255][L] if f["offen"] else 0)) & M32
+      if n:
+        p, ok = buffer.map_access(d, idx, o)
+        v = rd("global", p, n) if ok else 0
+      else: v = buffer.fmt_load(d, idx, o, fi, 1, False, False, 0, lambda x, k: rd("global", x, k))
+    elif fm.name == "SCRATCH": v = rd("scratch", ((w.s[f["saddr"]] if sa else 0) + (w.v[a & 255][L] if f["sve"] else 0) + off) & M32, n)
+    else:
+      addr = sbase + off + 4 * L if tid else (sbase + w.v[a & 255][L] if sa else w.v[a & 255][L] | w.v[(a + 1) & 255][L] << 32) + off
+      v = rd("global", addr & M64, n)
+    if n and n < 4 and sx: v = sext(v, 8 * n) & M32
+    w.cur_size, m = 4, _Mem(w, "lds", lane)
+    la = (w.s[125] + ioff + 4 * L) & M32
+    for i in range(4): m[la + i] = (v >> (8 * i)) & 0xff
+
 def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
   fm = c.fmts[fi]
   if fm.name == "VOPD":
@@ -518,6 +556,7 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
     return
   ename = f"{type(member).__name__}_{member.name}"
   if fm.name in buffer.BUFFER_FORMATS and "FORMAT" in name and "LDS" not in name: return exec_buffer(c, w, fm, f, name, ename, {}, None)
+  if fm.name in buffer.LDS_LOADS and "_LOAD_LDS_" in name: return exec_lds_load(c, w, fm, f, name)
   if ename not in c.ents: raise Stop(ST_UNSUPPORTED, msg="instruction has no semantics in this build")
   ops, u = c.ops.get(member, {}), _usage(c.arch.family, c.ents, ename)
   if fm.name in _SALU: return exec_salu(c, w, fm, f, name, ename, ops, u)

@@ -139,3 +139,10 @@ static void buf_format(PcState *s, Buf *b, const uint8_t *fi, int nch, int d16, 
     }
   }
 }
+
+/* ---- loads into LDS (GLOBAL/SCRATCH_LOAD_LDS_*, BUFFER_LOAD_LDS_*): the loaded value, zero- or sign-extended to a dword,
+ * goes to LDS at M0 + instruction offset + lane * 4 (mockgpu.emu.buffer.c_lds_handler; Python twin in pybackend) ---- */
+static inline uint32_t lds_ext(uint64_t v, int n, int sx) {
+  return n == 4 ? (uint32_t)v : sx ? (uint32_t)(int32_t)(n == 1 ? (int8_t)v : (int16_t)v) : (uint32_t)v;
+}
+static inline void lds_put(PcState *s, Wave *w, int L, uint32_t ioff, uint32_t v) { l_wr(s, (uint32_t)(w->s[125] + ioff + 4u * (uint32_t)L), 4, v); }

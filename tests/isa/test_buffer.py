@@ -282,3 +282,62 @@ def test_store_format_conversions(arch, backend):
   assert dst[2] == (15 << 6 | 32) | (13 << 6) << 11 | (16 << 5 | 16) << 22
   assert dst[3] == 0xcccccc45                     # 8_SINT has one channel: only byte 0 is written
   assert dst[4] == 0xcccc0000 | int(np.float16(-2.5).view(np.uint16))   # X of 16_16_16_16_FLOAT from the high half
+
+# ---------------- loads into LDS (RDNA3): the dword goes to LDS at M0 + instruction offset + lane * 4 ----------------
+def lds_dump(nwords: int):
+  """read LDS words 0..nwords-1 back through DS loads (lane l: words l, l + 32, ...) into buffer s[0:1]"""
+  I = R3
+  out = [I.v_lshlrev_b32_e32(I.v[20], 2, I.v[0])]
+  for k in range(nwords // 32):
+    out += [I.ds_load_b32(vdst=I.v[21], addr=I.v[20], offset0=(128 * k) & 0xff, offset1=(128 * k) >> 8),
+            I.global_store_b32(addr=I.v[20], data=I.v[21], saddr=I.s[0:1], offset=128 * k)]
+  return out
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_global_and_scratch_loads_into_lds(backend):
+  I = R3
+  src = (np.arange(64, dtype=np.uint32) * 0x01020304 + 0x8070f0e0).astype(np.uint32)
+  out = np.zeros(128, np.uint32)
+  bf = Bufs(out, src)
+  prog = [I.v_lshlrev_b32_e32(I.v[1], 2, I.v[0]), I.s_mov_b32(I.M0, 0),
+          I.global_load_lds_b32(addr=I.v[1], saddr=I.s[2:3], offset=0),                        # LDS words 0..31 <- src[0..31]
+          I.s_mov_b32(I.M0, 124), I.global_load_lds_i8(addr=I.v[1], saddr=I.s[2:3], offset=4),  # words 32..63 <- sext(byte 0 of src[l + 1])
+          I.v_add_nc_u32_e32(I.v[2], 1000, I.v[0]), I.scratch_store_b32(addr=I.v[1], data=I.v[2], saddr=I.NULL, sve=1),
+          I.s_movk_i32(I.M0, 256), I.scratch_load_lds_u16(addr=I.v[1], saddr=I.NULL, offset=0, sve=1),  # words 64..95 <- 1000 + lane
+          I.s_movk_i32(I.M0, 384), I.global_load_lds_addtid_b32(addr=I.v[0], saddr=I.s[2:3], offset=0)]   # words 96..127 <- src[lane]
+  go("gfx1100", prog + lds_dump(128), bf, bf.sgprs(), backend, lds_bytes=512, scratch_bytes_per_lane=256)
+  b = src.view(np.uint8).reshape(64, 4)
+  np.testing.assert_array_equal(out[:32], src[:32])
+  np.testing.assert_array_equal(out[32:64], b[1:33, 0].astype(np.int8).astype(np.int32).view(np.uint32))
+  np.testing.assert_array_equal(out[64:96], 1000 + np.arange(32))
+  np.testing.assert_array_equal(out[96:], src[:32])
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_buffer_loads_into_lds(backend):
+  """through the V#: out-of-range lanes write 0 to their LDS dword; LDS_FORMAT_X converts the X channel"""
+  I = R3
+  src, out = (np.arange(64, dtype=np.uint32) * 3 + 0xff00).astype(np.uint32), np.zeros(96, np.uint32)
+  bf = Bufs(out, src)
+  d = vsharp("gfx1100", bf.addr(1), 100)
+  dfmt = vsharp("gfx1100", bf.addr(1), 100, fmt=FMT["16_16_SNORM"])
+  prog = [I.v_lshlrev_b32_e32(I.v[1], 2, I.v[0]), I.s_mov_b32(I.M0, 0),
+          I.buffer_load_lds_b32(vaddr=I.v[1], srsrc=I.s[4:7], soffset=I.NULL, offset=0, offen=1),
+          I.s_movk_i32(I.M0, 128), I.buffer_load_lds_i16(vaddr=I.v[1], srsrc=I.s[4:7], soffset=I.NULL, offset=0, offen=1),
+          I.s_movk_i32(I.M0, 256), I.buffer_load_lds_format_x(vaddr=I.v[1], srsrc=I.s[8:11], soffset=I.NULL, offset=0, offen=1)]
+  go("gfx1100", prog + lds_dump(96), bf, [*bf.sgprs()[:2], 0, 0, *d, *dfmt], backend, lds_bytes=384)
+  inr = np.arange(32) * 4 < 100
+  np.testing.assert_array_equal(out[:32], np.where(inr, src[:32], 0))
+  np.testing.assert_array_equal(out[32:64], np.where(inr, (src[:32] & 0xffff).astype(np.uint16).view(np.int16).astype(np.int32).view(np.uint32), 0))
+  x = (src[:32] & 0xffff).astype(np.uint16).view(np.int16).astype(np.float32) / np.float32(32767)
+  np.testing.assert_array_equal(out[64:], np.where(inr, np.maximum(x, np.float32(-1)).view(np.uint32), 0))
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_load_into_lds_past_lds_faults(backend):
+  I = R3
+  src = np.arange(32, dtype=np.uint32)
+  bf = Bufs(src)
+  with pytest.raises(GPUFault) as ei:
+    go("gfx1100", [I.v_lshlrev_b32_e32(I.v[1], 2, I.v[0]), I.s_movk_i32(I.M0, 64), I.global_load_lds_b32(addr=I.v[1], saddr=I.s[0:1], offset=0)],
+       bf, bf.sgprs(), backend, lds_bytes=128)
+  r = ei.value.report
+  assert (r.kind, r.space, r.address, r.size, r.lane, r.limit) == ("write", "lds", 128, 4, 16, 128)
