@@ -61,3 +61,56 @@ def test_fault_reports_agree():
     with pytest.raises(GPUFault) as ei: run_code(prog, backend=b, block=(32, 1, 1), lds_bytes=256)
     reps.append(ei.value.report)
   assert reps[0] == reps[1]
+
+def buffer_program(seed: int, n: int = 24):
+  """random buffer ops (RDNA3 MUBUF/MTBUF, LDS loads) through random V#s whose addresses stay inside one 128 KiB buffer:
+  indices < 64, strides <= 64, offsets < 512, any swizzle / index stride / ADD_TID_ENABLE / OOB_SELECT / NUM_RECORDS"""
+  from tinygrad.runtime.autogen import hsa
+  r = random.Random(seed)
+  def vs(base):
+    w1 = hsa.union_SQ_BUF_RSRC_WORD1_GFX11_bitfields(BASE_ADDRESS_HI=base >> 32, STRIDE=r.choice([0, 4, 12, 16, 64]), SWIZZLE_ENABLE=r.randint(0, 3))
+    w3 = hsa.union_SQ_BUF_RSRC_WORD3_GFX11_bitfields(FORMAT=r.choice([20, 22, 42, 30, 57, 24, 40, 6]), INDEX_STRIDE=r.randint(0, 3),
+                                                      ADD_TID_ENABLE=r.randint(0, 1), OOB_SELECT=r.randint(0, 3))
+    return [base & 0xffffffff, int.from_bytes(bytes(w1), "little"), r.choice([0, 40, 300, 4096, 1 << 20]), int.from_bytes(bytes(w3), "little")]
+  def V(k=1):
+    lo = r.randint(4, 13 - k)
+    return v[lo:lo + k - 1] if k > 1 else v[lo]
+  insts = [v_mul_u32_u24_e32(v[1], r.randint(1, 7), v[0]), v_and_b32_e32(v[1], 63, v[1]), v_mul_u32_u24_e32(v[2], r.randint(1, 16), v[0]),
+           v_and_b32_e32(v[2], 255, v[2])] + [v_mov_b32_e32(v[i], r.choice([r.randint(0, 1 << 31), _f(r.uniform(-4, 4))])) for i in range(4, 14)]
+  insts += [s_mov_b32(M0, r.choice([0, 64]))]
+  def mods():
+    offen, idxen = r.randint(0, 1), r.randint(0, 1)   # vaddr: the index VGPR (v1), then the offset VGPR (v2)
+    return dict(vaddr=v[1:2] if offen and idxen else v[2] if offen else v[1], srsrc=r.choice([s[0:3], s[4:7]]), soffset=r.choice([NULL, s[8]]),
+                offset=r.randint(0, 255), offen=offen, idxen=idxen)
+  ops = [
+    lambda: r.choice([buffer_load_b32, buffer_load_u8, buffer_load_i16, buffer_load_d16_hi_u8, buffer_load_d16_b16])(vdata=V(), **mods()),
+    lambda: r.choice([buffer_load_b64, buffer_store_b64])(vdata=V(2), **mods()),
+    lambda: r.choice([buffer_load_b128, buffer_store_b128, buffer_load_format_xyzw, buffer_store_format_xyzw])(vdata=V(4), **mods()),
+    lambda: r.choice([buffer_store_b32, buffer_store_b8, buffer_store_d16_hi_b16, buffer_load_format_x, buffer_load_d16_format_xy])(vdata=V(), **mods()),
+    lambda: r.choice([tbuffer_load_format_xy, tbuffer_store_format_xy, tbuffer_load_d16_format_xyzw])(vdata=V(2), format=r.randint(1, 63), **mods()),
+    lambda: r.choice([buffer_atomic_add_u32, buffer_atomic_max_i32, buffer_atomic_add_f32, buffer_atomic_min_f32, buffer_atomic_swap_b32])(
+      vdata=V(), glc=r.randint(0, 1), **mods()),
+    lambda: buffer_atomic_cmpswap_b32(vdata=V(2), glc=1, **mods()),
+    lambda: r.choice([buffer_load_lds_b32, buffer_load_lds_i8, buffer_load_lds_format_x])(**mods()),
+  ]
+  insts += [r.choice(ops)() for _ in range(n)]
+  insts += [v_lshlrev_b32_e32(v[20], 2, v[0]), ds_load_b32(vdst=v[14], addr=v[20]), ds_load_b32(vdst=v[15], addr=v[20], offset0=128, offset1=1)]
+  return code(*insts), vs, r
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_buffer_programs_agree(seed):
+  import numpy as np
+  from isa_harness import Bufs
+  prog, vs, r = buffer_program(seed)
+  init = np.random.default_rng(seed).integers(0, 1 << 32, 32768, dtype=np.uint32)
+  res = []
+  for b in ("c", "python"):
+    bf = Bufs(init.copy())
+    r.seed(seed + 1000)   # the same descriptors for both runs
+    us = (*vs(bf.addr(0)), *vs(bf.addr(0)), r.randint(0, 64))
+    st = run_code(prog, bf.mem, backend=b, block=(16, 1, 1), user_sgprs=us, rsrc2=len(us) << 1, lds_bytes=512, capture=True, op_counts=True)
+    res.append((st, bf[0]))
+  (c, cm), (p, pm) = res
+  assert (c.instructions, c.op_counts) == (p.instructions, p.op_counts)
+  for reg in range(16): assert c.state.vgprs[reg] == p.state.vgprs[reg], f"v{reg}"
+  np.testing.assert_array_equal(cm, pm)
