@@ -25,13 +25,12 @@ class ArchSpec:
   trap_temps: tuple[int, int] = (108, 124)   # TTMP0..TTMP15 encodings
   vsharp: tuple[str, str] = ("_GFX11", "_GFX11")   # buffer descriptor layout: hsa SQ_BUF_RSRC_WORD1<x> / WORD3<y> (mockgpu.emu.buffer)
   c_backend: bool = True    # the generated-C backend supports this arch
-  wmma_rdna3: bool = False  # WMMA with the RDNA3 wave32 lane layouts (csrc/emu_prose.h)
   notes: str = ""
 
 ARCHS: dict[str, ArchSpec] = {a.name: a for a in (
-  ArchSpec("gfx1100", "rdna3", (32, 64), 106, 256, 0, 65536, 1024, False, 125, 124, 233, 250, -1, wmma_rdna3=True),
+  ArchSpec("gfx1100", "rdna3", (32, 64), 106, 256, 0, 65536, 1024, False, 125, 124, 233, 250, -1),
   ArchSpec("gfx1201", "rdna4", (32, 64), 106, 256, 0, 65536, 1024, True, 125, 124, 233, 250, -1, vsharp=("_GFX11", "_GFX12"),
-           notes="RDNA4: VBUFFER/VIMAGE/VSAMPLE/VEXPORT/VDSDIR and WMMA not modelled (docs/emu.md)"),
+           notes="RDNA4: VIMAGE/VSAMPLE/VEXPORT/VDSDIR not modelled (docs/emu.md)"),
   ArchSpec("gfx950", "cdna", (64,), 102, 256, 256, 163840, 1024, False, 124, -1, -1, 250, 249, vsharp=("", ""), c_backend=False,
            notes="CDNA (wave64, AccVGPRs, MUBUF, SDWA, MFMA) not integrated yet (docs/emu.md)"),
 )}

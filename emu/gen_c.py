@@ -4,6 +4,7 @@ back, and the handler tables. The hand-written parts live in csrc/ (machine stat
 from __future__ import annotations
 import re
 from dataclasses import dataclass
+from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
 from mockgpu.emu.isa import Format, formats, hwreg, operands
@@ -14,7 +15,8 @@ __all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "INT_CLAMP", "MODS
 GEN_VERSION = "1"
 
 # The hand-written semantics, in one place: ops whose pseudocode is prose (mockgpu.pcode.prose) or absent, by member name
-# (C handlers in csrc/emu_sched.c). Everything else executes pcode's generated C.
+# (C handlers in csrc/emu_prose.h). Matrix ops (WMMA, ...) run the generic kernel of csrc/emu_matrix.h over the tables of
+# mockgpu.emu.matrix. Everything else executes pcode's generated C.
 PROSE_C = {
   "S_ENDPGM": "h_endpgm", "S_BARRIER": "h_barrier", "S_CODE_END": "h_code_end", "S_TRAP": "h_trap",
   "S_WAITCNT": "h_nop", "S_WAITCNT_VSCNT": "h_nop", "S_WAITCNT_VMCNT": "h_nop", "S_WAITCNT_EXPCNT": "h_nop",
@@ -31,8 +33,6 @@ PROSE_C = {
   "S_WAIT_EXPCNT": "h_nop", "S_WAIT_DSCNT": "h_nop", "S_WAIT_KMCNT": "h_nop", "S_WAIT_LOADCNT_DSCNT": "h_nop", "S_WAIT_STORECNT_DSCNT": "h_nop",
   "DS_SWIZZLE_B32": "h_ds_swizzle", "DS_APPEND": "h_ds_append", "DS_CONSUME": "h_ds_consume",
   "S_BARRIER_SIGNAL": "h_nop", "S_BARRIER_WAIT": "h_barrier",
-  "V_WMMA_F32_16X16X16_F16": "h_wmma_f32_f16", "V_WMMA_F32_16X16X16_BF16": "h_wmma_f32_bf16", "V_WMMA_F16_16X16X16_F16": "h_wmma_f16_f16",
-  "V_WMMA_BF16_16X16X16_BF16": "h_wmma_bf16_bf16", "V_WMMA_I32_16X16X16_IU8": "h_wmma_i32_iu8", "V_WMMA_I32_16X16X16_IU4": "h_wmma_i32_iu4",
 }
 # Integer clamp (prose in the ISA: the clamp bit saturates an integer result to its type's range), for the VOP3/VOP3SD/VOP3P
 # ops that add: the exact result of the formula below is formed from the fetched sources (typed by the wheel's OPERANDS:
@@ -443,6 +443,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   fmts = formats(arch.family)
   ops_tab = operands(arch.family)
   ents = _pcode_entries(arch.family)
+  mat_c, mat_h = matrix.c_source(arch.family)
   fields_def, decoder = _decoder(arch, fmts)
   names, hbase = handler_names(arch)
   handlers, tables, missing, decls = [], [], {}, []
@@ -463,8 +464,9 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
           row.append(f"VH_{name}"); decls.append(f"void VH_{name}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);")
         else: row.append("0"); missing[key] = f"VOPD target {tgt or base_name} has no compiled pseudocode"
         continue
-      if base_name.startswith(("V_WMMA_", "V_SWMMAC_")) and not arch.wmma_rdna3:
-        row.append("h_unsupported"); missing[key] = f"WMMA lane layouts of {arch.name} are not modelled"; continue
+      if base_name in mat_h: row.append(mat_h[base_name]); continue
+      if base_name.startswith(("V_WMMA_", "V_SWMMAC_", "V_MFMA_", "V_SMFMAC_")):
+        row.append("h_unsupported"); missing[key] = f"matrix op {base_name} of {arch.name} is not modelled (mockgpu.emu.matrix)"; continue
       if base_name in PROSE_C: row.append(PROSE_C[base_name]); continue
       if f.name in buffer.BUFFER_FORMATS and "FORMAT" in name and "LDS" not in name:   # format conversions: hand-written (buffer.py)
         handlers.append(buffer.c_format_handler(f, h, name)); row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);"); continue
@@ -494,6 +496,6 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
           "#include \"emu_pre.h\"", "#include \"pcode_rt.h\"", "#include \"emu_core.h\"", "#include \"emu_ops.h\"", buffer.c_defines(arch),
           "#include \"emu_buffer.h\"",
           "typedef void (*VHalf)(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);", "#include \"emu_prose.h\""]
-  main = "\n".join([*head, *decls, decoder, "static void h_vopd(Wave *w, const Inst *in);", *tables, "#include \"emu_sched.c\""])
+  main = "\n".join([*head, *decls, mat_c, decoder, "static void h_vopd(Wave *w, const Inst *in);", *tables, "#include \"emu_sched.c\""])
   parts = ["\n".join([*head, pcode_c, *handlers[k::chunks]]) for k in range(chunks)]
   return Generated((main, *parts), names, hbase, missing)

@@ -1,11 +1,13 @@
 """The pure-Python reference backend: the same decoder tables, operand rules, scheduler and memory checks as the C
 backend, with semantics from mockgpu.pcode.pyeval (the pseudocode's reference evaluator) instead of generated C.
 About 10^4 times slower; used for differential tests and as the fallback without a C compiler. Supported here: SALU,
-VALU (VOP1/2/3/3SD/3P/C, VOPD, DPP16/DPP8), SMEM, DS, FLAT/GLOBAL/SCRATCH and the hand-written prose ops except WMMA;
+VALU (VOP1/2/3/3SD/3P/C, VOPD, DPP16/DPP8), SMEM, DS, FLAT/GLOBAL/SCRATCH, the hand-written prose ops and the matrix ops
+(mockgpu.emu.matrix);
 anything else raises InvalidInstruction("unsupported ... python backend")."""
 from __future__ import annotations
 import ctypes, re, time
 from mockgpu.emu.api import Dispatch, Stats, WaveState
+from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
 from mockgpu.emu.gen_c import PROSE_C, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, f16_half, int_clamp
@@ -552,7 +554,10 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
       for i in range(c.wave_size):
         if ex >> i & 1: j = swizzle_src(off, i); d[i] = src[j] if ex >> j & 1 else 0
     elif h in ("h_ds_append", "h_ds_consume"): ds_counter(c, w, f, 1 if h == "h_ds_append" else -1)
-    elif h.startswith("h_wmma"): raise Stop(ST_UNSUPPORTED, msg="WMMA is not modelled by the python backend")
+    return
+  if (mop := matrix.ops(c.arch.family).get(name)) is not None:
+    cs = scalar_src(w, f, f["src2"], 32, 16 if matrix.ETYPES[mop.c][0] == 16 else 32) if f["src2"] < 256 else None
+    if (err := matrix.execute(mop, w.v, c.wave_size, f, cs)): raise Stop(ST_INVALID, msg=err)
     return
   ename = f"{type(member).__name__}_{member.name}"
   if fm.name in buffer.BUFFER_FORMATS and "FORMAT" in name and "LDS" not in name: return exec_buffer(c, w, fm, f, name, ename, {}, None)

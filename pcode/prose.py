@@ -12,7 +12,7 @@ class ProseEntry:
   reason: str
   impl: str      # where the hand-written semantics live
 
-_EMU_MATRIX, _EMU_WAVE, _EMU_MEM, _EMU_SCHED = "mockgpu.emu (matrix ops)", "mockgpu.emu (wave-level ops)", "mockgpu.emu (memory)", "mockgpu.emu (scheduler)"
+_EMU_MATRIX, _EMU_WAVE, _EMU_MEM, _EMU_SCHED = "mockgpu.emu.matrix", "mockgpu.emu (wave-level ops)", "mockgpu.emu (memory)", "mockgpu.emu (scheduler)"
 # (regex, archs or None for all, reason, impl)
 RULES: list[tuple[str, tuple[str, ...]|None, str, str]] = [
   (r"VOP3POp_V_(WMMA|SWMMAC|MFMA|SMFMAC)_\w+", None, "matrix op: the pseudocode is the formula `D = A (MxK) * B (KxN) + C`, not code", _EMU_MATRIX),

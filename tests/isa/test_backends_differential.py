@@ -114,3 +114,54 @@ def test_random_buffer_programs_agree(seed):
   assert (c.instructions, c.op_counts) == (p.instructions, p.op_counts)
   for reg in range(16): assert c.state.vgprs[reg] == p.state.vgprs[reg], f"v{reg}"
   np.testing.assert_array_equal(cm, pm)
+
+WMMA = [(v_wmma_f32_16x16x16_f16, 8), (v_wmma_f32_16x16x16_bf16, 8), (v_wmma_f16_16x16x16_f16, 8), (v_wmma_bf16_16x16x16_bf16, 8),
+        (v_wmma_i32_16x16x16_iu8, 4), (v_wmma_i32_16x16x16_iu4, 2)]
+
+def wmma_program(seed: int) -> bytes:
+  """Random bits (NaN/inf/denormal patterns included) in v8..v31, then every RDNA3 WMMA with random NEG/NEG_HI/OPSEL/clamp
+  and C from VGPRs or an inline constant."""
+  r = random.Random(seed)
+  insts = []
+  for reg in range(8, 32):
+    insts += [v_mad_u32_u24(v[reg], v[0], r.randint(1, 1 << 23), r.randint(0, M32)), v_mul_lo_u32(v[reg], v[reg], r.randint(0, M32) | 1),
+              v_xor_b32_e32(v[reg], r.randint(0, M32), v[reg])]
+  for op, na in WMMA:
+    d = r.choice([32, 40])
+    insts.append(op(v[d:d + 7], v[8:7 + na], v[16:15 + na], r.choice([v[24:31], v[24:31], 1.0, -2]), neg=r.randint(0, 7),
+                    neg_hi=r.randint(0, 7), opsel=r.choice([0, 4]), clmp=r.randint(0, 1)))
+  return code(*insts)
+
+M32 = 0xffffffff
+
+@pytest.mark.parametrize("seed,wave", [(0, 32), (1, 64), (2, 32)])
+def test_random_wmma_agree(seed, wave):
+  prog = wmma_program(seed)
+  res = [run_code(prog, backend=b, block=(wave - 5 * seed, 1, 1), wave64=wave == 64, capture=True, op_counts=True) for b in ("c", "python")]
+  assert (res[0].instructions, res[0].op_counts) == (res[1].instructions, res[1].op_counts)
+  for reg in range(8, 48): assert res[0].state.vgprs[reg] == res[1].state.vgprs[reg], f"v{reg}"
+
+def rdna4_matrix_program(seed: int) -> bytes:
+  """Random bits in v8..v47, then every RDNA4 WMMA and SWMMAC with random NEG/NEG_HI/clamp and SWMMAC index keys."""
+  import tinygrad.runtime.autogen.amd.rdna4.ins as R4
+  from mockgpu.emu.isa import operands
+  r = random.Random(seed)
+  insts = []
+  for reg in range(8, 48):
+    insts += [R4.v_mad_u32_u24(R4.v[reg], R4.v[0], r.randint(1, 1 << 23), r.randint(0, M32)),
+              R4.v_mul_lo_u32(R4.v[reg], R4.v[reg], r.randint(0, M32) | 1), R4.v_xor_b32_e32(R4.v[reg], r.randint(0, M32), R4.v[reg])]
+  for m, ops in operands("rdna4").items():
+    if not m.name.startswith(("V_WMMA_", "V_SWMMAC_")): continue
+    n = {k: bits // 32 for k, (_, bits, _) in ops.items()}
+    sw = m.name.startswith("V_SWMMAC_")
+    c = R4.v[40] if sw else r.choice([R4.v[24:23 + n["src2"]], 1.0])
+    insts.append(getattr(R4, m.name.lower())(R4.v[48:47 + n["vdst"]], R4.v[8:7 + n["src0"]], R4.v[16:15 + n["src1"]], c,
+                 neg=r.randint(0, 7), neg_hi=r.randint(0, 7), clmp=r.randint(0, 1), opsel=r.randint(0, 1) if sw and n["src0"] < 4 else 0))
+  return b"".join(i.to_bytes() for i in insts) + R4.s_endpgm().to_bytes()
+
+@pytest.mark.parametrize("seed,wave", [(0, 32), (1, 64)])
+def test_random_rdna4_matrix_ops_agree(seed, wave):
+  prog = rdna4_matrix_program(seed)
+  res = [run_code(prog, arch="gfx1201", backend=b, block=(wave, 1, 1), wave64=wave == 64, capture=True, op_counts=True) for b in ("c", "python")]
+  assert (res[0].instructions, res[0].op_counts) == (res[1].instructions, res[1].op_counts)
+  for reg in range(8, 64): assert res[0].state.vgprs[reg] == res[1].state.vgprs[reg], f"v{reg}"

@@ -1,4 +1,4 @@
-"""VOP3P: packed f16 math with op_sel/op_sel_hi/neg, dot products, fma_mix, and WMMA against numpy."""
+"""VOP3P: packed f16 math with op_sel/op_sel_hi/neg, dot products and fma_mix against numpy (WMMA: test_wmma.py)."""
 import numpy as np
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
 from isa_harness import lanes, run, Bufs
@@ -81,22 +81,3 @@ def test_fma_mix():
       out, _ = lanes([v_mov_b32_e32(v[5], v[2]), op(v[5], v[2], v[3], v[4], opsel=0b001, opsel_hi=0b011, opsel_hi2=0, clmp=clmp)],
                      pk(b, a), pk(b, b), c)
       np.testing.assert_array_equal(out, (pk(b, a) & np.uint32(0xffffffff ^ 0xffff << sh)) | w << sh)
-
-def test_wmma_f32_16x16x16_f16():
-  A, B = rng.standard_normal((16, 16)).astype(np.float16), rng.standard_normal((16, 16)).astype(np.float16)
-  C = rng.standard_normal((16, 16)).astype(np.float32)
-  # lane layouts of the RDNA3 ISA: A row M=lane%16 in v[8:15], B column N=lane%16 in v[16:23], C/D element (2i+lane/16, lane%16) in v[i]
-  a_l = np.array([A[l % 16].view(np.uint32) for l in range(32)]).T.copy()           # [8 regs][32 lanes]
-  b_l = np.array([B[:, l % 16].copy().view(np.uint32) for l in range(32)]).T.copy()
-  c_l = np.array([[C[2 * i + l // 16, l % 16] for l in range(32)] for i in range(8)], np.float32).view(np.uint32)
-  bf = Bufs(a_l.reshape(-1), b_l.reshape(-1), c_l.reshape(-1), np.zeros(256, np.uint32))
-  ld = [v_lshlrev_b32_e32(v[1], 2, v[0])]
-  for base, reg in ((0, 8), (2, 16), (4, 24)):
-    for i in range(8): ld.append(global_load_b32(vdst=v[reg + i], addr=v[1], saddr=s[base:base + 1], offset=i * 128))
-  st = [v_wmma_f32_16x16x16_f16(v[32:39], v[8:15], v[16:23], v[24:31])]
-  st += [global_store_b32(addr=v[1], data=v[32 + i], saddr=s[6:7], offset=i * 128) for i in range(8)]
-  run(ld + [s_waitcnt(simm16=0)] + st, bf)
-  D = bf[3].reshape(8, 32).view(np.float32)
-  want = A.astype(np.float32) @ B.astype(np.float32) + C
-  got = np.array([[D[m // 2, (m % 2) * 16 + n] for n in range(16)] for m in range(16)])
-  np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

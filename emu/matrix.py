@@ -1,0 +1,202 @@
+"""Matrix instructions (WMMA, SWMMAC; MFMA later) as data: the shape and element types of each op, and per arch family and
+wave size where every matrix element lives (lane, VGPR offset from the operand's first register, bit offset). Both backends
+run one generic kernel over these tables: csrc/emu_matrix.h (tables emitted by `c_source`) and `execute` (Python reference).
+
+Semantics shared by both kernels (the ISA's pseudocode is only the formula `D = A * B + C`):
+* A is M x K (row-major element index m*K+k), B is K x N (k*N+n), C and D are M x N (m*N+n).
+* float: elements are widened to f32 exactly; starting from acc = C[m][n], for k = 0..K-1: acc = acc + A[m][k] * B[k][n]
+  with the product and the sum each rounded to f32 (RNE; products of 16-bit floats are exact unless they overflow), then
+  acc is rounded (RNE) to the D type; a NaN result is the canonical quiet NaN of the D type.
+* integer (IU8/IU4): A/B are signed when NEG[0]/NEG[1] is set, else unsigned; the exact sum wraps to i32, or saturates
+  with the clamp bit.
+* float A/B modifiers: NEG[i] negates the elements in bits 0..15 of their VGPR, NEG_HI[i] those in bits 16..31 (f16/bf16);
+  C: NEG_HI[2] takes |C|, then NEG[2] negates it. A C operand that is not a VGPR (inline constant, SGPR) gives every
+  element the operand's low element bits.
+* EXEC is ignored: every lane's registers are read and written.
+"""
+from __future__ import annotations
+import functools
+from dataclasses import dataclass
+import numpy as np
+
+__all__ = ["MatOp", "ops", "c_source", "execute", "ETYPES"]
+
+# element type -> (bits, C enum value); IU8/IU4 are integers whose signedness comes from NEG
+ETYPES = {"f16": (16, 0), "bf16": (16, 1), "fp8": (8, 2), "bf8": (8, 3), "iu8": (8, 4), "iu4": (4, 5), "f32": (32, 6), "i32": (32, 7)}
+_INT = ("iu8", "iu4", "i32")
+
+@dataclass(frozen=True)
+class MatOp:
+  """One matrix op: D (M x N, type `c`) = A (M x K, type `a`) * B (K x N, type `b`) + C. `lay[wave]` = (A, B, C/D, index)
+  tables, one packed `lane | reg << 8 | shift << 16` per element; `opsel_half`: 16-bit C/D sit in the low (OPSEL[2] = 0) or
+  high half. `sparse` (SWMMAC): A holds M x K/2 stored elements, two of every four K (4:2 structured sparsity); the 2-bit
+  index of stored element j of row m (its position in K group j/2) is in the src2 VGPR at the index table's bits, plus
+  INDEX_KEY (OPSEL[1:0]) times the index bits a lane holds; C is read from D."""
+  name: str
+  m: int
+  n: int
+  k: int
+  a: str
+  b: str
+  c: str
+  lay: dict
+  opsel_half: bool = False
+  sparse: bool = False
+
+def _pack(lane: int, bitpos: int) -> int: return lane | (bitpos // 32) << 8 | (bitpos % 32) << 16
+
+def _rdna3(m: int, n: int, k: int, ta: str, tc: str, wave: int) -> tuple:
+  """RDNA3 ISA guide 7.9: lane l holds row l%16 of A (column l%16 of B), K packed from bit 0 of the first VGPR on; lanes
+  16..63 repeat lanes 0..15 (read from lanes 0..15 here). C/D: VGPR i of lane l holds (M = G*i + l/16, N = l%16) with
+  G = wave/16 lane groups, 16-bit types in the half OPSEL[2] selects."""
+  ab = ETYPES[ta][0]
+  A = tuple(_pack(r, kk * ab) for r in range(m) for kk in range(k))
+  B = tuple(_pack(c, kk * ab) for kk in range(k) for c in range(n))
+  g = wave // 16
+  C = tuple(_pack((r % g) * 16 + c, (r // g) * 32) for r in range(m) for c in range(n))
+  return A, B, C, ()
+
+def _rdna4(m: int, n: int, k: int, ta: str, tc: str, wave: int) -> tuple:
+  """RDNA4 ISA guide 7.9 (no repeated lanes): lane group g = l/16 of G = wave/16 holds row l%16 of A (column of B); its
+  E = K/G elements are packed from bit 0 in two chunks of E/2: element e is K = e%(E/2) + (E/2)*g + (E/2)*G*(e/(E/2)).
+  C/D: lane l holds column l%16, rows (l/16)*R .. +R-1 (R = 256/wave) packed from bit 0 (two 16-bit elements per VGPR)."""
+  ab, cb, g = ETYPES[ta][0], ETYPES[tc][0], wave // 16
+  ch = k // g // 2
+  def kpos(kk): return (kk // ch) % g, (kk // (ch * g)) * ch + kk % ch   # (lane group, element index in the lane)
+  A = tuple(_pack(kpos(kk)[0] * 16 + r, kpos(kk)[1] * ab) for r in range(m) for kk in range(k))
+  B = tuple(_pack(kpos(kk)[0] * 16 + c, kpos(kk)[1] * ab) for kk in range(k) for c in range(n))
+  rows = m * n // wave
+  C = tuple(_pack((r // rows) * 16 + c, (r % rows) * cb) for r in range(m) for c in range(n))
+  return A, B, C, ()
+
+def _rdna4_sparse(m: int, n: int, k: int, ta: str, tc: str, wave: int) -> tuple:
+  """RDNA4 SWMMAC: the stored A (M x K/2) and B, C/D in the dense layouts; the index of stored element e of a lane at bits 2e
+  of that lane's index VGPR."""
+  A, _, C, _ = _rdna4(m, n, k // 2, ta, tc, wave)
+  B = _rdna4(m, n, k, ta, tc, wave)[1]
+  ab = ETYPES[ta][0]
+  I = tuple((p & 255) | 2 * (((p >> 8) & 255) * 32 + (p >> 16)) // ab << 16 for p in A)
+  return A, B, C, I
+
+def _minifloat(raw: int, e: int, m: int, ocp_e4m3: bool) -> float:
+  """Value of an OCP 8-bit float (RDNA4 and gfx950 FP8 = E4M3 without infinities, S.1111.111 is NaN; BF8 = E5M2 IEEE-like)."""
+  s, ex, mant, bias = -1.0 if raw >> (e + m) & 1 else 1.0, (raw >> m) & ((1 << e) - 1), raw & ((1 << m) - 1), (1 << (e - 1)) - 1
+  if ocp_e4m3 and ex == (1 << e) - 1 and mant == (1 << m) - 1: return float("nan")
+  if not ocp_e4m3 and ex == (1 << e) - 1: return s * float("inf") if mant == 0 else float("nan")
+  return s * (mant / (1 << m) if ex == 0 else 1 + mant / (1 << m)) * 2.0 ** ((ex or 1) - bias)
+
+FP8 = np.array([_minifloat(i, 4, 3, True) for i in range(256)], np.float32)
+BF8 = np.array([_minifloat(i, 5, 2, False) for i in range(256)], np.float32)
+
+_WMMA3 = {"V_WMMA_F32_16X16X16_F16": ("f16", "f16", "f32"), "V_WMMA_F32_16X16X16_BF16": ("bf16", "bf16", "f32"),
+          "V_WMMA_F16_16X16X16_F16": ("f16", "f16", "f16"), "V_WMMA_BF16_16X16X16_BF16": ("bf16", "bf16", "bf16"),
+          "V_WMMA_I32_16X16X16_IU8": ("iu8", "iu8", "i32"), "V_WMMA_I32_16X16X16_IU4": ("iu4", "iu4", "i32")}
+
+_WMMA4 = {**_WMMA3, "V_WMMA_I32_16X16X32_IU4": ("iu4", "iu4", "i32"),
+          **{f"V_WMMA_F32_16X16X16_{x.upper()}_{y.upper()}": (x, y, "f32") for x in ("fp8", "bf8") for y in ("fp8", "bf8")}}
+
+_SWMMAC4 = {"V_SWMMAC_F32_16X16X32_F16": ("f16", "f16", "f32"), "V_SWMMAC_F32_16X16X32_BF16": ("bf16", "bf16", "f32"),
+            "V_SWMMAC_F16_16X16X32_F16": ("f16", "f16", "f16"), "V_SWMMAC_BF16_16X16X32_BF16": ("bf16", "bf16", "bf16"),
+            "V_SWMMAC_I32_16X16X32_IU8": ("iu8", "iu8", "i32"), "V_SWMMAC_I32_16X16X32_IU4": ("iu4", "iu4", "i32"),
+            "V_SWMMAC_I32_16X16X64_IU4": ("iu4", "iu4", "i32"),
+            **{f"V_SWMMAC_F32_16X16X32_{x.upper()}_{y.upper()}": (x, y, "f32") for x in ("fp8", "bf8") for y in ("fp8", "bf8")}}
+
+def _mk(name: str, t: tuple, layout, k: int = 16, **kw) -> MatOp:
+  return MatOp(name, 16, 16, k, *t, {w: layout(16, 16, k, t[0], t[2], w) for w in (32, 64)}, **kw)
+
+@functools.cache
+def ops(family: str) -> dict[str, MatOp]:
+  """The matrix ops of an arch family by opcode member name (without encoding suffix)."""
+  if family == "rdna3": return {n: _mk(n, t, _rdna3, opsel_half=ETYPES[t[2]][0] == 16) for n, t in _WMMA3.items()}
+  k = lambda n: int(n.split("X")[2].split("_")[0])
+  if family == "rdna4": return {**{n: _mk(n, t, _rdna4, k(n)) for n, t in _WMMA4.items()},
+                                **{n: _mk(n, t, _rdna4_sparse, k(n), sparse=True) for n, t in _SWMMAC4.items()}}
+  return {}
+
+# ---------------- C tables ----------------
+def _cfloat(x: float) -> str: return "NAN" if np.isnan(x) else ("-" if x < 0 else "") + "INFINITY" if np.isinf(x) else float(x).hex() + "f"
+
+def c_source(family: str) -> tuple[str, dict[str, str]]:
+  """C for the main translation unit: the 8-bit float tables, the kernel (csrc/emu_matrix.h), the family's layout tables and
+  `MatOp`s and one handler per op; and {op name: handler name}."""
+  L, names, seen = [f"static const float MAT_FP8[256] = {{{', '.join(_cfloat(x) for x in FP8)}}};",
+                    f"static const float MAT_BF8[256] = {{{', '.join(_cfloat(x) for x in BF8)}}};", '#include "emu_matrix.h"'], {}, {}
+  def table(t: tuple) -> str:
+    if t not in seen:
+      seen[t] = f"MLAY{len(seen)}"
+      L.append(f"static const uint32_t {seen[t]}[{len(t)}] = {{{', '.join(map(str, t))}}};")
+    return seen[t]
+  for name, op in ops(family).items():
+    lay = ", ".join("{" + ", ".join(table(x) if x else "0" for x in op.lay[w]) + "}" for w in (32, 64))
+    L.append(f"static const MatOp MOP_{name} = {{{op.m}, {op.n}, {op.k}, {ETYPES[op.a][1]}, {ETYPES[op.b][1]}, {ETYPES[op.c][1]}, "
+             f"{int(op.opsel_half)}, {int(op.sparse)}, {{{lay}}}}};")
+    L.append(f"static void hm_{name}(Wave *w, const Inst *in) {{ mat_run(w, in, &MOP_{name}); }}")
+    names[name] = f"hm_{name}"
+  return "\n".join(L), names
+
+# ---------------- Python reference kernel ----------------
+def _decode(raw: np.ndarray, t: str) -> np.ndarray:
+  """Raw element bits -> float32 (exact) or int64 (unsigned; the caller sign-extends)."""
+  if t == "f16": return raw.astype(np.uint16).view(np.float16).astype(np.float32)
+  if t == "bf16": return (raw.astype(np.uint32) << 16).view(np.float32)
+  if t == "f32": return raw.astype(np.uint32).view(np.float32)
+  if t in ("fp8", "bf8"): return (FP8 if t == "fp8" else BF8)[raw]
+  return raw.astype(np.int64)
+
+def _encode(x: np.ndarray, t: str) -> np.ndarray:
+  """float32 results -> raw bits of type t (RNE, canonical NaN)."""
+  if t == "f32": return np.where(np.isnan(x), 0x7fc00000, x.view(np.uint32)).astype(np.int64)
+  if t == "f16":
+    with np.errstate(all="ignore"): h = x.astype(np.float16).view(np.uint16).astype(np.int64)
+    return np.where(np.isnan(x), 0x7e00, h)
+  b = x.view(np.uint32).astype(np.int64)
+  return np.where(np.isnan(x), 0x7fc0, (b + 0x7fff + ((b >> 16) & 1)) >> 16 & 0xffff)
+
+def execute(op: MatOp, v: list, wave: int, f: dict, cscalar: int | None) -> str | None:
+  """Run `op` on the VGPR file `v` ([reg][lane] of u32) with the decoded fields `f` (src0/src1/src2/vdst as 256 + VGPR,
+  neg, neg_hi, opsel, clmp); `cscalar`: the raw value of a non-VGPR C operand. Returns an error message or None."""
+  if f["src0"] < 256 or f["src1"] < 256: return "WMMA A and B must be VGPRs"
+  if op.sparse and f["src2"] < 256: return "SWMMAC index (src2) must be a VGPR"
+  if op.sparse and (f.get("opsel", 0) & 3) * 2 * (op.m * op.k // 2 // wave) >= 32: return "SWMMAC INDEX_KEY (OPSEL[1:0]) selects bits beyond the index VGPR"
+  A, B, C, I = (np.array(x, np.int64) for x in op.lay[wave])
+  neg, neg_hi = f.get("neg", 0), f.get("neg_hi", 0)
+  half = ((f.get("opsel", 0) >> 2) & 1) * 16 if op.opsel_half else 0
+  def read(lay, base, t, i):
+    bits = ETYPES[t][0]
+    lane, reg, sh = lay & 255, (lay >> 8) & 255, lay >> 16
+    if base is None: raw = np.full(lay.shape, cscalar & ((1 << bits) - 1), np.int64)
+    else:
+      sh = sh + (half if i == 2 else 0)
+      raw = np.array([(v[(base + r) & 255][l] >> s) & ((1 << bits) - 1) for l, r, s in zip(lane.tolist(), reg.tolist(), sh.tolist())], np.int64)
+    x = _decode(raw, t)
+    if t in ("iu8", "iu4"): return np.where((neg >> i & 1) & (raw >> (bits - 1)), raw - (1 << bits), raw)
+    if t in _INT: return np.where(raw >> 31, raw - (1 << 32), raw)
+    if i < 2:
+      m = np.where(sh < 16, neg >> i & 1, neg_hi >> i & 1).astype(bool)
+      return np.where(m, -x, x).astype(np.float32)
+    if neg_hi >> 2 & 1: x = np.abs(x)
+    return (-x if neg >> 2 & 1 else x).astype(np.float32)
+  ka = op.k // 2 if op.sparse else op.k
+  a = read(A, f["src0"] - 256, op.a, 0).reshape(op.m, ka)
+  b = read(B, f["src1"] - 256, op.b, 1).reshape(op.k, op.n)
+  c = read(C, f["vdst"] - 256 if op.sparse else f["src2"] - 256 if f["src2"] >= 256 else None, op.c, 2).reshape(op.m, op.n)
+  kk = np.tile(np.arange(ka), (op.m, 1))   # the B row (K) each stored A element multiplies
+  if op.sparse:   # K = 4*(j/2) + the element's 2-bit index
+    key = (f.get("opsel", 0) & 3) * 2 * (op.m * ka // wave)
+    idx = [(v[(f["src2"] - 256) & 255][p & 255] >> ((p >> 16) + key)) & 3 for p in I.tolist()]
+    kk = np.array([4 * (j % ka // 2) + x for j, x in enumerate(idx)]).reshape(op.m, ka)
+  with np.errstate(all="ignore"):
+    terms = a[:, :, None] * b[kk]   # [m][j][n], each product rounded to f32 (exact in int64)
+    if op.c in _INT:
+      acc = (c + terms.sum(axis=1)).reshape(-1)
+      out = (np.clip(acc, -2**31, 2**31 - 1) if f.get("clmp", 0) else acc) & 0xffffffff
+    else:
+      acc = c.astype(np.float32)
+      for j in range(ka): acc = acc + terms[:, j, :]
+      out = _encode(acc.reshape(-1).astype(np.float32), op.c).tolist()
+  bits, d = ETYPES[op.c][0], f["vdst"] - 256
+  for e, p in enumerate(C.tolist()):
+    lane, reg, sh = p & 255, (d + ((p >> 8) & 255)) & 255, (p >> 16) + half
+    m = ((1 << bits) - 1) << sh
+    v[reg][lane] = (v[reg][lane] & ~m & 0xffffffff) | (int(out[e]) << sh & m)
+  return None
