@@ -25,14 +25,22 @@ class ArchSpec:
   trap_temps: tuple[int, int] = (108, 124)   # TTMP0..TTMP15 encodings
   vsharp: tuple[str, str] = ("_GFX11", "_GFX11")   # buffer descriptor layout: hsa SQ_BUF_RSRC_WORD1<x> / WORD3<y> (mockgpu.emu.buffer)
   c_backend: bool = True    # the generated-C backend supports this arch
+  true16: bool = True       # VOP1/VOP2/VOPC 16-bit VGPR operands: bit 7 of the register field selects the high half (RDNA)
+  d16_zero_hi: bool = False # gfx9: a 16-bit VALU result zeroes bits 31:16 (except gen_c.D16_PRESERVE ops, which honour op_sel)
+  dpp_gfx9: bool = False    # DPP16 controls of gfx9 (wave_shl/rol/shr/ror, row_bcast15/31; 0x15x = row_newbcast) instead of gfx10+
   notes: str = ""
+
+  @property
+  def nvregs(self) -> int:
+    """VGPR slots per lane: ArchVGPRs, plus AccVGPRs in the gfx90a+ unified file (AccVGPR n is slot ACCUM_OFFSET + n)."""
+    return self.num_vgprs + self.num_agprs
 
 ARCHS: dict[str, ArchSpec] = {a.name: a for a in (
   ArchSpec("gfx1100", "rdna3", (32, 64), 106, 256, 0, 65536, 1024, False, 125, 124, 233, 250, -1),
   ArchSpec("gfx1201", "rdna4", (32, 64), 106, 256, 0, 65536, 1024, True, 125, 124, 233, 250, -1, vsharp=("_GFX11", "_GFX12"),
            notes="RDNA4: VIMAGE/VSAMPLE/VEXPORT/VDSDIR not modelled (docs/emu.md)"),
-  ArchSpec("gfx950", "cdna", (64,), 102, 256, 256, 163840, 1024, False, 124, -1, -1, 250, 249, vsharp=("", ""), c_backend=False,
-           notes="CDNA (wave64, AccVGPRs, MUBUF, SDWA, MFMA) not integrated yet (docs/emu.md)"),
+  ArchSpec("gfx950", "cdna", (64,), 102, 256, 256, 163840, 1024, False, 124, -1, -1, 250, 249, vsharp=("", ""), true16=False,
+           d16_zero_hi=True, dpp_gfx9=True, notes="CDNA: MUBUF/MTBUF and MFMA not modelled (docs/emu.md)"),
 )}
 
 def get_arch(name: str) -> ArchSpec:

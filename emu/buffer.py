@@ -89,7 +89,7 @@ def fields(fmt) -> dict[str, str]:
   """The Inst members of a buffer format, by role (RDNA3 and RDNA4 names differ)."""
   names = {fl.name for fl in fmt.fields}
   return {"rsrc": "srsrc" if "srsrc" in names else "rsrc", "ioff": "offset" if "offset" in names else "ioffset",
-          "ret": "th" if "th" in names else "glc"}
+          "ret": "th" if "th" in names else "sc0" if "sc0" in names else "glc"}   # gfx9 (CDNA): sc0 is GLC
 
 def data_bits(ops: dict, name: str) -> tuple[int, int]:
   """(bits of the data VGPRs read, bits written back) of a buffer op; CMPSWAP reads data + compare, returns one value."""
@@ -102,9 +102,9 @@ def c_handler(fmt, h: str, fn: str, u, ops: dict, name: str) -> str:
   fl = fields(fmt)
   dbits, rbits = data_bits(ops, name)
   atomic = "ATOMIC" in name
-  ret = "(in->th & 1)" if fl["ret"] == "th" else "in->glc"
+  ret = "(in->th & 1)" if fl["ret"] == "th" else f"in->{fl['ret']}"
   io = lambda var, bits, out: (f"for (int k = 0; k < {max(1, bits // 32)}; k++) " +
-                               (f"VV[((r_data + k) & 255) * MAXLANES + L] = s.{var}.d[k];" if out else f"s.{var}.d[k] = VV[((r_data + k) & 255) * MAXLANES + L];"))
+                               (f"VV[((r_data + k) & (NVREG - 1)) * MAXLANES + L] = s.{var}.d[k];" if out else f"s.{var}.d[k] = VV[((r_data + k) & (NVREG - 1)) * MAXLANES + L];"))
   L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0; Buf b;",
        f"  if (!buf_setup(w, in, &b, in->{fl['rsrc']}, in->soffset, in->{fl['ioff']}, in->idxen, in->offen, in->vaddr - 256, in->tfe)) return;",
        "  uint32_t *const VV = w->v; const int r_data = in->data0 - 256;",
@@ -284,19 +284,23 @@ def c_format_handler(fmt, h: str, name: str) -> str:
     "  uint32_t *const VV = w->v; const int r_data = in->data0 - 256; w->c->atomic = 0;",
     "  uint64_t ex = rd_exec(w);",
     "  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L; buf_lane(w, &b, L);",
-    f"    for (int k = 0; k < {ndw}; k++) vd[k] = VV[((r_data + k) & 255) * MAXLANES + L];",
+    f"    for (int k = 0; k < {ndw}; k++) vd[k] = VV[((r_data + k) & (NVREG - 1)) * MAXLANES + L];",
     f"    buf_format(&s, &b, fi, {nch}, {int(d16)}, {int(hi)}, {int(store)}, vd);",
     "    if (UNLIKELY(s.fault)) { pc_fault(w, &s); break; }",
-    *([] if store else [f"    for (int k = 0; k < {ndw}; k++) VV[((r_data + k) & 255) * MAXLANES + L] = vd[k];"]),
+    *([] if store else [f"    for (int k = 0; k < {ndw}; k++) VV[((r_data + k) & (NVREG - 1)) * MAXLANES + L] = vd[k];"]),
     "  }", "}"]) + "\n"
 
 # ---------------- loads into LDS: GLOBAL/SCRATCH_LOAD_LDS_* and BUFFER_LOAD_LDS_* (no pseudocode in the wheel) ----------------
 LDS_LOADS = ("GLOBAL", "SCRATCH", "MUBUF")   # the formats whose *_LOAD_LDS_* ops run here
 
-def lds_load_op(name: str) -> tuple[int, bool, bool]:
-  """(bytes read, sign-extend, lane address instead of a VGPR: *_ADDTID_*) of a *_LOAD_LDS_* op; 0 bytes: FORMAT_X"""
-  t = name.rsplit("_", 1)[1]
-  return {"U8": 1, "I8": 1, "U16": 2, "I16": 2, "B32": 4, "X": 0}[t], t.startswith("I"), "ADDTID" in name
+_LDS_WIDTH = {"U8": (1, False), "I8": (1, True), "U16": (2, False), "I16": (2, True), "B32": (4, False), "X": (0, False),   # RDNA names
+              "UBYTE": (1, False), "SBYTE": (1, True), "USHORT": (2, False), "SSHORT": (2, True), "DWORD": (4, False)}      # gfx9 names
+
+def lds_load_op(name: str) -> tuple[int, bool, bool] | None:
+  """(bytes read, sign-extend, lane address instead of a VGPR: *_ADDTID_*) of a *_LOAD_LDS_* op; 0 bytes: FORMAT_X.
+  None for the multi-dword gfx950 forms (DWORDX3/X4), which are not modelled."""
+  if (w := _LDS_WIDTH.get(name.rsplit("_", 1)[1])) is None: return None
+  return w[0], w[1], "ADDTID" in name
 
 def c_lds_handler(fmt, h: str, name: str) -> str:
   """C handler of a load into LDS: each active lane reads memory as the format addresses it (global: SGPR base + VGPR
@@ -310,9 +314,9 @@ def c_lds_handler(fmt, h: str, name: str) -> str:
           *(["  if (!fi[0]) { set_status(w, ST_UNSUPPORTED, \"buffer data format code is not a valid format on this arch\"); return; }"] if not n else []),
           "  const uint32_t ioff = (uint32_t)in->offset; w->c->space = SP_BUFFER; w->c->buf = &b; (void)fi; (void)vd;"]
   else:
-    L += ["  const int sa = in->saddr != 124 && in->saddr != 0x7f; const uint64_t sbase = sa ? ((uint64_t)w->s[in->saddr + 1] << 32 | w->s[in->saddr]) : 0;",
+    L += ["  const int sa = in->saddr != ENC_NULL && in->saddr != 0x7f; const uint64_t sbase = sa ? ((uint64_t)w->s[in->saddr + 1] << 32 | w->s[in->saddr]) : 0;",
           "  const int64_t off = sext((uint64_t)in->offset, 13); const uint32_t ioff = (uint32_t)off;",
-          "  const uint32_t *va = w->v + ((in->addr - 256) & 255) * MAXLANES, *vah = w->v + ((in->addr - 255) & 255) * MAXLANES; (void)vah; (void)va;"]
+          "  const uint32_t *va = w->v + ((in->addr - 256) & (NVREG - 1)) * MAXLANES, *vah = w->v + ((in->addr - 255) & (NVREG - 1)) * MAXLANES; (void)vah; (void)va;"]
   L.append("  uint64_t ex = rd_exec(w);")
   L.append("  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L; uint64_t v;")
   if fmt.name == "MUBUF":

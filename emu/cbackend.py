@@ -56,7 +56,7 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   counts = (ctypes.c_uint64 * len(lib.handlers))() if op_counts else None
   if counts is not None: a.op_counts = counts
   if capture:
-    cs, cv = (ctypes.c_uint32 * 128)(), (ctypes.c_uint32 * (256 * 64))()
+    cs, cv = (ctypes.c_uint32 * 128)(), (ctypes.c_uint32 * (arch.nvregs * 64))()
     a.cap_sgpr, a.cap_vgpr = cs, cv
   t0 = time.perf_counter()
   st = dll.emu_run(ctypes.byref(a), code.end)
@@ -68,5 +68,5 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   state = None
   if capture and a.cap_misc[5]:
     ws = d.wave_size
-    state = WaveState(tuple(cs), tuple(tuple(cv[r*64:r*64+ws]) for r in range(256)), a.cap_misc[0], a.cap_misc[1], a.cap_misc[2], a.cap_misc[3], a.cap_misc[4])
+    state = WaveState(tuple(cs), tuple(tuple(cv[r*64:r*64+ws]) for r in range(arch.nvregs)), a.cap_misc[0], a.cap_misc[1], a.cap_misc[2], a.cap_misc[3], a.cap_misc[4])
   return Stats(a.instructions, a.workgroups, a.waves, dt, "c", oc, state)

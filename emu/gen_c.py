@@ -10,7 +10,8 @@ from mockgpu.emu import buffer
 from mockgpu.emu.isa import Format, formats, hwreg, operands
 from mockgpu.emu.pcinfo import Usage, usage
 
-__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "INT_CLAMP", "MODS_ON_BITS", "f16_half", "handler_names", "int_clamp"]
+__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "INT_CLAMP", "MODS_ON_BITS", "SEMANTICS_ALIAS", "D16_PRESERVE", "f16_half",
+           "handler_names", "int_clamp", "acc_rules", "semantics_entry", "zero_hi16"]
 
 GEN_VERSION = "1"
 
@@ -54,6 +55,16 @@ INT_CLAMP = {"V_ADD_NC_U32": "+", "V_ADD_NC_I32": "+", "V_SUB_NC_U32": "-", "V_S
 # input modifiers; LLVM folds a float negation of a select into them, e.g. the sign of tinygrad's sin).
 MODS_ON_BITS = ("V_CNDMASK_B32", "V_CNDMASK_B16")
 HWREGS = ("SH_MEM_BASES", "SHADER_CYCLES", "SHADER_CYCLES_LO", "SHADER_CYCLES_HI")   # S_GETREG ids the C needs (-1: absent)
+# Ops without pseudocode in the wheel whose ISA description is a plain register move (CDNA AccVGPR moves): they execute
+# V_MOV_B32's pseudocode with their own operands; the decoder has already resolved AccVGPR operands to unified slots.
+SEMANTICS_ALIAS = {"V_ACCVGPR_READ": "VOP1Op_V_MOV_B32_E32", "V_ACCVGPR_WRITE": "VOP1Op_V_MOV_B32_E32", "V_ACCVGPR_MOV_B32": "VOP1Op_V_MOV_B32_E32"}
+# gfx9 (ArchSpec.d16_zero_hi): 16-bit VALU results zero bits 31:16, except these ops, whose VOP3 op_sel[3] picks the half
+# written and which preserve the other half (the gfx9 "op_sel" forms of the mads/fmas)
+D16_PRESERVE = ("V_MAD_F16", "V_MAD_U16", "V_MAD_I16", "V_FMA_F16", "V_DIV_FIXUP_F16", "V_MAC_F16", "V_MADAK_F16", "V_MADMK_F16")
+# the Inst members the hand-written C reads, declared for every arch even when its encodings lack them
+CORE_FIELDS = ("op", "opx", "opy", "vsrc0", "lane_sel", "literal", "src0", "src1", "src2", "vdst", "sdst", "simm16", "opsel", "neg", "abs",
+               "neg_hi", "opsel_hi", "opsel_hi2", "omod", "clmp", "dpp", "fi", "bc", "row_mask", "bank_mask", "src0_neg", "src0_abs",
+               "src1_neg", "src1_abs", "dst_sel", "dst_unused", "src0_sel", "src1_sel", "src0_sext", "src1_sext", "s0", "s1", "sd", "tfe")
 _FW = {"F16": 16, "BF16": 16, "F32": 32, "F64": 64, "PK2_F16": 16, "PK2_BF16": 16}
 _VALU = ("VOP1", "VOP2", "VOP3", "VOP3SD", "VOP3P", "VOPC")
 _SALU = ("SOP1", "SOP2", "SOPC", "SOPK", "SOPP")
@@ -104,6 +115,40 @@ def int_clamp(fmtname: str, ops: dict, name: str) -> tuple | None:
   if packed: eb, n, b2 = 16, 1, 16 if b2 else 0
   return kind, eb, n, (sg & 1) | (s1g & 1) << 1 | (s2g & 1) << 2 | (8 if sg & 2 else 0), b2, db, dg & 1, packed
 
+def zero_hi16(arch: ArchSpec, name: str, dbits: int) -> bool:
+  """True when this op's 16-bit VALU result zeroes bits 31:16 of the destination VGPR (gfx9, ArchSpec.d16_zero_hi)."""
+  return arch.d16_zero_hi and dbits == 16 and name not in D16_PRESERVE
+
+def semantics_entry(member, ents: dict) -> str:
+  """The pseudocode entry an opcode executes: its own `<EnumClass>_<MEMBER>`, its SEMANTICS_ALIAS target, or, for a VOP3
+  (_E64) form the wheel gives no entry of its own (the VOP1 ops on CDNA), the entry of its VOP1/VOP2/VOPC (_E32) form."""
+  own, base = f"{type(member).__name__}_{member.name}", re.sub(r"_E(32|64)$", "", member.name)
+  if base in SEMANTICS_ALIAS: return SEMANTICS_ALIAS[base]
+  if own in ents or not member.name.endswith("_E64"): return own
+  return next((e for e in (f"{c}_{base}_E32" for c in ("VOP1Op", "VOP2Op", "VOPCOp")) if e in ents), own)
+
+def acc_rules(arch: ArchSpec) -> dict[str, list[tuple[frozenset | None, str | None, int, tuple[str, ...]]]]:
+  """Where CDNA AccVGPR operands are: {format: [(opcodes or None for all, flag field or None for always, flag bit, fields)]}.
+  The decoder adds ACCUM_OFFSET to each listed VGPR field (256 + n) whose flag bit is set, so every VGPR field holds
+  256 + its slot in the unified register file. Memory formats: the `acc` bit moves the data/return registers; MFMA
+  (VOP3P _MFMA layout, VOP3PX2): acc[0] src0 (A), acc[1] src1 (B), acc_cd src2 (C) and vdst (D); ops whose operand types
+  are OPR_ACCVGPR / OPR_SRC_ACCVGPR (V_ACCVGPR_READ/WRITE/MOV) always."""
+  if not arch.num_agprs: return {}
+  out: dict = {}
+  for f in formats(arch.family):
+    names, r = {fl.name for fl in f.fields}, []
+    if "acc" in names and f.op_field and f.name not in ("VOP3PX2",):
+      r.append((None, "acc", 0, tuple(fl.name for fl in f.fields if fl.conv == "vgpr" and fl.name not in ("addr", "vaddr"))))
+    mf = frozenset(f.valid) if f.name == "VOP3PX2" else f.mfma_ops
+    if mf: r += [(mf, "acc", 0, ("src0",)), (mf, "acc", 1, ("src1",)), (mf, "acc_cd", 0, ("vdst", "src2"))]
+    always: dict = {}
+    for op in sorted(f.valid) if f.enum is not None and f.op_field else ():
+      for k, (_, _, t) in operands(arch.family).get(f.enum(op), {}).items():
+        if t is not None and t.name in ("OPR_ACCVGPR", "OPR_SRC_ACCVGPR"): always.setdefault({"vsrc0": "src0"}.get(k, k), set()).add(op)
+    r += [(frozenset(ops), None, 0, (fld,)) for fld, ops in sorted(always.items())]
+    if r: out[f.name] = r
+  return out
+
 def f16_half(text: str) -> int:
   """Bit offset of the f16 half a VOP3P entry writes (`D0[31 : 16].f16` of V_FMA_MIXHI_F16: 16, else 0); clamp applies there."""
   return 16 if re.search(r"D0\[31 : 16\]\.f16", text) else 0
@@ -114,7 +159,7 @@ def _set_scalars(u: Usage, kind: str) -> list[str]:
   if "EXEC" in r or "EXEC_LO" in r: out.append("s.EXEC = rd_exec(w); s.EXEC_LO = (uint32_t)s.EXEC;")
   if "EXECZ" in r: out.append("s.EXECZ = rd_exec(w) == 0;")
   if "VCCZ" in r: out.append("s.VCCZ = rd_vcc(w) == 0;")
-  if "M0" in r: out.append("s.M0 = w->s[125];")
+  if "M0" in r: out.append("s.M0 = w->s[ENC_M0];")
   if "PC" in r: out.append("s.PC = w->c->code_addr + w->pc0;")
   if "WAVE64" in r or "WAVE32" in r: out.append("s.WAVE64 = w->c->wave_size == 64;")
   if "SIMM16" in r: out.append("s.SIMM16 = (uint64_t)(int64_t)(int16_t)in->simm16;")
@@ -126,7 +171,7 @@ def _writeback_scalars(u: Usage) -> list[str]:
   if "SCC" in u.writes: out.append("w->scc = (uint32_t)(s.SCC & 1);")
   if "EXEC" in u.writes: out.append("wr_exec(w, s.EXEC);")
   if "EXEC_LO" in u.writes and "EXEC" not in u.writes: out.append("w->s[126] = (uint32_t)s.EXEC_LO;")
-  if "M0" in u.writes: out.append("w->s[125] = (uint32_t)s.M0;")
+  if "M0" in u.writes: out.append("w->s[ENC_M0] = (uint32_t)s.M0;")
   if "PC" in u.writes: out.append("w->pc = s.PC - w->c->code_addr;")
   return out
 
@@ -135,9 +180,11 @@ _CHECK = "if (UNLIKELY(s.fault)) { pc_fault(w, &s); return; }"
 def _salu(f: Format, h: str, fn: str, u: Usage, ops: dict) -> str:
   sb, sf, db, _ = _opinfo(ops, f.name, h)
   L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0;"]
-  if f.name == "SOPK":
+  if f.name == "SOPK":   # D0 is SDST; RDNA names the immediate SIMM16 (S0 = SDST), CDNA calls it S0 (S_CMPK_*: S0 = SDST, S1 = imm)
     db = ops.get("sdst", (None, 32))[1]
-    L.append(f"  s.S0.q[0] = scalar_src(w, in, in->sdst, {db}, 0); s.D0.q[0] = s.S0.q[0];")
+    L.append(f"  s.D0.q[0] = scalar_src(w, in, in->sdst, {db}, 0);")
+    L.append("  s.S0.q[0] = s.D0.q[0]; s.S1.q[0] = (uint16_t)in->simm16;" if "S1" in u.reads else
+             "  s.S0.q[0] = (uint16_t)in->simm16;" if "SIMM16" not in u.reads and "S0" in u.reads else "  s.S0.q[0] = s.D0.q[0];")
   else:
     for i, e in enumerate(("in->src0", "in->src1")):
       if sb[i]: L.append(f"  s.S{i}.q[0] = scalar_src(w, in, {e}, {sb[i]}, {sf[i]});")
@@ -157,20 +204,21 @@ def _srcm(bits: int, packed: bool) -> str:
 def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: ArchSpec, text: str) -> str:
   sb, sf, db, dfw = _opinfo(ops, f.name, name)
   fmt = f.name
-  t16 = int(fmt in ("VOP1", "VOP2", "VOPC"))
+  enc32 = fmt in ("VOP1", "VOP2", "VOPC")
+  t16, zh, sdwa = int(enc32 and wave.true16), zero_hi16(wave, name, db), "_SDWA" in f.variants or "_SDWA_SDST" in f.variants
   packed, mix = _packed(fmt, ops), int("FMA_MIX" in name or "MAD_MIX" in name)
   cmp = name.startswith(("V_CMP_", "V_CMPX_"))
   vcc_src2 = fmt in ("VOP3", "VOP3SD") and "src2" in ops and ops["src2"][0].name == "FMT_NUM_M64"
   if vcc_src2: sb[2] = 0
   dst_sgpr = (ops.get("vdst") or (None, 0, None))[2] is not None and ops.get("vdst", (0, 0, None))[2].name in ("OPR_SREG", "OPR_SDST") and not cmp
   e = {"VOP1": ("in->src0", "0", "0"), "VOP2": ("in->src0", "in->src1", "0"), "VOPC": ("in->src0", "in->src1", "0")}.get(fmt, ("in->src0", "in->src1", "in->src2"))
-  mods = "0, 0, 0, 0, 0" if t16 else "in->opsel, in->neg, in->abs, in->neg_hi, (in->opsel_hi | in->opsel_hi2 << 2)"
+  mods = "0, 0, 0, 0, 0" if enc32 else "in->opsel, in->neg, in->abs, in->neg_hi, (in->opsel_hi | in->opsel_hi2 << 2)"
   oi = f"static const OpInfo OI_{h} = {{{{{sb[0]}, {sb[1]}, {sb[2]}}}, {{{sf[0]}, {sf[1]}, {sf[2]}}}, {db if not cmp else 0}, {dfw}, {t16}, {packed}, {mix}}};\n"
   if (ic := int_clamp(fmt, ops, name)): oi += f"static const IClamp IC_{h} = {{'{ic[0]}', {', '.join(map(str, ic[1:]))}}};\n"
   L = [f"void {h}(Wave *w, const Inst *in) {{", "  VOps o; PcState s; s.user = w; s.fault = 0;"]
   edst = "in->vdst" if not (cmp or dst_sgpr) and "vdst" in ops else "0"
   fastok = all(b in (0, 32, 64) for b in sb) and db != 16 and not packed and not mix and not (u.wave_vgpr or dst_sgpr)
-  fmods = "0" if t16 else "(in->opsel | in->neg | in->abs | in->neg_hi | in->omod | in->clmp)"
+  fmods = "0" if enc32 else "(in->opsel | in->neg | in->abs | in->neg_hi | in->omod | in->clmp)"
   setup = f"valu_setup(w, in, &OI_{h}, &o, {e[0]}, {e[1]}, {e[2]}, {edst}, {mods})"
   if fastok: setup = f"valu_fast(w, in, &OI_{h}, &o, {e[0]}, {e[1]}, {e[2]}, {edst}, {fmods}) || " + setup
   L.append(f"  if (!({setup})) return;")
@@ -180,7 +228,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   L += ["  " + x for x in _set_scalars(u, "valu")]
   if "VCC" in u.reads | u.writes:
     L.append(f"  s.VCC = {'scalar_src(w, in, in->src2, 64, 0) & w->c->wave_mask' if vcc_src2 else 'rd_vcc(w)'};")
-  if cmp: L.append("  s.D0.q[0] = 0;" if "EXEC" not in u.writes else "  s.EXEC = 0;")
+  if cmp: L.append(("  s.D0.q[0] = 0;" if "D0" in u.writes else "") + (" s.EXEC = 0;" if "EXEC" in u.writes else ""))
   if mix or "OPSEL" in u.reads: L.append("  s.OPSEL = in->opsel; s.OPSEL_HI = in->opsel_hi | in->opsel_hi2 << 2; s.NEG = in->neg;")
   for nm, ex in (("SRC0", "in->src0 - 256"), ("SRC1", "in->src1 - 256"), ("SRC2", "in->src2 - 256"), ("DST", "in->vdst - 256"), ("VDST", "in->vdst - 256")):
     if nm in u.reads: L.append(f"  s.{nm} = (uint64_t)({ex});")
@@ -193,7 +241,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   else:
     for i in range(3):
       if sb[i]: L.append(f"  SRCLOCALS(o, {i})")
-    dm = {16: "16", 32: "32", 64: "64"}.get(db, "32")
+    dm = {16: "32" if zh else "16", 32: "32", 64: "64"}.get(db, "32")
     has_dst = "D0" in u.writes and not cmp and edst != "0"
     L.append("  DSTLOCALS(o)")
     body = []
@@ -214,7 +262,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
     if fast:   # all lanes active, no output modifiers: a straight loop into a local buffer, then one write-back pass
       L.append("  if (LIKELY(o.exec == 0xffffffffull && w->c->wave_size == 32 && !o.post)) {")
       L.append("    uint32_t outl[32], outh[32]; (void)outh;")
-      inner = ["s.laneId = (uint64_t)L;", *body] + (["outl[L] = s.D0.d[0];" + (" outh[L] = s.D0.d[1];" if db == 64 else "")] if has_dst else [])
+      inner = ["s.laneId = (uint64_t)L;", *body] + ([f"outl[L] = s.D0.d[0]{' & 0xffff' if zh else ''};" + (" outh[L] = s.D0.d[1];" if db == 64 else "")] if has_dst else [])
       L.append("    for (int L = 0; L < 32; L++) { " + " ".join(inner) + " }")
       L.append(f"    {_CHECK}")
       if has_dst:
@@ -231,12 +279,14 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
       val = "s.D0.q[0]" if db == 64 else "s.D0.d[0]"
       if post: val = f"(o.post ? {post}(&o, {val}) : {val})"
       elif fmt == "VOP3P" and dfw == 16: val = f"(o.post ? post_f16_at(&o, {val}, {f16_half(text)}) : {val})"
-      L.append(f"    DST{dm}(o, L, {val});")
+      L.append(f"    DST{dm}(o, L, {val}{' & 0xffff' if zh else ''});")
     if "S0" in u.writes and sb[0]: L.append(f"    if ({e[0]} >= 256) {{ uint32_t r = {e[0]} - 256{' & 127' if t16 and sb[0] == 16 else ''}; w->v[r * MAXLANES + L] = s.S0.d[0]; }}")
     L.append("  }")
     if fast: L.append("  }")
+    if sdwa and has_dst: L.append("  if (UNLIKELY(in->dpp_kind == 4)) sdwa_dst(w, in, &o);")
+  cdst = ("(in->dpp_kind == 4 && in->sd ? in->sdst : 106)" if sdwa else "106") if fmt == "VOPC" else "in->vdst - 256"
+  if cmp and "D0" in u.writes: L.append(f"  sdst_write(w, {cdst}, s.D0.q[0] & w->c->wave_mask, w->c->wave_size);")
   if cmp and "EXEC" in u.writes: L.append("  wr_exec(w, s.EXEC);")
-  elif cmp: L.append("  sdst_write(w, " + ("106" if fmt == "VOPC" else "in->vdst - 256") + ", s.D0.q[0] & w->c->wave_mask, w->c->wave_size);")
   if "VCC" in u.writes:   # a lane mask written by a VALU op: bits of inactive lanes are 0 (LLVM tests a carry mask with s_cmp)
     if fmt == "VOP3SD": L.append("  sdst_write(w, in->sdst, s.VCC & o.exec & w->c->wave_mask, w->c->wave_size);")
     else: L.append("  wr_vcc(w, s.VCC & o.exec);")
@@ -258,7 +308,7 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   names = {fl.name for fl in f.fields}
   A, D = ("vaddr" if "vaddr" in names else "addr"), ("vsrc" if "vsrc" in names else "data0")
   OFF, OFFW = ("ioffset", 24) if "ioffset" in names else ("offset", 21 if fmt == "SMEM" else 13)
-  RET = "(in->th & 1)" if "th" in names else "in->glc"
+  RET = "(in->th & 1)" if "th" in names else "in->sc0" if "sc0" in names else "in->glc"   # gfx9: sc0 is GLC
   L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0;",
        f"  w->c->atomic = {int(bool(atomic))};",
        "  uint32_t *const VV = w->v; (void)VV;" + ("" if fmt == "SMEM" else f" const int r_vdst = in->vdst - 256, r_data0 = in->{D} - 256; (void)r_vdst; (void)r_data0;")
@@ -266,8 +316,11 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   L += ["  " + x for x in _set_scalars(u, "mem")]
   if fmt == "SMEM":
     db = ops.get("sdata", (None, 32))[1]
-    L.append(f"  s.ADDR = ((uint64_t)w->s[in->sbase + 1] << 32 | w->s[in->sbase]) + (uint64_t)(int64_t)sext((uint64_t)in->{OFF}, {OFFW})"
-             " + (in->soffset != 124 ? w->s[in->soffset] : 0); s.ADDR &= ~3ull; s.laneId = 0;")
+    if "imm" in names:   # gfx9: IMM selects an immediate or SGPR[OFFSET[6:0]]; SOFFSET_EN adds SGPR[SOFFSET] (then OFFSET is no SGPR)
+      off = f"(in->imm ? (uint64_t)(int64_t)sext((uint64_t)in->{OFF}, {OFFW}) : in->soffset_en ? 0 : w->s[in->{OFF} & 127])" \
+            " + (in->soffset_en ? w->s[in->soffset] : 0)"
+    else: off = f"(uint64_t)(int64_t)sext((uint64_t)in->{OFF}, {OFFW}) + (in->soffset != ENC_NULL ? w->s[in->soffset] : 0)"
+    L.append(f"  s.ADDR = ((uint64_t)w->s[in->sbase + 1] << 32 | w->s[in->sbase]) + {off}; s.ADDR &= ~3ull; s.laneId = 0;")
     L += [f"  w->c->space = SP_GLOBAL; {fn}(&s);", f"  {_CHECK}"]
     if "SDATA" in u.writes: L.append(f"  sdst_write_reg(w, in->sdata, &s.SDATA, {db});")
     L.append("  w->c->atomic = 0;")
@@ -295,11 +348,11 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   else:
     data = (ops.get("data") or ops.get("vsrc") or (None, 32))[1]
     L.append("  uint64_t ex = rd_exec(w);")
-    L.append("  int sa = in->saddr != 124 && in->saddr != 0x7f;")
+    L.append("  int sa = in->saddr != ENC_NULL && in->saddr != 0x7f;")
     L.append("  uint64_t sbase = sa ? ((uint64_t)w->s[in->saddr + 1] << 32 | w->s[in->saddr]) : 0;")
     L.append(f"  int64_t off = sext((uint64_t)in->{OFF}, {OFFW});")
     L.append("  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L;")
-    L.insert(-1, f"  const uint32_t *va = w->v + (in->{A} - 256) * MAXLANES, *vah = w->v + ((in->{A} - 255) & 255) * MAXLANES;"
+    L.insert(-1, f"  const uint32_t *va = w->v + (in->{A} - 256) * MAXLANES, *vah = w->v + ((in->{A} - 255) & (NVREG - 1)) * MAXLANES;"
                  " const uint32_t ssa = sa ? w->s[in->saddr] : 0, sve = in->sve;")
     if space == "SP_SCRATCH": L.append("    s.ADDR = (uint32_t)(ssa + (sve ? va[L] : 0) + off);")
     else: L.append("    s.ADDR = (sa ? sbase + va[L] : ((uint64_t)vah[L] << 32 | va[L])) + off;")
@@ -317,7 +370,7 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
 def ds_counter_m0(ents: dict) -> bool:
   """DS_APPEND/DS_CONSUME address the LDS counter at M0[15:0] + offset (RDNA3: `addr = M0.base + offset`) or at the offset
   alone (RDNA4: `addr = offset`), as the wheel's pseudocode says."""
-  return "M0.base" in ents["DSOp_DS_APPEND"].text
+  return "DSOp_DS_APPEND" in ents and "M0.base" in ents["DSOp_DS_APPEND"].text
 
 def _vopd_ops(ops: dict) -> dict:
   """OPERANDS of a VOPD half's target with the VOPD entry's own keys (srcy0, vsrcy1, vdsty) renamed to the VOP2 ones."""
@@ -371,7 +424,7 @@ def _fields_c(f: Format, fields, dw: int = 0) -> list[str]:
 
 def _decoder(arch: ArchSpec, fmts: tuple[Format, ...]) -> tuple[str, list[str]]:
   members = sorted({fl.name for f in fmts for fl in f.fields} | {fl.name for f in fmts for v in f.variants.values() for fl in v[1]}
-                   | {"op", "opx", "opy", "vsrc0", "lane_sel", "literal"})
+                   | set(CORE_FIELDS))
   L = [f"#define EMU_INST_FIELDS int32_t {', '.join(members)};"]
   D = ["static int emu_decode(const uint32_t *w, int ndw, Inst *in) {", "  uint32_t op; (void)op;"]
   for fi, f in enumerate(fmts):
@@ -391,6 +444,15 @@ def _decoder(arch: ArchSpec, fmts: tuple[Format, ...]) -> tuple[str, list[str]]:
     else:
       D.append("    if (!VALID_VOPD[in->opx] || !VALID_VOPD[in->opy]) return 0;" if f.name == "VOPD" else "    in->op = 0;")
     srcs = [s for s in f.src_fields]
+    if f.mfma_ops:
+      D.append(f"    if (MFMA_{f.name}[op]) {{")
+      D += ["      " + x for x in _fields_c(f, f.variants["_MFMA"][1])]
+      D.append("    }")
+    sdwa = f.variants.get("_SDWA") or f.variants.get("_SDWA_SDST")
+    if sdwa and "src0" in srcs and arch.enc_sdwa >= 0:
+      D.append(f"    if (in->src0 == {arch.enc_sdwa}) {{ in->dpp_kind = 4; in->size = {sdwa[0]}; if (ndw * 4 < {sdwa[0]}) return -1;")
+      D += ["      " + x for x in _fields_c(f, sdwa[1])]
+      D.append("      return 1; }")
     if "_DPP16" in f.variants and "src0" in srcs:
       sz, flds = f.variants["_DPP16"]
       D.append(f"    if (in->src0 == {arch.enc_dpp16}) {{ in->dpp_kind = 1; in->size = {sz}; if (ndw * 4 < {sz}) return -1;")
@@ -414,7 +476,26 @@ def _decoder(arch: ArchSpec, fmts: tuple[Format, ...]) -> tuple[str, list[str]]:
     n = 1 << (f.op_field[1] if f.op_field else 5)
     T.append(f"static const uint8_t VALID_{f.name}[{n}] = {{{', '.join('1' if i in f.valid else '0' for i in range(n))}}};")
     if f.lit_only: T.append(f"static const uint8_t LITONLY_{f.name}[{n}] = {{{', '.join('1' if i in f.lit_only else '0' for i in range(n))}}};")
-  return "\n".join(L), "\n".join(T) + "\n" + "\n".join(D)
+    if f.mfma_ops: T.append(f"static const uint8_t MFMA_{f.name}[{n}] = {{{', '.join('1' if i in f.mfma_ops else '0' for i in range(n))}}};")
+  return "\n".join(L), "\n".join(T) + "\n" + "\n".join(D) + _acc_fix(arch, fmts)
+
+def _acc_fix(arch: ArchSpec, fmts: tuple[Format, ...]) -> str:
+  """emu_acc_fix(in, off): move the AccVGPR operands of a decoded instruction to their unified slots (acc_rules)."""
+  L = ["static void emu_acc_fix(Inst *in, int off) {", "  (void)in; (void)off;", "  switch (in->fmt) {"]
+  rules = acc_rules(arch)
+  for fi, f in enumerate(fmts):
+    if f.name not in rules: continue
+    L.append(f"  case {fi}:")
+    for ops, flag, bit, flds in rules[f.name]:
+      cond = [f"(in->{flag} >> {bit} & 1)"] if flag else []
+      if ops is not None and ops != f.valid:
+        cond.insert(0, f"MFMA_{f.name}[in->op]" if ops == f.mfma_ops else "(" + " || ".join(f"in->op == {o}" for o in sorted(ops)) + ")")
+      fl = list(flds) + (["vsrc0"] if "src0" in flds and ("_DPP16" in f.variants or "_SDWA" in f.variants) else [])
+      body = " ".join(f"if (in->{x} >= 256) in->{x} += off;" for x in fl)
+      L.append(f"    if ({' && '.join(cond) or '1'}) {{ {body} }}")
+    L.append("    break;")
+  L += ["  }", "}"]
+  return "\n" + "\n".join(L) + "\n"
 
 def _pcode_entries(family: str) -> dict:
   from mockgpu.pcode.tables import entries
@@ -470,8 +551,9 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       if base_name in PROSE_C: row.append(PROSE_C[base_name]); continue
       if f.name in buffer.BUFFER_FORMATS and "FORMAT" in name and "LDS" not in name:   # format conversions: hand-written (buffer.py)
         handlers.append(buffer.c_format_handler(f, h, name)); row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);"); continue
-      if f.name in buffer.LDS_LOADS and "_LOAD_LDS_" in name:   # loads into LDS: no pseudocode (buffer.py)
+      if f.name in buffer.LDS_LOADS and "_LOAD_LDS_" in name and buffer.lds_load_op(name):   # loads into LDS: no pseudocode (buffer.py)
         handlers.append(buffer.c_lds_handler(f, h, name)); row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);"); continue
+      ename = semantics_entry(member, ents)
       fn = f"pc_{ename}"
       if fn not in pcode_fns or ename not in ents:
         row.append("h_unsupported"); missing[key] = "no compiled pseudocode" if ename in ents else "no pseudocode in the wheel"; continue
@@ -492,10 +574,14 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   tables.append(f"static const int32_t HBASE[{len(fmts)}] = {{{', '.join(str(hbase[f.name]) for f in fmts)}}};")
   tables.append(f"#define EMU_NHANDLERS {len(names)}")
   head = [f"/* generated by mockgpu.emu.gen_c v{GEN_VERSION} for {arch.name} ({arch.family}) from the tinygrad wheel's tables and mockgpu.pcode */",
+          f"#define NVREG {arch.nvregs}\n#define NAGPR {arch.num_agprs}\n#define ENC_M0 {arch.enc_m0}\n#define ENC_NULL {arch.enc_null}\n"
+          f"#define DPP_GFX9 {int(arch.dpp_gfx9)}",
           fields_def, *(f"#define EMU_HWREG_{r} {hwreg(arch.family, r)}" for r in HWREGS), f"#define EMU_DS_COUNTER_M0 {int(ds_counter_m0(ents))}",
           "#include \"emu_pre.h\"", "#include \"pcode_rt.h\"", "#include \"emu_core.h\"", "#include \"emu_ops.h\"", buffer.c_defines(arch),
           "#include \"emu_buffer.h\"",
           "typedef void (*VHalf)(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);", "#include \"emu_prose.h\""]
-  main = "\n".join([*head, *decls, mat_c, decoder, "static void h_vopd(Wave *w, const Inst *in);", *tables, "#include \"emu_sched.c\""])
+  vopd = any(f.name == "VOPD" for f in fmts)
+  main = "\n".join([*head, *decls, mat_c, decoder, f"#define HAS_VOPD {int(vopd)}", "static void h_vopd(Wave *w, const Inst *in);" if vopd else "",
+                     *tables, "#include \"emu_sched.c\""])
   parts = ["\n".join([*head, pcode_c, *handlers[k::chunks]]) for k in range(chunks)]
   return Generated((main, *parts), names, hbase, missing)

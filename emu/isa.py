@@ -32,8 +32,9 @@ class Format:
   valid: frozenset[int]         # valid opcode numbers
   lit_only: frozenset[int]      # opcodes that always carry a literal (FMAMK/FMAAK, S_SETREG_IMM32)
   fields: tuple[Field, ...]
-  variants: dict                # "_DPP16"/"_DPP8"/"_LIT" -> (size, tuple[Field, ...])
+  variants: dict                # "_DPP16"/"_DPP8"/"_LIT"/"_SDWA"/"_SDWA_SDST"/"_MFMA" -> (size, tuple[Field, ...])
   src_fields: tuple[str, ...]   # canonical names of fields that may hold 255 (literal) / DPP markers
+  mfma_ops: frozenset[int] = frozenset()   # CDNA VOP3P opcodes with the MFMA field layout (cbsz/abid/acc_cd/acc/blgp)
 
 def _base(name: str) -> str:
   while any(name.endswith(s) for s in VARIANT_SUFFIXES):
@@ -55,6 +56,11 @@ def _fields(cls: type[Inst], skip: set[str] = frozenset()) -> tuple[Field, ...]:
     if f.lo // 32 != f.hi // 32: raise ValueError(f"{cls.__name__}.{n} crosses a dword boundary; the decoder generator cannot split it")
     out.append(Field("lane_sel" if n.startswith("lane_sel_") else CANON.get(n, n), f.lo, f.hi - f.lo + 1, _conv(f, n)))
   return tuple(out)
+
+def _variant_ops(cls) -> frozenset[int]:
+  if cls is None: return frozenset()
+  f = dict(cls._fields)["op"]
+  return frozenset(o.value for o in (f.allowed if f.allowed is not None else f._enum))
 
 @functools.cache
 def formats(family: str) -> tuple[Format, ...]:
@@ -82,7 +88,7 @@ def formats(family: str) -> tuple[Format, ...]:
       valid = {o.value for o in e._enum} if e is not None else set()
       lit_only = {o.value for o in e._enum if "FMAMK" in o.name or "FMAAK" in o.name} if e is not None else set()
     variants = {}
-    for suf in ("_DPP16", "_DPP8", "_LIT"):
+    for suf in ("_DPP16", "_DPP8", "_LIT", "_SDWA", "_SDWA_SDST", "_MFMA"):
       if (v := classes.get(b + suf)) is not None:
         basenames = {n for n, _ in base._fields}
         variants[suf] = (v._base_size, _fields(v, skip=basenames - ({"literal"} if suf == "_LIT" else set())))
@@ -90,7 +96,7 @@ def formats(family: str) -> tuple[Format, ...]:
     srcs = tuple(CANON.get(n, n) for n, f in base._fields if type(f) in (SrcField, SSrcField))
     out.append(Format(b, mask, value, base._base_size, (opf.lo, opf.hi - opf.lo + 1) if opf is not None else None,
                       opf._enum if opf is not None else (dict(base._fields)["opx"]._enum if "opx" in dict(base._fields) else None),
-                      frozenset(valid), frozenset(lit_only), fields, variants, srcs))
+                      frozenset(valid), frozenset(lit_only), fields, variants, srcs, _variant_ops(classes.get(b + "_MFMA"))))
   return tuple(out)
 
 @functools.cache

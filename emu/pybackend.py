@@ -10,7 +10,8 @@ from mockgpu.emu.api import Dispatch, Stats, WaveState
 from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
-from mockgpu.emu.gen_c import PROSE_C, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, f16_half, int_clamp
+from mockgpu.emu.gen_c import PROSE_C, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, \
+  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16
 from mockgpu.emu.isa import Format, formats, hwreg, operands
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.emu.report import raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT, ST_TRAP
@@ -51,7 +52,13 @@ def decode(arch: ArchSpec, words: list[int]) -> tuple[int, dict] | None:
       if f["op"] not in fm.valid: continue
     for fl in fm.fields: field(fl, f)
     if fm.name == "VOPD" and (f["opx"] not in fm.valid or f["opy"] not in fm.valid): return None
-    if "_DPP16" in fm.variants and f.get("src0") == arch.enc_dpp16:
+    if f.get("op") in fm.mfma_ops:
+      for fl in fm.variants["_MFMA"][1]: field(fl, f)
+    sdwa = fm.variants.get("_SDWA") or fm.variants.get("_SDWA_SDST")
+    if sdwa and "src0" in fm.src_fields and arch.enc_sdwa >= 0 and f.get("src0") == arch.enc_sdwa:
+      f["dpp_kind"], f["size"] = 4, sdwa[0]
+      for fl in sdwa[1]: field(fl, f)
+    elif "_DPP16" in fm.variants and f.get("src0") == arch.enc_dpp16:
       f["dpp_kind"], f["size"] = 1, fm.variants["_DPP16"][0]
       for fl in fm.variants["_DPP16"][1]: field(fl, f)
     elif "_DPP8" in fm.variants and arch.enc_dpp8 >= 0 and f.get("src0") in (arch.enc_dpp8, arch.enc_dpp8 + 1):
@@ -105,7 +112,7 @@ class _BufMem(_Mem):
 
 class _VRegs:
   def __init__(self, w): self.w = w
-  def get(self, key, default=0): lane, reg = key; return self.w.v[reg][lane] if reg < 256 and lane < 64 else 0
+  def get(self, key, default=0): lane, reg = key; return self.w.v[reg][lane] if reg < len(self.w.v) and lane < 64 else 0
   def __getitem__(self, key): return self.get(key)
   def __setitem__(self, key, val): lane, reg = key; self.w.v[reg][lane] = val & M32
 
@@ -114,12 +121,12 @@ class _SRegs:
   def get(self, r, default=0): return self.w.s[r] if r < 128 else 0
   def __getitem__(self, r): return self.get(r)
   def __setitem__(self, r, val):
-    if r < 128 and r != 124: self.w.s[r] = val & M32
+    if r < 128 and r != self.w.c.arch.enc_null: self.w.s[r] = val & M32
 
 class Wave:
   def __init__(self, ctx, wid):
     self.c, self.id, self.s, self.scc, self.pc, self.pc0, self.state = ctx, wid, [0] * 128, 0, 0, 0, "run"
-    self.v = [[0] * 64 for _ in range(256)]
+    self.v = [[0] * 64 for _ in range(ctx.arch.nvregs)]
     self.ranges, self.lds, self.scratch_lane = ctx.ranges, ctx.lds, ctx.scratch_lane
     self.scratch = bytearray(max(1, ctx.scratch_lane * 64))
     self.atomic, self.cur_size = False, 0
@@ -145,9 +152,16 @@ class Ctx:
     self.ents = entries(arch.family)
 
 # ---------------- operands ----------------
+def acc_fix(arch: ArchSpec, fm: Format, f: dict, off: int):
+  """Move the AccVGPR operands of a decoded instruction to their unified slots (gen_c.acc_rules; emu_acc_fix in C)."""
+  for ops, flag, bit, flds in acc_rules(arch).get(fm.name, ()):
+    if (ops is None or f.get("op") in ops) and (flag is None or f.get(flag, 0) >> bit & 1):
+      for x in list(flds) + (["vsrc0"] if "src0" in flds and ("_DPP16" in fm.variants or "_SDWA" in fm.variants) else []):
+        if f.get(x, 0) >= 256: f[x] += off
+
 def scalar_src(w: Wave, f: dict, e: int, bits: int, fw: int) -> int:
   if e < 128:
-    if e == 124: return 0
+    if e == w.c.arch.enc_null: return 0
     v = w.s[e] | (w.s[e + 1] << 32 if bits > 32 and e < 127 else 0)
     if e in (126, 127): v = w.exec if e == 126 else (w.exec >> 32)
     return v
@@ -172,13 +186,18 @@ def flat_space(addr: int) -> str:
   return "lds" if hi == APERTURE_SHARED >> 32 else "scratch" if hi == APERTURE_PRIVATE >> 32 else "global"
 
 def sdst_write(w: Wave, e: int, v: int, bits: int):
-  if e == 124: return
+  if e == w.c.arch.enc_null: return
   if e == 126 and bits > 32: w.exec = v; return
   if e < 128: w.s[e] = v & M32
   if bits > 32 and e + 1 < 128: w.s[e + 1] = (v >> 32) & M32
 
-def dpp16_src(ctl: int, L: int):
+_DPP_GFX9 = {0x130: lambda L: (L + 1, L + 1 < 64), 0x134: lambda L: ((L + 1) & 63, True), 0x138: lambda L: (L - 1, L > 0),
+             0x13c: lambda L: ((L - 1) & 63, True), 0x142: lambda L: ((L & ~15) - 1, L >= 16), 0x143: lambda L: (31, L >= 32)}
+
+def dpp16_src(ctl: int, L: int, gfx9: bool = False):
   row, r = L & ~15, L & 15
+  if gfx9 and ctl in _DPP_GFX9: sl, ok = _DPP_GFX9[ctl](L); return (sl, True) if ok else (L, False)
+  if gfx9 and ctl >= 0x160: raise Stop(ST_UNSUPPORTED, msg="DPP16 control not supported on this arch")
   if ctl <= 0xff: return (L & ~3) | ((ctl >> ((L & 3) * 2)) & 3), True
   if 0x101 <= ctl <= 0x10f: return (row | (r + (ctl & 15)), True) if r + (ctl & 15) <= 15 else (L, False)
   if 0x111 <= ctl <= 0x11f: return (row | (r - (ctl & 15)), True) if r - (ctl & 15) >= 0 else (L, False)
@@ -194,21 +213,22 @@ def pyrun(c: Ctx, w: Wave, ename: str, space: str = "global", **kw):
   lane = [kw.get("laneId", 0)]
   st = State(**kw)
   st.mem, st.vgpr, st.sgpr = (_BufMem(w, "global", lane) if space == "buffer" else _Mem(w, space, lane)), _VRegs(w), _SRegs(w)
-  # RDNA4 address built-ins return the effective address the caller put in ADDR (as csrc/emu_pre.h does)
-  st.hooks = {n: (lambda *a, st=st: st.ADDR) for n in ("CalcGlobalAddr", "CalcScratchAddr", "CalcFlatAddr", "CalcDsAddr")}
+  # RDNA4 and CDNA address built-ins return the effective address the caller put in ADDR (as csrc/emu_pre.h does)
+  st.hooks = {n: (lambda *a, st=st: st.ADDR) for n in ("CalcGlobalAddr", "CalcScratchAddr", "CalcFlatAddr", "CalcDsAddr", "CalcScalarGlobalAddr")}
   if space == "buffer": st.hooks["CalcBufferAddr"] = lambda *a, st=st: st.ADDR
   return prun(c.arch.family, ename, st)
 
 def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: dict, u):
   sb, sf, db, dfw = _opinfo(ops, fm.name, name)
-  t16, packed, mix = fm.name in ("VOP1", "VOP2", "VOPC"), _packed(fm.name, ops), "FMA_MIX" in name or "MAD_MIX" in name
+  enc32, packed, mix = fm.name in ("VOP1", "VOP2", "VOPC"), _packed(fm.name, ops), "FMA_MIX" in name or "MAD_MIX" in name
+  t16, zh, sdwa = enc32 and c.arch.true16, zero_hi16(c.arch, name, db), f["dpp_kind"] == 4
   cmp = name.startswith(("V_CMP_", "V_CMPX_"))
   vcc_src2 = fm.name in ("VOP3", "VOP3SD") and "src2" in ops and ops["src2"][0].name == "FMT_NUM_M64"
   if vcc_src2: sb[2] = 0
   vd = ops.get("vdst")
   dst_sgpr = vd is not None and vd[2].name in ("OPR_SREG", "OPR_SDST") and not cmp
   es = [f.get("src0", 0), f.get("src1", 0) if fm.name != "VOP1" else 0, f.get("src2", 0)]   # VOPD: src2 set for an accumulating half
-  opsel, neg, ab, neg_hi, opsel_hi = (0, 0, 0, 0, 0) if t16 else (f.get("opsel", 0), f.get("neg", 0), f.get("abs", 0), f.get("neg_hi", 0),
+  opsel, neg, ab, neg_hi, opsel_hi = (0, 0, 0, 0, 0) if enc32 else (f.get("opsel", 0), f.get("neg", 0), f.get("abs", 0), f.get("neg_hi", 0),
                                                                  f.get("opsel_hi", 0) | f.get("opsel_hi2", 0) << 2)
   exe = w.exec
   srcs = []
@@ -219,7 +239,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
     if e >= 256:
       r = e - 256
       if bits == 16 and t16: hi16, r = r >> 7, r & 127
-      get = (lambda r: lambda L, k=0: w.v[(r + k) & 255][L])(r)
+      get = (lambda r: lambda L, k=0: w.v[(r + k) & (len(w.v) - 1)][L])(r)
     else:
       val = scalar_src(w, f, e, bits, fw)
       get = (lambda val: lambda L, k=0: (val >> (32 * k)) & M32)(val)
@@ -233,19 +253,33 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
         if ab >> i & 1: am = M64 & ~(1 << (fw - 1))
         if neg >> i & 1: xm = 1 << (fw - 1)
     srcs.append([get, sh, shh, am, xm, bits, bool(packed >> i & 1)])
-  if f["dpp_kind"]:
+  if sdwa:   # byte/word/dword selects with zero/sign extension, then abs/neg (emu_ops.h sdwa_setup)
+    if any(f.get(k, 0) > 6 for k in ("src0_sel", "src1_sel", "dst_sel")) or f.get("dst_unused", 0) > 2: raise Stop(ST_INVALID, msg="SDWA select out of range")
+    for i in range(2):
+      if not sb[i]: continue
+      e, p = (f["vsrc0"], "src0") if i == 0 else (f["src1"], "src1")
+      if f.get(f"s{i}", 0): e -= 256
+      width, ssh = _sdwa_sel(f.get(f"{p}_sel", 0))
+      raw = (lambda r: lambda L: w.v[r][L])(e - 256) if e >= 256 else (lambda v: lambda L: v)(scalar_src(w, f, e, sb[i], sf[i]) & M32)
+      ext = (lambda raw, width, ssh, sx: lambda L, k=0: 0 if k else (lambda x: x if width == 32 else (sext(x & ((1 << width) - 1), width) & M32 if sx
+             else x & ((1 << width) - 1)))(raw(L) >> ssh))(raw, width, ssh, f.get(f"{p}_sext", 0))
+      am, xm = M64, 0
+      if sf[i] and f.get(f"{p}_abs", 0): am = M64 & ~(1 << (sf[i] - 1))
+      if sf[i] and f.get(f"{p}_neg", 0): xm = 1 << (sf[i] - 1)
+      srcs[i] = [ext, 0, 16, am, xm, sb[i], False]
+  elif f["dpp_kind"]:
     r, bits = f["vsrc0"] - 256, sb[0]
     vals, wmask = {}, 0
     for L in range(c.wave_size):
       if f["dpp_kind"] == 1:
-        sl, valid = dpp16_src(f["dpp"], L)
+        sl, valid = dpp16_src(f["dpp"], L, c.arch.dpp_gfx9)
         if not (f["row_mask"] >> (L >> 4) & 1) or not (f["bank_mask"] >> ((L >> 2) & 3) & 1): continue
         if valid and not f.get("fi", 0) and not (exe >> sl & 1): valid = False
         if not valid and not f.get("bc", 0): continue
       else:
         sl = (L & ~7) | ((f.get("lane_sel", 0) >> ((L & 7) * 3)) & 7); valid = not (f["dpp_kind"] == 2 and not (exe >> sl & 1))
       wmask |= 1 << L
-      vals[L] = (w.v[r][sl], w.v[(r + 1) & 255][sl]) if valid else (0, 0)
+      vals[L] = (w.v[r][sl], w.v[(r + 1) & (len(w.v) - 1)][sl]) if valid else (0, 0)
     exe &= wmask
     am, xm = M64, 0
     if f["dpp_kind"] == 1 and sf[0]:
@@ -268,8 +302,8 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
     h = dr >> 7 if t16 else (opsel >> 3 & 1)
     if t16: dr &= 127
     dsh = h * 16
-  omod, clamp = (f.get("omod", 0), f.get("clmp", 0)) if fm.name in ("VOP3", "VOP3SD") and dfw else (0, f.get("clmp", 0) if fm.name == "VOP3P" and dfw else 0)
-  kw = dict(SCC=w.scc, EXEC=w.exec, EXEC_LO=w.exec & M32, M0=w.s[125], PC=c.d.code_addr + w.pc0, WAVE64=int(c.wave_size == 64),
+  omod, clamp = (f.get("omod", 0), f.get("clmp", 0)) if (fm.name in ("VOP3", "VOP3SD") and dfw) or sdwa else (0, f.get("clmp", 0) if fm.name == "VOP3P" and dfw else 0)
+  kw = dict(SCC=w.scc, EXEC=w.exec, EXEC_LO=w.exec & M32, M0=w.s[c.arch.enc_m0], PC=c.d.code_addr + w.pc0, WAVE64=int(c.wave_size == 64),
             SIMM16=sext(f.get("simm16", 0), 16) & M64, SIMM32=f["lit"], VCCZ=int(w.vcc == 0), EXECZ=int(w.exec == 0),
             OPSEL=opsel, OPSEL_HI=opsel_hi, NEG=neg, SRC0=(es[0] - 256) & M32, SRC1=(es[1] - 256) & M32, SRC2=(es[2] - 256) & M32,
             DST=(f.get("vdst", 0) - 256) & M32, VDST=(f.get("vdst", 0) - 256) & M32)
@@ -292,7 +326,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
       if srcs[i] is not None: kw[f"S{i}"] = fetch(srcs[i], L)
     kw["VCC"], kw["laneId"], kw["D0"], kw["EXEC"] = vcc, L, d0mask if cmp else 0, execw if cmp and "EXEC" in u.writes else w.exec
     if "D0" in u.reads and not cmp and edst:
-      kw["D0"] = ((w.v[dr][L] >> dsh) & 0xffff) if db == 16 else (w.v[dr][L] | w.v[(dr + 1) & 255][L] << 32 if db == 64 else w.v[dr][L])
+      kw["D0"] = ((w.v[dr][L] >> dsh) & 0xffff) if db == 16 else (w.v[dr][L] | w.v[(dr + 1) & (len(w.v) - 1)][L] << 32 if db == 64 else w.v[dr][L])
     cin = vcc >> L & 1   # the carry-in, before the pseudocode updates the lane's VCC bit
     st = pyrun(c, w, ename, **kw)
     vcc = st.VCC
@@ -304,15 +338,29 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
         sh = f16_half(c.ents[ename].text)
         val = (val & ~(0xffff << sh) & M32) | _post(val >> sh, 16, 0, clamp) << sh
       if ic and f.get("clmp", 0): val = _iclamp(ic, *(kw.get(f"S{i}", 0) if sb[i] else 0 for i in range(3)), cin, neg)
-      if db == 16: w.v[dr][L] = (w.v[dr][L] & ~(0xffff << dsh) & M32) | ((val & 0xffff) << dsh)
-      elif db == 64: w.v[dr][L], w.v[(dr + 1) & 255][L] = val & M32, (val >> 32) & M32
+      old = w.v[dr][L]
+      if db == 16: w.v[dr][L] = val & 0xffff if zh else (old & ~(0xffff << dsh) & M32) | ((val & 0xffff) << dsh)
+      elif db == 64: w.v[dr][L], w.v[(dr + 1) & (len(w.v) - 1)][L] = val & M32, (val >> 32) & M32
       else: w.v[dr][L] = val & M32
-    if "S0" in u.writes and sb[0] and es[0] >= 256: w.v[(es[0] - 256) & (127 if t16 and sb[0] == 16 else 255)][L] = st.S0 & M32
+      if sdwa: w.v[dr][L] = _sdwa_dst(f, w.v[dr][L], old)
+    if "S0" in u.writes and sb[0] and es[0] >= 256: w.v[(es[0] - 256) & (127 if t16 and sb[0] == 16 else len(w.v) - 1)][L] = st.S0 & M32
+  if cmp and "D0" in u.writes:
+    sdst_write(w, (f["sdst"] if sdwa and f.get("sd") else 106) if fm.name == "VOPC" else f.get("vdst", 0) - 256, d0mask & c.wave_mask, c.wave_size)
   if cmp and "EXEC" in u.writes: w.exec = execw
-  elif cmp: sdst_write(w, 106 if fm.name == "VOPC" else f.get("vdst", 0) - 256, d0mask & c.wave_mask, c.wave_size)
   if "VCC" in u.writes:
     if fm.name == "VOP3SD": sdst_write(w, f["sdst"], vcc & exe & c.wave_mask, c.wave_size)
     else: w.vcc = vcc & exe
+
+def _sdwa_sel(sel: int) -> tuple[int, int]: return (8, sel * 8) if sel < 4 else (16, (sel - 4) * 16) if sel < 6 else (32, 0)
+
+def _sdwa_dst(f: dict, r: int, old: int) -> int:
+  """The VGPR word an SDWA op leaves: the result's low bits in the dst_sel field, other bits per dst_unused."""
+  width, sh = _sdwa_sel(f.get("dst_sel", 0))
+  m = M32 if width == 32 else ((1 << width) - 1) << sh
+  x = (r << sh) & m
+  if f.get("dst_unused", 0) == 1 and width < 32: x = (sext(r & ((1 << width) - 1), width) << sh) & M32
+  elif f.get("dst_unused", 0) == 2: x |= old & ~m & M32
+  return x
 
 def _iclamp(ic: tuple, a: int, b: int, c: int, cin: int, neg: int) -> int:
   """Integer clamp as csrc/emu_ops.h iclamp: the exact result of the INT_CLAMP formula, saturated to the destination."""
@@ -349,11 +397,13 @@ def _post(val: int, fw: int, omod: int, clamp: int) -> int:
 
 def exec_salu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: dict, u):
   sb, sf, db, _ = _opinfo(ops, fm.name, name)
-  kw = dict(SCC=w.scc, EXEC=w.exec, EXEC_LO=w.exec & M32, M0=w.s[125], PC=c.d.code_addr + w.pc0, WAVE64=int(c.wave_size == 64),
+  kw = dict(SCC=w.scc, EXEC=w.exec, EXEC_LO=w.exec & M32, M0=w.s[c.arch.enc_m0], PC=c.d.code_addr + w.pc0, WAVE64=int(c.wave_size == 64),
             SIMM16=sext(f.get("simm16", 0), 16) & M64, SIMM32=f["lit"], VCCZ=int(w.vcc == 0), EXECZ=int(w.exec == 0), VCC=w.vcc)
-  if fm.name == "SOPK":
+  if fm.name == "SOPK":   # operand naming as in gen_c._salu
     db = ops.get("sdst", (None, 32))[1]
     kw["S0"] = kw["D0"] = scalar_src(w, f, f["sdst"], db, 0)
+    if "S1" in u.reads: kw["S1"] = f["simm16"] & 0xffff
+    elif "SIMM16" not in u.reads and "S0" in u.reads: kw["S0"] = f["simm16"] & 0xffff
   else:
     for i, k in enumerate(("src0", "src1")):
       if sb[i]: kw[f"S{i}"] = scalar_src(w, f, f[k], sb[i], sf[i])
@@ -371,24 +421,27 @@ def _wb(c: Ctx, w: Wave, st, u):
   if "SCC" in u.writes: w.scc = st.SCC & 1
   if "EXEC" in u.writes: w.exec = st.EXEC
   elif "EXEC_LO" in u.writes: w.s[126] = st.EXEC_LO & M32
-  if "M0" in u.writes: w.s[125] = st.M0 & M32
+  if "M0" in u.writes: w.s[c.arch.enc_m0] = st.M0 & M32
   if "PC" in u.writes: w.pc = (st.PC - c.d.code_addr) & M64
 
-def _vget(w, reg, L, bits): return sum(w.v[(reg + k) & 255][L] << (32 * k) for k in range(max(1, bits // 32)))
+def _vget(w, reg, L, bits): return sum(w.v[(reg + k) & (len(w.v) - 1)][L] << (32 * k) for k in range(max(1, bits // 32)))
 def _vput(w, reg, L, bits, val):
-  for k in range(max(1, bits // 32)): w.v[(reg + k) & 255][L] = (val >> (32 * k)) & M32
+  for k in range(max(1, bits // 32)): w.v[(reg + k) & (len(w.v) - 1)][L] = (val >> (32 * k)) & M32
 
 def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: dict, u):
   w.atomic = "ATOMIC" in name or (fm.name == "DS" and "MEM" in u.writes and "RETURN_DATA" in u.writes)
   names = {fl.name for fl in fm.fields}   # RDNA3 vs RDNA4 field names, as in gen_c._mem
   A, D = ("vaddr" if "vaddr" in names else "addr"), ("vsrc" if "vsrc" in names else "data0")
   OFF, OFFW = ("ioffset", 24) if "ioffset" in names else ("offset", 21 if fm.name == "SMEM" else 13)
-  ret = (f.get("th", 0) & 1) if "th" in names else f.get("glc", 0)
-  base = dict(SCC=w.scc, EXEC=w.exec, M0=w.s[125], WAVE64=int(c.wave_size == 64), PC=c.d.code_addr + w.pc0)
+  ret = (f.get("th", 0) & 1) if "th" in names else f.get("sc0", 0) if "sc0" in names else f.get("glc", 0)
+  base = dict(SCC=w.scc, EXEC=w.exec, M0=w.s[c.arch.enc_m0], WAVE64=int(c.wave_size == 64), PC=c.d.code_addr + w.pc0)
   try:
     if fm.name == "SMEM":
       db = ops.get("sdata", (None, 32))[1]
-      addr = ((w.s[f["sbase"]] | w.s[f["sbase"] + 1] << 32) + sext(f[OFF], OFFW) + (w.s[f["soffset"]] if f["soffset"] != 124 else 0)) & M64 & ~3
+      if "imm" in names:   # gfx9 SMEM addressing (gen_c._mem)
+        off = (sext(f[OFF], OFFW) if f["imm"] else 0 if f["soffset_en"] else w.s[f[OFF] & 127]) + (w.s[f["soffset"]] if f["soffset_en"] else 0)
+      else: off = sext(f[OFF], OFFW) + (w.s[f["soffset"]] if f["soffset"] != c.arch.enc_null else 0)
+      addr = ((w.s[f["sbase"]] | w.s[f["sbase"] + 1] << 32) + off) & M64 & ~3
       w.cur_size = 4
       st = pyrun(c, w, ename, ADDR=addr, **base)
       if "SDATA" in u.writes:
@@ -413,14 +466,14 @@ def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: d
         if "RETURN_DATA" in u.writes: _vput(w, f["vdst"] - 256, L, dbits, st.RETURN_DATA)
       return
     data = (ops.get("data") or ops.get("vsrc") or (None, 32))[1]
-    sa = f["saddr"] not in (124, 0x7f)
+    sa = f["saddr"] not in (c.arch.enc_null, 0x7f)
     sbase = (w.s[f["saddr"]] | w.s[f["saddr"] + 1] << 32) if sa else 0
     off = sext(f[OFF], OFFW)
     for L in range(c.wave_size):
       if not exe >> L & 1: continue
       a = f[A] - 256
       if space == "scratch": addr = ((w.s[f["saddr"]] if sa else 0) + (w.v[a][L] if f.get("sve") else 0) + off) & M32
-      else: addr = ((sbase + w.v[a][L]) if sa else (w.v[a][L] | w.v[(a + 1) & 255][L] << 32)) + off & M64
+      else: addr = ((sbase + w.v[a][L]) if sa else (w.v[a][L] | w.v[(a + 1) & (len(w.v) - 1)][L] << 32)) + off & M64
       w.cur_size = 4
       kw = dict(base, laneId=L, ADDR=addr, DATA=_vget(w, f[D] - 256, L, data),
                 VDATA=_vget(w, f[D] - 256, L, data) if "STORE" in name else _vget(w, f["vdst"] - 256, L, dbits))
@@ -433,7 +486,7 @@ def exec_buffer(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops
   """A buffer op through its V# (mockgpu.emu.buffer), as csrc/emu_buffer.h and buffer.c_handler / c_format_handler do:
   pseudocode ops run pyeval with MEM mapped per access, *_FORMAT_* ops run buffer.fmt_load / fmt_store."""
   fl = buffer.fields(fm)
-  if f["tfe"]: raise Stop(ST_UNSUPPORTED, msg="buffer instruction with TFE (fail status VGPR) is not modelled")
+  if f.get("tfe"): raise Stop(ST_UNSUPPORTED, msg="buffer instruction with TFE (fail status VGPR) is not modelled")
   rs = f[fl["rsrc"]]
   if rs + 3 >= 128: raise Stop(ST_UNSUPPORTED, msg="buffer resource descriptor register out of range")
   d = buffer.descriptor(c.arch, w.s[rs:rs + 4], scalar_src(w, f, f["soffset"], 32, 0) & M32)
@@ -449,13 +502,13 @@ def exec_buffer(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops
       w.cur_size = n
       for i in range(n): mem[a + i] = (v >> (8 * i)) & 0xff
   else: dbits, rbits = buffer.data_bits(ops, name)
-  ret = (f["th"] & 1) if fl["ret"] == "th" else f["glc"]
+  ret = (f["th"] & 1) if fl["ret"] == "th" else f[fl["ret"]]
   w.atomic = "ATOMIC" in name
   try:
     for L in range(c.wave_size):
       if not w.exec >> L & 1: continue
-      idx = ((w.v[va & 255][L] if f["idxen"] else 0) + (L if d.add_tid else 0)) & M32
-      off = (f[fl["ioff"]] + (w.v[(va + f["idxen"]) & 255][L] if f["offen"] else 0)) & M32
+      idx = ((w.v[va & (len(w.v) - 1)][L] if f["idxen"] else 0) + (L if d.add_tid else 0)) & M32
+      off = (f[fl["ioff"]] + (w.v[(va + f["idxen"]) & (len(w.v) - 1)][L] if f["offen"] else 0)) & M32
       addr = (d.base + idx * d.stride + off) & M64
       if u is None:
         lane[0], old = L, _vget(w, r, L, 32 * ndw)
@@ -478,13 +531,13 @@ def exec_lds_load(c: Ctx, w: Wave, fm: Format, f: dict, name: str):
     w.cur_size, m = k, _Mem(w, space, lane)
     return sum(m.get(a + i) << (8 * i) for i in range(k))
   if fm.name == "MUBUF":
-    if f["tfe"]: raise Stop(ST_UNSUPPORTED, msg="buffer instruction with TFE (fail status VGPR) is not modelled")
+    if f.get("tfe"): raise Stop(ST_UNSUPPORTED, msg="buffer instruction with TFE (fail status VGPR) is not modelled")
     if f["srsrc"] + 3 >= 128: raise Stop(ST_UNSUPPORTED, msg="buffer resource descriptor register out of range")
     d, ioff = buffer.descriptor(c.arch, w.s[f["srsrc"]:f["srsrc"] + 4], scalar_src(w, f, f["soffset"], 32, 0) & M32), f["offset"]
     fi = buffer.format_table(c.arch).get(d.fmt & 127)
     if not n and fi is None: raise Stop(ST_UNSUPPORTED, msg="buffer data format code is not a valid format on this arch")
   else:
-    sa = f["saddr"] not in (124, 0x7f)
+    sa = f["saddr"] not in (c.arch.enc_null, 0x7f)
     sbase, off = (w.s[f["saddr"]] | w.s[f["saddr"] + 1] << 32) if sa else 0, sext(f["offset"], 13)
     ioff, a = off & M32, f["addr"] - 256
   for L in range(c.wave_size):
@@ -492,19 +545,19 @@ def exec_lds_load(c: Ctx, w: Wave, fm: Format, f: dict, name: str):
     lane[0] = L
     if fm.name == "MUBUF":
       va = f["vaddr"] - 256
-      idx = ((w.v[va & 255][L] if f["idxen"] else 0) + (L if d.add_tid else 0)) & M32
-      o = (f["offset"] + (w.v[(va + f["idxen"]) & 255][L] if f["offen"] else 0)) & M32
+      idx = ((w.v[va & (len(w.v) - 1)][L] if f["idxen"] else 0) + (L if d.add_tid else 0)) & M32
+      o = (f["offset"] + (w.v[(va + f["idxen"]) & (len(w.v) - 1)][L] if f["offen"] else 0)) & M32
       if n:
         p, ok = buffer.map_access(d, idx, o)
         v = rd("global", p, n) if ok else 0
       else: v = buffer.fmt_load(d, idx, o, fi, 1, False, False, 0, lambda x, k: rd("global", x, k))
-    elif fm.name == "SCRATCH": v = rd("scratch", ((w.s[f["saddr"]] if sa else 0) + (w.v[a & 255][L] if f["sve"] else 0) + off) & M32, n)
+    elif fm.name == "SCRATCH": v = rd("scratch", ((w.s[f["saddr"]] if sa else 0) + (w.v[a & (len(w.v) - 1)][L] if f["sve"] else 0) + off) & M32, n)
     else:
-      addr = sbase + off + 4 * L if tid else (sbase + w.v[a & 255][L] if sa else w.v[a & 255][L] | w.v[(a + 1) & 255][L] << 32) + off
+      addr = sbase + off + 4 * L if tid else (sbase + w.v[a & (len(w.v) - 1)][L] if sa else w.v[a & (len(w.v) - 1)][L] | w.v[(a + 1) & (len(w.v) - 1)][L] << 32) + off
       v = rd("global", addr & M64, n)
     if n and n < 4 and sx: v = sext(v, 8 * n) & M32
     w.cur_size, m = 4, _Mem(w, "lds", lane)
-    la = (w.s[125] + ioff + 4 * L) & M32
+    la = (w.s[c.arch.enc_m0] + ioff + 4 * L) & M32
     for i in range(4): m[la + i] = (v >> (8 * i)) & 0xff
 
 def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
@@ -559,9 +612,9 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
     cs = scalar_src(w, f, f["src2"], 32, 16 if matrix.ETYPES[mop.c][0] == 16 else 32) if f["src2"] < 256 else None
     if (err := matrix.execute(mop, w.v, c.wave_size, f, cs)): raise Stop(ST_INVALID, msg=err)
     return
-  ename = f"{type(member).__name__}_{member.name}"
+  ename = semantics_entry(member, c.ents)
   if fm.name in buffer.BUFFER_FORMATS and "FORMAT" in name and "LDS" not in name: return exec_buffer(c, w, fm, f, name, ename, {}, None)
-  if fm.name in buffer.LDS_LOADS and "_LOAD_LDS_" in name: return exec_lds_load(c, w, fm, f, name)
+  if fm.name in buffer.LDS_LOADS and "_LOAD_LDS_" in name and buffer.lds_load_op(name): return exec_lds_load(c, w, fm, f, name)
   if ename not in c.ents: raise Stop(ST_UNSUPPORTED, msg="instruction has no semantics in this build")
   ops, u = c.ops.get(member, {}), _usage(c.arch.family, c.ents, ename)
   if fm.name in _SALU: return exec_salu(c, w, fm, f, name, ename, ops, u)
@@ -584,7 +637,7 @@ def ds_counter(c: Ctx, w: Wave, f: dict, sign: int):
   """DS_APPEND (+1) / DS_CONSUME (-1): one atomic update of the LDS counter by the active-lane count (csrc/emu_prose.h)."""
   ex = w.exec
   if not ex: return
-  addr = (f["offset0"] | f["offset1"] << 8) + ((w.s[125] & 0xffff) if ds_counter_m0(c.ents) else 0)
+  addr = (f["offset0"] | f["offset1"] << 8) + ((w.s[c.arch.enc_m0] & 0xffff) if ds_counter_m0(c.ents) else 0)
   lane = [(ex & -ex).bit_length() - 1]
   mem, w.atomic, w.cur_size = _Mem(w, "lds", lane), True, 4
   try:
@@ -598,7 +651,7 @@ def ds_counter(c: Ctx, w: Wave, f: dict, sign: int):
 def _capture(c: Ctx, w: Wave):
   if w.id == 0 and c.wg == (0, 0, 0) and c.capture:
     ws = c.wave_size
-    c.state = WaveState(tuple(w.s), tuple(tuple(r[:ws]) for r in w.v), w.exec, w.vcc, w.scc, w.s[125], w.pc0)
+    c.state = WaveState(tuple(w.s), tuple(tuple(r[:ws]) for r in w.v), w.exec, w.vcc, w.scc, w.s[c.arch.enc_m0], w.pc0)
 
 def _fetch(c: Ctx, w: Wave):
   addr = c.d.code_addr + w.pc
@@ -610,6 +663,7 @@ def _fetch(c: Ctx, w: Wave):
   r = decode(c.arch, words)
   raw = b"".join(x.to_bytes(4, "little") for x in words)
   if r is None: raise Stop(ST_INVALID, msg="no encoding of this arch matches", raw=raw, fmt=-1)
+  if c.arch.num_agprs: acc_fix(c.arch, c.fmts[r[0]], r[1], ((c.d.rsrc3 & 63) + 1) * 4)
   c.cache[w.pc] = (r[0], r[1], raw[:r[1]["size"]])
   return c.cache[w.pc]
 

@@ -34,9 +34,9 @@ static int buf_setup(Wave *w, const Inst *in, Buf *b, int rsrc, int soffset, int
 /* lane L: index = VGPR index (idxen) + lane (ADD_TID_ENABLE), offset = instruction offset + VGPR offset (offen; the VGPR
  * after the index when both are enabled); returns the linear address of offset 0 of the access */
 static inline uint64_t buf_lane(Wave *w, Buf *b, int L) {
-  const uint32_t *va = w->v + (b->vaddr & 255) * MAXLANES;
+  const uint32_t *va = w->v + (b->vaddr & (NVREG - 1)) * MAXLANES;
   b->idx = (b->idxen ? va[L] : 0) + (b->add_tid ? (uint32_t)L : 0);
-  b->off = b->ioff + (b->offen ? w->v[((b->vaddr + (int)b->idxen) & 255) * MAXLANES + L] : 0);
+  b->off = b->ioff + (b->offen ? w->v[((b->vaddr + (int)b->idxen) & (NVREG - 1)) * MAXLANES + L] : 0);
   b->addr = b->base + (uint64_t)b->idx * b->stride + b->off;
   return b->addr;
 }
@@ -145,4 +145,4 @@ static void buf_format(PcState *s, Buf *b, const uint8_t *fi, int nch, int d16, 
 static inline uint32_t lds_ext(uint64_t v, int n, int sx) {
   return n == 4 ? (uint32_t)v : sx ? (uint32_t)(int32_t)(n == 1 ? (int8_t)v : (int16_t)v) : (uint32_t)v;
 }
-static inline void lds_put(PcState *s, Wave *w, int L, uint32_t ioff, uint32_t v) { l_wr(s, (uint32_t)(w->s[125] + ioff + 4u * (uint32_t)L), 4, v); }
+static inline void lds_put(PcState *s, Wave *w, int L, uint32_t ioff, uint32_t v) { l_wr(s, (uint32_t)(w->s[ENC_M0] + ioff + 4u * (uint32_t)L), 4, v); }

@@ -11,7 +11,9 @@
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MAXLANES 64
-#define NSREG 128            /* scalar encodings 0..127: SGPRs, VCC 106/107, TTMP 108..123, NULL 124, M0 125, EXEC 126/127 */
+#define NSREG 128            /* scalar encodings 0..127: SGPRs, VCC 106/107, TTMP 108..123, EXEC 126/127; M0/NULL: ENC_M0/ENC_NULL */
+/* NVREG (VGPR slots per lane, a power of two: 256, or 512 for the gfx90a+ unified ArchVGPR + AccVGPR file), NAGPR, ENC_M0,
+ * ENC_NULL (-1: none) and DPP_GFX9 are defined by the generated translation unit from the ArchSpec */
 
 enum { ST_OK = 0, ST_FAULT = 1, ST_INVALID = 2, ST_WATCHDOG = 3, ST_UNSUPPORTED = 4, ST_TIMEOUT = 5, ST_NOMEM = 6, ST_TRAP = 7 };
 enum { K_READ = 1, K_WRITE = 2, K_ATOMIC = 3, K_FETCH = 4 };
@@ -44,7 +46,7 @@ typedef struct {
   uint64_t budget; double timeout;
   uint64_t *op_counts;          /* NULL or [EMU_NHANDLERS] */
   uint32_t *cap_sgpr;           /* NULL or [128]: wg 0 / wave 0 at S_ENDPGM */
-  uint32_t *cap_vgpr;           /* [256 * 64] (reg-major) */
+  uint32_t *cap_vgpr;           /* [NVREG * 64] (reg-major) */
   uint64_t cap_misc[6];         /* exec, vcc, scc, m0, pc, captured */
   /* results */
   uint64_t instructions, waves, workgroups;
@@ -55,7 +57,7 @@ typedef struct {
 } EmuArgs;
 
 typedef struct {
-  uint32_t *vgpr;   /* waves x 256 x 64 */
+  uint32_t *vgpr;   /* waves x NVREG x 64 (+ slack for multi-dword operands of the last register) */
   uint8_t *lds, *scratch;
   Wave *waves;
 } WgMem;
@@ -70,6 +72,7 @@ struct Ctx {
   struct timespec t0;
   uint32_t wg[3], nwaves, lds_bytes, scratch_lane, wave_size;
   uint64_t wave_mask;
+  int acc_off;                      /* unified slot of AccVGPR 0: (RSRC3.ACCUM_OFFSET + 1) * 4 when the arch has AccVGPRs */
   int atomic;                       /* set by atomic handlers: faults are reported as "atomic" */
   int space;                        /* SP_GLOBAL / SP_LDS / SP_SCRATCH / SP_BUFFER: where the pseudocode's MEM goes */
   Buf *buf;                         /* the executing buffer instruction's descriptor and lane (SP_BUFFER) */
@@ -170,16 +173,16 @@ static inline void p_wr(PcState *s, uint64_t addr, int n, uint64_t v) {
 /* register files for the pseudocode's VGPR[lane][reg] / SGPR[reg] */
 static inline uint32_t vgpr_rd(PcState *s, uint64_t lane, uint64_t reg) {
   Wave *w = (Wave *)s->user;
-  if (UNLIKELY(lane >= MAXLANES || reg >= 256)) { set_status(w, ST_FAULT, "VGPR index out of range"); s->fault = 1; return 0; }
+  if (UNLIKELY(lane >= MAXLANES || reg >= NVREG)) { set_status(w, ST_FAULT, "VGPR index out of range"); s->fault = 1; return 0; }
   return w->v[reg * MAXLANES + lane];
 }
 static inline void vgpr_wr(PcState *s, uint64_t lane, uint64_t reg, uint32_t v) {
   Wave *w = (Wave *)s->user;
-  if (UNLIKELY(lane >= MAXLANES || reg >= 256)) { set_status(w, ST_FAULT, "VGPR index out of range"); s->fault = 1; return; }
+  if (UNLIKELY(lane >= MAXLANES || reg >= NVREG)) { set_status(w, ST_FAULT, "VGPR index out of range"); s->fault = 1; return; }
   w->v[reg * MAXLANES + lane] = v;
 }
 static inline uint32_t sgpr_rd(PcState *s, uint64_t reg) { Wave *w = (Wave *)s->user; return reg < NSREG ? w->s[reg] : 0; }
-static inline void sgpr_wr(PcState *s, uint64_t reg, uint32_t v) { Wave *w = (Wave *)s->user; if (reg < NSREG && reg != 124) w->s[reg] = v; }
+static inline void sgpr_wr(PcState *s, uint64_t reg, uint32_t v) { Wave *w = (Wave *)s->user; if (reg < NSREG && (int)reg != ENC_NULL) w->s[reg] = v; }
 
 static uint64_t b_rd(PcState *s, uint64_t a, int n);
 static void b_wr(PcState *s, uint64_t a, int n, uint64_t v);

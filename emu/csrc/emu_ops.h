@@ -32,7 +32,7 @@ static inline int flat_space(uint64_t addr) {
 /* value of a non-VGPR source encoding (0..255) as `bits` wide raw bits; fw: float width for float inline constants */
 static inline uint64_t scalar_src(Wave *w, const Inst *in, int e, int bits, int fw) {
   if (e < 128) {
-    if (e == 124) return 0;
+    if (e == ENC_NULL) return 0;
     uint64_t v = w->s[e];
     if (bits > 32 && e < 127) v |= (uint64_t)w->s[e + 1] << 32;
     if (e == 126 || e == 127) v &= w->c->wave_mask >> (e == 127 ? 32 : 0) | (bits > 32 ? w->c->wave_mask : 0);
@@ -60,7 +60,7 @@ static inline uint64_t scalar_src(Wave *w, const Inst *in, int e, int bits, int 
 
 /* scalar destination write: `bits` wide to the SGPR encoding e (NULL discards, EXEC/VCC honour the wave size) */
 static inline void sdst_write(Wave *w, int e, uint64_t v, int bits) {
-  if (e == 124) return;
+  if (e == ENC_NULL) return;
   if (e == 126) { if (bits > 32) wr_exec(w, v); else w->s[126] = (uint32_t)v; return; }
   if (e < 128) w->s[e] = (uint32_t)v;
   if (bits > 32 && e + 1 < 128) w->s[e + 1] = (uint32_t)(v >> 32);
@@ -75,6 +75,7 @@ typedef struct {
   uint64_t andm[3], xorm[3];
   uint32_t bc[3][2][MAXLANES];
   uint32_t *d, *d2; uint32_t dsh;
+  uint32_t *dreal;                 /* SDWA: the destination VGPR; d points at a copy the op writes, sdwa_dst merges it back */
   uint64_t exec;
   int post, omod, clamp;
   uint32_t dpp[2][MAXLANES];
@@ -82,6 +83,17 @@ typedef struct {
 
 static inline int dpp16_src(int ctl, int L, int *valid) {
   int row = L & ~15, r = L & 15; *valid = 1;
+#if DPP_GFX9   /* gfx9: wave-wide shifts/rotates by one lane and the row broadcasts; 0x150..0x15f is row_newbcast (= row_share) */
+  switch (ctl) {
+    case 0x130: if (L + 1 >= MAXLANES) { *valid = 0; return L; } return L + 1;   /* wave_shl:1 */
+    case 0x134: return (L + 1) & (MAXLANES - 1);                                  /* wave_rol:1 */
+    case 0x138: if (L == 0) { *valid = 0; return L; } return L - 1;              /* wave_shr:1 */
+    case 0x13c: return (L - 1) & (MAXLANES - 1);                                  /* wave_ror:1 */
+    case 0x142: if (row == 0) { *valid = 0; return L; } return row - 1;          /* row_bcast:15: lane 15 of the previous row */
+    case 0x143: if (L < 32) { *valid = 0; return L; } return 31;                 /* row_bcast:31: lane 31 to rows 2 and 3 */
+  }
+  if (ctl >= 0x160) { *valid = -1; return L; }
+#endif
   if (ctl <= 0xff) return (L & ~3) | ((ctl >> ((L & 3) * 2)) & 3);                         /* quad_perm */
   if (ctl >= 0x101 && ctl <= 0x10f) { int s = r + (ctl & 15); if (s > 15) { *valid = 0; return L; } return row | s; }  /* row_shl */
   if (ctl >= 0x111 && ctl <= 0x11f) { int s = r - (ctl & 15); if (s < 0) { *valid = 0; return L; } return row | s; }  /* row_shr */
@@ -93,6 +105,7 @@ static inline int dpp16_src(int ctl, int L, int *valid) {
   *valid = -1; return L;
 }
 
+static int sdwa_setup(Wave *w, const Inst *in, const OpInfo *oi, VOps *o);
 /* set up sources/destination of a per-lane VALU op. src encodings are 0..511 (256+ = VGPR). Returns 0 on error. */
 static __attribute__((noinline)) int valu_setup(Wave *w, const Inst *in, const OpInfo *oi, VOps *o, int e0, int e1, int e2, int edst,
                              int opsel, int neg, int abs, int neg_hi, int opsel_hi) {
@@ -107,7 +120,7 @@ static __attribute__((noinline)) int valu_setup(Wave *w, const Inst *in, const O
     if (e >= 256) {
       int r = e - 256;
       if (bits == 16 && oi->t16) { hi16 = r >> 7; r &= 127; }
-      o->lo[i] = w->v + r * MAXLANES; o->hi[i] = w->v + ((r + 1) & 255) * MAXLANES;
+      o->lo[i] = w->v + r * MAXLANES; o->hi[i] = w->v + ((r + 1) & (NVREG - 1)) * MAXLANES;
     } else {
       uint64_t v = scalar_src(w, in, e, bits, fw);
       uint32_t vl = (uint32_t)v, vh = (uint32_t)(v >> 32);
@@ -141,12 +154,13 @@ static __attribute__((noinline)) int valu_setup(Wave *w, const Inst *in, const O
   if (edst >= 256) {
     int r = edst - 256;
     if (oi->dbits == 16) { int h = oi->t16 ? r >> 7 : (opsel >> 3 & 1); if (oi->t16) r &= 127; o->dsh = h * 16; }
-    o->d = w->v + r * MAXLANES; o->d2 = w->v + ((r + 1) & 255) * MAXLANES;
+    o->d = w->v + r * MAXLANES; o->d2 = w->v + ((r + 1) & (NVREG - 1)) * MAXLANES;
   }
   o->post = 0; o->omod = 0; o->clamp = 0;
+  if (in->dpp_kind == 4) return sdwa_setup(w, in, oi, o);
   if (in->dpp_kind) {
     int r = in->vsrc0 - 256, bits = oi->sbits[0];
-    const uint32_t *vl = w->v + r * MAXLANES, *vh = w->v + ((r + 1) & 255) * MAXLANES;
+    const uint32_t *vl = w->v + r * MAXLANES, *vh = w->v + ((r + 1) & (NVREG - 1)) * MAXLANES;
     uint64_t ex = o->exec, wmask = 0;
     for (int L = 0; L < (int)w->c->wave_size; L++) {
       int valid = 1, sl;
@@ -255,6 +269,50 @@ static inline uint64_t iclamp(const IClamp *ic, uint64_t a, uint64_t b, uint64_t
   return iclamp1(ic, a & 0xffff, b & 0xffff, c & 0xffff, cin, neg) | iclamp1(ic, a >> 16 & 0xffff, b >> 16 & 0xffff, c >> 16 & 0xffff, cin, neg) << 16;
 }
 
+/* SDWA (gfx9, dpp_kind 4): each source is a byte/word/dword of a VGPR (with s0/s1: of an SGPR or constant), zero- or
+ * sign-extended (src*_sext), then abs/neg as usual; the op writes a copy of vdst and sdwa_dst puts its low bits into the
+ * dst_sel byte/word/dword, with the other bits zeroed (dst_unused 0), sign-extended (1) or preserved (2). omod/clamp apply. */
+static inline int sdwa_sel(int sel, int *sh) { *sh = sel < 4 ? sel * 8 : sel < 6 ? (sel - 4) * 16 : 0; return sel < 4 ? 8 : sel < 6 ? 16 : 32; }
+static int sdwa_setup(Wave *w, const Inst *in, const OpInfo *oi, VOps *o) {
+  if (in->src0_sel > 6 || in->src1_sel > 6 || in->dst_sel > 6 || in->dst_unused > 2) { set_status(w, ST_INVALID, "SDWA select out of range"); return 0; }
+  for (int i = 0; i < 2; i++) {
+    int bits = oi->sbits[i], fw = oi->sfw[i], sh, e = i == 0 ? in->vsrc0 : in->src1;
+    if (!bits) continue;
+    if (i == 0 ? in->s0 : in->s1) e -= 256;
+    int width = sdwa_sel(i == 0 ? in->src0_sel : in->src1_sel, &sh), sx = i == 0 ? in->src0_sext : in->src1_sext;
+    const uint32_t *src = e >= 256 ? w->v + (e - 256) * MAXLANES : 0;
+    uint32_t sv = src ? 0 : (uint32_t)scalar_src(w, in, e, bits, fw);
+    for (uint32_t L = 0; L < w->c->wave_size; L++) {
+      uint32_t x = (src ? src[L] : sv) >> sh;
+      o->bc[i][0][L] = width == 32 ? x : sx ? (uint32_t)sext(x, width) : x & ((1u << width) - 1);
+    }
+    o->lo[i] = o->bc[i][0]; o->hi[i] = src ? w->v + ((e - 255) & (NVREG - 1)) * MAXLANES : o->bc[i][1];
+    o->sh[i] = 0; o->andm[i] = ~0ull; o->xorm[i] = 0;
+    if (fw) {
+      uint64_t sbit = 1ull << (fw - 1);
+      if (i == 0 ? in->src0_abs : in->src1_abs) o->andm[i] = ~sbit;
+      if (i == 0 ? in->src0_neg : in->src1_neg) o->xorm[i] = sbit;
+    }
+  }
+  o->dreal = o->d;
+  if (o->d) { memcpy(o->dpp[0], o->d, w->c->wave_size * sizeof(uint32_t)); o->d = o->dpp[0]; o->dsh = 0; }
+  o->omod = in->omod; o->clamp = in->clmp; o->post = o->omod | o->clamp;
+  return 1;
+}
+static void sdwa_dst(Wave *w, const Inst *in, const VOps *o) {
+  (void)w;
+  int sh, width = sdwa_sel(in->dst_sel, &sh);
+  uint32_t m = width == 32 ? ~0u : ((1u << width) - 1) << sh;
+  uint64_t ex = o->exec;
+  while (ex) {
+    int L = __builtin_ctzll(ex); ex &= ex - 1;
+    uint32_t r = o->d[L], x = (r << sh) & m;
+    if (in->dst_unused == 1 && width < 32) x = (uint32_t)((int64_t)sext(r, width) << sh);
+    else if (in->dst_unused == 2) x |= o->dreal[L] & ~m;
+    o->dreal[L] = x;
+  }
+}
+
 /* the common case of valu_setup, inlined into each handler with its constant OpInfo: no DPP, no modifiers, 32/64-bit
  * operands. Returns 0 to fall back to valu_setup. */
 static inline __attribute__((always_inline)) int valu_fast(Wave *w, const Inst *in, const OpInfo *oi, VOps *o, int e0, int e1, int e2,
@@ -266,7 +324,7 @@ static inline __attribute__((always_inline)) int valu_fast(Wave *w, const Inst *
     int bits = oi->sbits[i], e = es[i];
     o->sh[i] = 0; o->shhi[i] = 16; o->andm[i] = ~0ull; o->xorm[i] = 0;
     if (!bits) { o->lo[i] = o->hi[i] = o->bc[i][0]; continue; }
-    if (e >= 256) { int r = e - 256; o->lo[i] = w->v + r * MAXLANES; o->hi[i] = w->v + ((r + 1) & 255) * MAXLANES; continue; }
+    if (e >= 256) { int r = e - 256; o->lo[i] = w->v + r * MAXLANES; o->hi[i] = w->v + ((r + 1) & (NVREG - 1)) * MAXLANES; continue; }
     uint64_t v = scalar_src(w, in, e, bits, oi->sfw[i]);
     uint32_t vl = (uint32_t)v, vh = (uint32_t)(v >> 32);
     for (int L = 0; L < MAXLANES; L++) o->bc[i][0][L] = vl;
@@ -274,7 +332,7 @@ static inline __attribute__((always_inline)) int valu_fast(Wave *w, const Inst *
     o->lo[i] = o->bc[i][0]; o->hi[i] = o->bc[i][1];
   }
   o->d = o->d2 = 0; o->dsh = 0;
-  if (edst >= 256) { int r = edst - 256; o->d = w->v + r * MAXLANES; o->d2 = w->v + ((r + 1) & 255) * MAXLANES; }
+  if (edst >= 256) { int r = edst - 256; o->d = w->v + r * MAXLANES; o->d2 = w->v + ((r + 1) & (NVREG - 1)) * MAXLANES; }
   o->post = o->omod = o->clamp = 0;
   return 1;
 }

@@ -7,9 +7,10 @@
 #define PC_VGPR_WR(s, lane, reg, v) vgpr_wr((s), (lane), (reg), (v))
 #define PC_SGPR_RD(s, reg) sgpr_rd((s), (reg))
 #define PC_SGPR_WR(s, reg, v) sgpr_wr((s), (reg), (v))
-/* RDNA4 memory pseudocode computes its address with these built-ins; the handler has already put the effective address
+/* RDNA4 and CDNA memory pseudocode computes its address with these built-ins; the handler has already put the effective address
  * (base + offsets, as the hardware forms it) in ADDR, so they return it */
 #define PC_EXT_CalcGlobalAddr(s, ...) ((s)->ADDR)
 #define PC_EXT_CalcScratchAddr(s, ...) ((s)->ADDR)
 #define PC_EXT_CalcFlatAddr(s, ...) ((s)->ADDR)
 #define PC_EXT_CalcDsAddr(s, ...) ((s)->ADDR)
+#define PC_EXT_CalcScalarGlobalAddr(s, ...) ((s)->ADDR)

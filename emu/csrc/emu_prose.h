@@ -49,8 +49,8 @@ static void h_endpgm(Wave *w, const Inst *in) {
   w->state = W_DONE;
   if (w->id == 0 && c->wg[0] == 0 && c->wg[1] == 0 && c->wg[2] == 0 && a->cap_sgpr) {
     memcpy(a->cap_sgpr, w->s, sizeof(w->s));
-    memcpy(a->cap_vgpr, w->v, 256 * MAXLANES * sizeof(uint32_t));
-    a->cap_misc[0] = rd_exec(w); a->cap_misc[1] = rd_vcc(w); a->cap_misc[2] = w->scc; a->cap_misc[3] = w->s[125];
+    memcpy(a->cap_vgpr, w->v, NVREG * MAXLANES * sizeof(uint32_t));
+    a->cap_misc[0] = rd_exec(w); a->cap_misc[1] = rd_vcc(w); a->cap_misc[2] = w->scc; a->cap_misc[3] = w->s[ENC_M0];
     a->cap_misc[4] = w->pc0; a->cap_misc[5] = 1;
   }
 }
@@ -99,7 +99,7 @@ static void ds_counter(Wave *w, const Inst *in, int sign) {
   uint64_t ex = rd_exec(w);
   if (!ex) return;
   Ctx *c = w->c; PcState s; s.user = w; s.fault = 0; s.laneId = (uint64_t)__builtin_ctzll(ex);
-  uint64_t addr = (uint64_t)(in->offset0 | in->offset1 << 8) + (EMU_DS_COUNTER_M0 ? (w->s[125] & 0xffff) : 0);
+  uint64_t addr = (uint64_t)(in->offset0 | in->offset1 << 8) + (EMU_DS_COUNTER_M0 ? (w->s[ENC_M0] & 0xffff) : 0);
   c->space = SP_LDS; c->atomic = 1;
   uint32_t old = (uint32_t)l_rd(&s, addr, 4);
   if (!s.fault) l_wr(&s, addr, 4, old + (uint32_t)(sign * __builtin_popcountll(ex)));

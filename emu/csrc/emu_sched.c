@@ -2,6 +2,7 @@
  * (each wave runs until S_BARRIER / S_ENDPGM; a barrier releases when every live wave of the workgroup reached it),
  * watchdog and the entry point called from Python with the GIL released. */
 
+#if HAS_VOPD
 static void h_vopd(Wave *w, const Inst *in) {
   uint32_t ox[MAXLANES], oy[MAXLANES];
   uint64_t ex = rd_exec(w);
@@ -13,6 +14,7 @@ static void h_vopd(Wave *w, const Inst *in) {
   if (ex == 0xffffffffull && w->c->wave_size == 32) { memcpy(dx, ox, 128); memcpy(dy, oy, 128); return; }
   while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; dx[L] = ox[L]; dy[L] = oy[L]; }
 }
+#endif
 
 static void record_inst(Ctx *c, Wave *w, uint64_t pc, const uint32_t *raw, int nbytes, int fmt, int op) {
   EmuArgs *a = c->a;
@@ -51,6 +53,7 @@ static Inst *decode_at(Wave *w) {
     record_inst(c, w, pc, words, ndw * 4, r < 0 ? in->fmt : -1, in->op);
     in->fn = 0; return 0;
   }
+  if (NAGPR) emu_acc_fix(in, c->acc_off);
   int op = in->fmt >= 0 && HANDLERS[in->fmt] ? in->op : 0;
   in->hid = HBASE[in->fmt] + (in->opx ? in->opx : op);
   in->fn = HANDLERS[in->fmt][op];
@@ -117,7 +120,7 @@ static void init_wave(Ctx *c, Wave *w, int id) {
 static void run_workgroup(Ctx *c) {
   Wave *ws = c->m.waves;
   for (uint32_t i = 0; i < c->nwaves; i++) {
-    ws[i].v = c->m.vgpr + (uint64_t)i * 256 * MAXLANES;
+    ws[i].v = c->m.vgpr + (uint64_t)i * NVREG * MAXLANES;
     ws[i].scratch = c->m.scratch + (uint64_t)i * c->scratch_lane * MAXLANES;
     init_wave(c, &ws[i], (int)i);
   }
@@ -142,7 +145,8 @@ int emu_run(EmuArgs *a, uint64_t code_end) {
   clock_gettime(CLOCK_MONOTONIC, &c.t0);
   uint32_t nt = a->block[0] * a->block[1] * a->block[2];
   c.nwaves = (nt + c.wave_size - 1) / c.wave_size;
-  c.m.vgpr = calloc((size_t)c.nwaves * 256 * MAXLANES, sizeof(uint32_t));
+  c.m.vgpr = calloc(((size_t)c.nwaves * NVREG + 16) * MAXLANES, sizeof(uint32_t));
+  c.acc_off = NAGPR ? ((a->rsrc3 & 63) + 1) * 4 : 0;
   c.m.lds = calloc(c.lds_bytes ? c.lds_bytes : 1, 1);
   c.m.scratch = calloc((size_t)c.nwaves * MAXLANES * (c.scratch_lane ? c.scratch_lane : 1), 1);
   c.m.waves = calloc(c.nwaves, sizeof(Wave));

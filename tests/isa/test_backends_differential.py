@@ -165,3 +165,46 @@ def test_random_rdna4_matrix_ops_agree(seed, wave):
   res = [run_code(prog, arch="gfx1201", backend=b, block=(wave, 1, 1), wave64=wave == 64, capture=True, op_counts=True) for b in ("c", "python")]
   assert (res[0].instructions, res[0].op_counts) == (res[1].instructions, res[1].op_counts)
   for reg in range(8, 64): assert res[0].state.vgprs[reg] == res[1].state.vgprs[reg], f"v{reg}"
+
+def cdna_program(seed: int, n: int = 32) -> bytes:
+  """Random gfx950 (wave64) program: VALU with modifiers, SDWA selects, gfx9 DPP controls, VOPC masks, SALU, LDS, AccVGPR moves."""
+  from tinygrad.runtime.autogen.amd.cdna import ins as C
+  r = random.Random(seed)
+  V = lambda: C.v[r.randint(1, 8)]
+  S = lambda: C.s[r.randint(4, 12)]
+  src = lambda: r.choice([V(), V(), S(), r.randint(-16, 64), r.choice([0.5, -1.0, 2.0]), r.randint(65, 1 << 30)])
+  insts = [C.v_mov_b32_e32(C.v[i], _f(r.uniform(-8, 8)) if i % 2 else r.randint(0, 1 << 31)) for i in range(1, 9)]
+  insts += [C.s_mov_b32(C.s[i], r.randint(0, 1 << 31)) for i in range(4, 13)] + [C.v_lshlrev_b32_e32(C.v[20], 2, C.v[0])]
+  sdwa = lambda: dict(src0_sel=r.randint(0, 6), src1_sel=r.randint(0, 6), src0_sext=r.randint(0, 1), dst_sel=r.randint(0, 6), dst_unused=r.randint(0, 2))
+  gens = [
+    lambda: r.choice([C.v_add_f32_e32, C.v_mul_f32_e32, C.v_sub_f32_e32, C.v_max_f32_e32, C.v_add_u32_e32, C.v_xor_b32_e32,
+                      C.v_lshlrev_b32_e32, C.v_cndmask_b32_e32, C.v_min_i32_e32, C.v_add_f16_e32, C.v_mul_u32_u24_e32])(V(), src(), V()),
+    lambda: r.choice([C.v_mov_b32_e32, C.v_cvt_f32_i32_e32, C.v_not_b32_e32, C.v_floor_f32_e32, C.v_cvt_f16_f32_e32, C.v_bfrev_b32_e32])(V(), src()),
+    lambda: C.v_fma_f32_e64(V(), V(), src() if r.random() < 0.3 else V(), V(), neg=r.randint(0, 7), abs=r.randint(0, 7)),
+    lambda: r.choice([C.v_add3_u32_e64, C.v_bfe_u32_e64, C.v_mad_u32_u24_e64, C.v_max3_f32_e64, C.v_med3_i32_e64, C.v_lshl_or_b32])(V(), V(), V(), V()),
+    lambda: C.v_add_f32_e64(V(), V(), V(), clmp=r.randint(0, 1), omod=r.randint(0, 3)),
+    lambda: r.choice([C.v_cmp_lt_f32_e32, C.v_cmp_gt_i32_e32, C.v_cmpx_eq_u32_e32 if r.random() < 0.2 else C.v_cmp_ne_u32_e32])(src(), V()),
+    lambda: (lambda k: C.v_cmp_lt_u32_e64(C.s[k:k + 1], V(), src()))(r.choice([14, 16])),
+    lambda: r.choice([C.v_add_u32_e32, C.v_and_b32_e32, C.v_sub_f16_e32, C.v_max_i16_e32])(V(), C.SDWA, V(), vsrc0=V(), **sdwa()),
+    lambda: C.v_cvt_f32_f16_e32(V(), C.SDWA, vsrc0=V(), src0_sel=r.choice([4, 5]), src0_neg=r.randint(0, 1), dst_sel=6),
+    lambda: C.v_cmp_lt_i32_e32(C.SDWA, V(), vsrc0=V(), src0_sel=r.randint(0, 6), src1_sel=r.randint(0, 6), sdst=C.s[18], sd=r.randint(0, 1)),
+    lambda: C.v_add_u32_e32(V(), C.DPP, V(), vsrc0=V(), dpp=r.choice([0x1b, 0x111, 0x130, 0x134, 0x138, 0x13c, 0x142, 0x143, 0x152]),
+                            row_mask=r.choice([15, 0xa, 0xc]), bank_mask=15, bc=r.randint(0, 1)),
+    lambda: r.choice([C.s_add_u32, C.s_mul_i32, C.s_and_b32, C.s_lshl_b32, C.s_cselect_b32, C.s_sub_u32, C.s_max_i32])(S(), S(), S()),
+    lambda: r.choice([C.s_cmp_lt_i32, C.s_cmp_eq_u32])(S(), S()),
+    lambda: C.ds_write_b32(addr=C.v[20], data0=V(), offset0=r.choice([0, 4, 128])),
+    lambda: C.ds_read_b32(vdst=V(), addr=C.v[20], offset0=r.choice([0, 4, 128]), acc=r.randint(0, 1)),
+    lambda: r.choice([lambda: C.v_accvgpr_write(C.v[r.randint(0, 3)], src()), lambda: C.v_accvgpr_read(V(), C.v[r.randint(0, 3)])])(),
+  ]
+  insts += [r.choice(gens)() for _ in range(n)]
+  return b"".join(i.to_bytes() for i in insts) + C.s_endpgm().to_bytes()
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_cdna_programs_agree(seed):
+  prog = cdna_program(seed)
+  res = [run_code(prog, arch="gfx950", wave64=True, backend=b, block=(40, 1, 1), lds_bytes=1024, rsrc3=0, capture=True, op_counts=True)
+         for b in ("c", "python")]
+  c, p = res
+  assert (c.instructions, c.op_counts) == (p.instructions, p.op_counts)
+  assert c.state.sgprs == p.state.sgprs and (c.state.exec, c.state.vcc, c.state.scc) == (p.state.exec, p.state.vcc, p.state.scc)
+  for reg in range(24): assert c.state.vgprs[reg] == p.state.vgprs[reg], f"v{reg}"

@@ -1,5 +1,7 @@
 """mockgpu.emu.api argument checks and the per-arch table (no execution, no build)."""
 import pytest
+from dataclasses import replace
+from mockgpu.emu.build import build
 from mockgpu.emu.api import Dispatch, run, check_dispatch
 from mockgpu.emu.arch import ARCHS, get_arch
 from mockgpu.emu.errors import UnsupportedDispatch, BackendUnavailable
@@ -18,9 +20,10 @@ def test_bad_dispatches_are_named(kw, match):
 
 def test_backend_choices():
   with pytest.raises(BackendUnavailable, match="choose 'c' or 'python'"): run(Dispatch("gfx1100", 0x1000), MemoryMap(), backend="gpu")
-  with pytest.raises(BackendUnavailable, match="gfx950"): run(Dispatch("gfx950", 0x1000, block=(64, 1, 1), wave64=True), MemoryMap())
+  with pytest.raises(BackendUnavailable, match="arch=gfx950: the C backend does not support it"): build(replace(get_arch("gfx950"), c_backend=False))
 
 def test_arch_table_is_the_one_place_for_arch_facts():
   assert get_arch("gfx1201").tgid_in_ttmp and not get_arch("gfx1100").tgid_in_ttmp
-  assert get_arch("gfx950").wave_sizes == (64,) and get_arch("gfx950").num_agprs == 256
+  assert get_arch("gfx950").wave_sizes == (64,) and get_arch("gfx950").num_agprs == 256 and get_arch("gfx950").nvregs == 512
+  assert get_arch("gfx1100").nvregs == 256 and get_arch("gfx1100").true16 and not get_arch("gfx950").true16
   assert {a.family for a in ARCHS.values()} == {"rdna3", "rdna4", "cdna"}

@@ -1,0 +1,187 @@
+"""CDNA (gfx950, wave64) on both backends: one test per encoding family, assembled with the wheel's cdna DSL. Expected values
+come from numpy or the ISA definition (gfx9 operand encodings, SMEM/FLAT addressing, SDWA selects, gfx9 DPP controls, the
+gfx90a+ unified VGPR file with AccVGPRs at RSRC3.ACCUM_OFFSET)."""
+import numpy as np
+import pytest
+from tinygrad.runtime.autogen.amd.cdna import ins as C
+from tinygrad.runtime.autogen.amd.cdna.ins import v, s
+from mockgpu.emu.api import run_code
+from isa_harness import Bufs, f32, f16
+
+OFF = C.EXEC_HI   # gfx9 FLAT/GLOBAL/SCRATCH saddr "off" is 0x7f (the DSL's default NULL encodes 0x7c, which is M0 on gfx9)
+M0 = C.src[124]   # gfx9 M0 is scalar encoding 124 (the DSL's M0 constant is RDNA's 125)
+BACKENDS = pytest.mark.parametrize("backend", ["c", "python"])
+N = 64
+
+def run9(insts, bufs=None, *, backend="c", block=(N, 1, 1), sgprs=None, **kw):
+  """Run `insts` + s_endpgm as one gfx950 wave64 dispatch with the buffers' addresses in s0.. (pairs); registers in .state."""
+  bufs = bufs or Bufs()
+  us = tuple(sgprs) if sgprs is not None else bufs.sgprs()
+  kw.setdefault("rsrc2", len(us) << 1)
+  prog = b"".join(i.to_bytes() for i in insts) + C.s_endpgm().to_bytes()
+  return run_code(prog, bufs.mem, arch="gfx950", wave64=True, block=block, user_sgprs=us, capture=True, backend=backend, **kw)
+
+def lanes(ops, *ins, backend="c", **kw):
+  """v2.. = ins[i][lane] (u32 words), run `ops`, return the captured wave state (v1 = lane * 4)."""
+  bf = Bufs(*[np.ascontiguousarray(np.asarray(x).view(np.uint32)) for x in ins])
+  pre = [C.v_lshlrev_b32_e32(v[1], 2, v[0])] + [C.global_load_dword(vdst=v[2 + i], addr=v[1], saddr=s[2 * i:2 * i + 1]) for i in range(len(ins))]
+  return run9(pre + [C.s_waitcnt(simm16=0)] + list(ops), bf, backend=backend, **kw).state
+
+def vreg(st, r): return np.array(st.vgprs[r], np.uint32)
+
+@BACKENDS
+def test_salu_m0_and_branch(backend):
+  st = run9([C.s_mov_b32(s[10], 0x12345678), C.s_add_u32(s[11], s[10], 1), C.s_lshl_b64(s[12:13], s[10:11], 4),
+             C.s_movk_i32(s[14], -5), C.s_cmp_gt_i32(s[14], 0), C.s_cselect_b32(s[15], 1, 2), C.s_mov_b32(M0, 77),
+             C.s_mov_b32(s[16], M0), C.s_branch(simm16=1), C.s_mov_b32(s[17], 1), C.s_bcnt1_i32_b64(s[18], C.EXEC),
+             C.s_movk_i32(s[19], 1000), C.s_addk_i32(s[19], -3), C.s_cmpk_eq_i32(s[19], 997), C.s_cselect_b32(s[25], 5, 6)], backend=backend).state
+  assert st.m0 == 77 and st.sgprs[16] == 77 and st.sgprs[124] == 77
+  assert st.sgprs[11] == 0x12345679 and st.sgprs[12] | st.sgprs[13] << 32 == (0x12345679_12345678 << 4) & (2**64 - 1)
+  assert (st.sgprs[14], st.sgprs[15], st.sgprs[17], st.sgprs[18], st.sgprs[19], st.sgprs[25]) == (2**32 - 5, 2, 0, 64, 997, 5)
+
+@BACKENDS
+def test_smem_gfx9_offsets(backend):
+  # IMM=1: immediate byte offset; IMM=0: OFFSET[6:0] names the SGPR holding it; SOFFSET_EN=1 adds SGPR[SOFFSET]
+  words = np.arange(16, dtype=np.uint32) * 11 + 3
+  st = run9([C.s_mov_b32(s[20], 12), C.s_load_dword(sdata=s[10], sbase=s[0:1], offset=8, imm=1),
+             C.s_load_dword(sdata=s[11], sbase=s[0:1], offset=20, imm=0),
+             C.s_load_dword(sdata=s[12], sbase=s[0:1], offset=4, imm=1, soffset_en=1, soffset=s[20]),
+             C.s_load_dwordx2(sdata=s[14:15], sbase=s[0:1], offset=24, imm=1), C.s_waitcnt(simm16=0)], Bufs(words), backend=backend).state
+  assert st.sgprs[10:16] == (words[2], words[3], words[4], 0, words[6], words[7])
+
+@BACKENDS
+def test_valu_vop1_vop2_vop3(backend):
+  rng = np.random.default_rng(1)
+  a, b = rng.uniform(-4, 4, N).astype(np.float32), rng.uniform(-4, 4, N).astype(np.float32)
+  st = lanes([C.v_add_f32_e32(v[5], v[2], v[3]), C.v_mul_f32_e64(v[6], v[2], v[3], neg=1, abs=2),
+              C.v_mov_b32_e32(v[7], 0xdead0000), C.v_cvt_f16_f32_e32(v[7], v[2]),     # gfx9: a 16-bit result zeroes bits 31:16
+              C.v_mov_b32_e32(v[8], 0xbeef), C.v_fma_f16(v[8], v[7], v[7], v[7], opsel=8),   # op_sel[3]: the high half, low kept
+              C.v_lshlrev_b64(v[10:11], 3, v[2:3]), C.v_mad_u32_u24_e64(v[12], v[0], v[0], 7),
+              C.v_floor_f32_e64(v[13], v[2], neg=1)], a, b, backend=backend)   # the VOP3 form of a VOP1 op runs the VOP1 entry
+  np.testing.assert_array_equal(vreg(st, 5).view(np.float32), a + b)
+  np.testing.assert_array_equal(vreg(st, 6).view(np.float32), -a * np.abs(b))
+  h = a.astype(np.float16)
+  np.testing.assert_array_equal(vreg(st, 7), h.view(np.uint16).astype(np.uint32))
+  fma = (h.astype(np.float64) * h.astype(np.float64) + h.astype(np.float64)).astype(np.float16)   # exact in f64, one rounding
+  np.testing.assert_array_equal(vreg(st, 8), fma.view(np.uint16).astype(np.uint32) << 16 | 0xbeef)
+  pair = (vreg(st, 2).astype(np.uint64) | vreg(st, 3).astype(np.uint64) << 32) << 3
+  np.testing.assert_array_equal(vreg(st, 10).astype(np.uint64) | vreg(st, 11).astype(np.uint64) << 32, pair)
+  np.testing.assert_array_equal(vreg(st, 12), np.arange(N, dtype=np.uint32) ** 2 + 7)
+  np.testing.assert_array_equal(vreg(st, 13).view(np.float32), np.floor(-a))
+
+@BACKENDS
+def test_vop3p_packed(backend):
+  rng = np.random.default_rng(2)
+  a, b = rng.uniform(-2, 2, (N, 2)).astype(np.float16), rng.uniform(-2, 2, (N, 2)).astype(np.float16)
+  st = lanes([C.v_pk_add_f16(v[5], v[2], v[3]), C.v_pk_mul_f16(v[6], v[2], v[3], opsel=1, opsel_hi=0, neg_hi=2)], a, b, backend=backend)
+  np.testing.assert_array_equal(vreg(st, 5).view(np.float16).reshape(N, 2), a + b)
+  # opsel=1: src0 low half <- a.hi; opsel_hi=0: src0/src1 high halves <- their low halves; neg_hi bit 1: negate src1's high half
+  lo, hi = a[:, 1] * b[:, 0], a[:, 0] * -b[:, 0]
+  np.testing.assert_array_equal(vreg(st, 6).view(np.float16).reshape(N, 2), np.stack([lo, hi], 1))
+
+@BACKENDS
+def test_vopc_64bit_masks_and_cmpx(backend):
+  rng = np.random.default_rng(3)
+  a, b = rng.integers(0, 100, N).astype(np.uint32), rng.integers(0, 100, N).astype(np.uint32)
+  st = lanes([C.v_cmp_lt_u32_e64(s[20:21], v[2], v[3]), C.v_cmpx_gt_u32_e32(v[2], v[3]), C.s_mov_b64(s[22:23], C.EXEC)], a, b, backend=backend)
+  mask = lambda m: sum(1 << i for i in range(N) if m[i])
+  assert st.sgprs[20] | st.sgprs[21] << 32 == mask(a < b)
+  assert st.sgprs[22] | st.sgprs[23] << 32 == mask(a > b) == st.exec == st.vcc   # gfx9 V_CMPX writes EXEC and VCC
+
+@BACKENDS
+def test_sdwa_selects(backend):
+  rng = np.random.default_rng(4)
+  a, b = rng.integers(0, 2**32, N, dtype=np.uint64).astype(np.uint32), rng.integers(0, 2**32, N, dtype=np.uint64).astype(np.uint32)
+  h = rng.uniform(-3, 3, N).astype(np.float16)
+  c = b & 0xffff | h.view(np.uint16).astype(np.uint32) << 16
+  st = lanes([C.v_mov_b32_e32(v[5], 0x11223344),
+              # byte 1 of a, sign-extended, + word 1 of b; result into word 1, word 0 of v5 preserved
+              C.v_add_u32_e32(v[5], C.SDWA, v[3], vsrc0=v[2], src0_sel=1, src0_sext=1, src1_sel=5, dst_sel=5, dst_unused=2),
+              C.v_cvt_f32_f16_e32(v[6], C.SDWA, vsrc0=v[4], src0_sel=5, src0_neg=1, dst_sel=6),   # f32(-word1 of c)
+              C.v_lshrrev_b32_e32(v[7], C.SDWA, v[2], vsrc0=v[136], s0=1, dst_sel=0, dst_unused=1, src1_sel=6),  # s0: vsrc0 136 = constant 8
+              C.v_cmp_lt_u32_e32(C.SDWA, v[3], vsrc0=v[2], src0_sel=0, src1_sel=0, sdst=s[20], sd=1)], a, b, c, backend=backend)
+  sb1 = ((a >> 8) & 0xff).astype(np.int8).astype(np.int32).astype(np.uint32)
+  np.testing.assert_array_equal(vreg(st, 5), ((sb1 + (b >> 16)) & 0xffff) << 16 | 0x3344)
+  np.testing.assert_array_equal(vreg(st, 6).view(np.float32), -h.astype(np.float32))
+  np.testing.assert_array_equal(vreg(st, 7), ((a >> 8) & 0xff).astype(np.int8).astype(np.int32).astype(np.uint32))
+  assert st.sgprs[20] | st.sgprs[21] << 32 == sum(1 << i for i in range(N) if (a[i] & 0xff) < (b[i] & 0xff))
+
+@BACKENDS
+@pytest.mark.parametrize("ctl,row_mask,src", [
+  (0x138, 15, lambda L: L - 1 if L > 0 else None), (0x130, 15, lambda L: L + 1 if L < 63 else None),   # wave_shr:1, wave_shl:1
+  (0x134, 15, lambda L: (L + 1) % 64), (0x13c, 15, lambda L: (L - 1) % 64),                            # wave_rol:1, wave_ror:1
+  (0x142, 0xa, lambda L: (L & ~15) - 1), (0x143, 0xc, lambda L: 31),                                 # row_bcast:15, row_bcast:31
+  (0x111, 15, lambda L: L - 1 if L % 16 else None), (0x1b, 15, lambda L: (L & ~3) | (3 - (L & 3))),  # row_shr:1, quad_perm [3,2,1,0]
+  (0x153, 15, lambda L: (L & ~15) | 3)])                                                            # row_newbcast:3
+def test_dpp_gfx9(backend, ctl, row_mask, src):
+  a = np.arange(N, dtype=np.uint32) * 7 + 100
+  st = lanes([C.v_mov_b32_e32(v[5], 5), C.v_add_u32_e32(v[5], C.DPP, v[2], vsrc0=v[2], dpp=ctl, row_mask=row_mask, bank_mask=15)], a, backend=backend)
+  exp = [5 if not row_mask >> (L // 16) & 1 or src(L) is None else a[src(L)] + a[L] for L in range(N)]
+  np.testing.assert_array_equal(vreg(st, 5), np.array(exp, np.uint32))
+
+@BACKENDS
+def test_ds_and_acc_data(backend):
+  a = np.arange(N, dtype=np.uint32) * 3 + 1
+  st = lanes([C.ds_write_b32(addr=v[1], data0=v[2], offset0=16), C.ds_write2_b32(addr=v[1], data0=v[2], data1=v[2], offset0=64, offset1=128),
+              C.s_waitcnt(simm16=0), C.ds_read_b32(vdst=v[5], addr=v[1], offset0=16), C.ds_read_b32(vdst=v[0], addr=v[1], offset0=16, acc=1),
+              C.ds_read2_b32(vdst=v[6:7], addr=v[1], offset0=64, offset1=128), C.s_waitcnt(simm16=0),
+              C.v_accvgpr_read(v[8], v[0])], a, backend=backend, lds_bytes=2048)
+  # lane L wrote a[L] at byte 4L + 16; ds_write2 offsets count dwords: 4L + 256 and 4L + 512, overwriting lanes 60..63's first word
+  L = np.arange(N)
+  first = np.where(L >= 60, a[L - 60], a)
+  np.testing.assert_array_equal(vreg(st, 5), first)
+  np.testing.assert_array_equal(vreg(st, 6), a)
+  np.testing.assert_array_equal(vreg(st, 7), a)
+  np.testing.assert_array_equal(vreg(st, 8), first)   # through AccVGPR a0
+  np.testing.assert_array_equal(vreg(st, 4), first)   # RSRC3.ACCUM_OFFSET = 0: AccVGPR a0 is unified slot 4
+
+@BACKENDS
+def test_flat_global_scratch(backend):
+  a = np.arange(N + 2, dtype=np.uint32) * 9 + 2
+  out, cnt = np.zeros(N, np.uint32), np.array([10], np.uint32)
+  bf = Bufs(a, out, cnt)
+  st = run9([C.v_lshlrev_b32_e32(v[1], 2, v[0]), C.v_mov_b32_e32(v[3], s[1]), C.v_add_u32_e32(v[10], 4, v[1]),
+             C.v_add_co_u32_e32(v[2], s[0], v[10]), C.v_addc_co_u32_e32(v[3], 0, v[3]),   # v[2:3] = &a[lane + 1]
+             C.flat_load_dword(vdst=v[4], addr=v[2], offset=4, saddr=OFF),   # FLAT offset: 12 bits, unsigned
+             C.global_load_dword(vdst=v[5], addr=v[2], offset=-4, saddr=OFF), C.s_waitcnt(simm16=0),   # saddr off: 64-bit vaddr v[2:3], signed offset
+             C.global_store_dword(addr=v[1], data=v[4], saddr=s[2:3]), C.v_mov_b32_e32(v[6], 1), C.v_mov_b32_e32(v[7], 0),
+             C.global_atomic_add(vdst=v[8], addr=v[7], data=v[6], saddr=s[4:5], sc0=1),   # sc0 (GLC): return the old value
+             C.scratch_store_dword(addr=v[0], data=v[4], saddr=OFF, offset=8), C.s_mov_b32(s[10], 4),
+             C.scratch_load_dword(vdst=v[9], addr=v[0], saddr=s[10], offset=4), C.s_waitcnt(simm16=0)], bf, backend=backend,
+            scratch_bytes_per_lane=64, sgprs=bf.sgprs()).state
+  np.testing.assert_array_equal(vreg(st, 4), a[2:])
+  np.testing.assert_array_equal(vreg(st, 5), a[:-2])
+  np.testing.assert_array_equal(out, a[2:])
+  assert cnt[0] == 10 + N and sorted(vreg(st, 8)) == list(range(10, 10 + N))
+  np.testing.assert_array_equal(vreg(st, 9), vreg(st, 4))   # scratch: saddr 4 + offset 4 == offset 8, per lane
+
+@BACKENDS
+def test_accvgpr_unified_file(backend):
+  # RSRC3.ACCUM_OFFSET = 1: AccVGPRs start at unified slot (1 + 1) * 4 = 8, so a0 aliases v8 and a3 aliases v11
+  a = np.arange(N, dtype=np.uint32) + 1000
+  st = lanes([C.v_mov_b32_e32(v[8], 7), C.v_accvgpr_read(v[5], v[0]), C.v_accvgpr_write(v[3], s[0]), C.v_accvgpr_write(v[2], v[2]),
+              C.v_accvgpr_mov_b32_e32(v[1], v[2]), C.global_load_dword(vdst=v[4], addr=v[1], saddr=s[0:1], acc=1), C.s_waitcnt(simm16=0),
+              C.v_accvgpr_read(v[6], v[4])], a, backend=backend, rsrc3=1)
+  np.testing.assert_array_equal(vreg(st, 5), np.full(N, 7))
+  np.testing.assert_array_equal(vreg(st, 11), np.full(N, st.sgprs[0]))
+  np.testing.assert_array_equal(vreg(st, 10), a)   # a2 = v[2]
+  np.testing.assert_array_equal(vreg(st, 9), a)    # a1 = a2
+  np.testing.assert_array_equal(vreg(st, 12), a)   # a4 (load with acc=1)
+  np.testing.assert_array_equal(vreg(st, 6), a)
+
+@BACKENDS
+def test_wave_setup_gfx9(backend):
+  # user SGPRs, then TGID X/Y (RSRC2 bits 7, 8) and the private segment wave offset (bit 0); packed thread ids in v0;
+  # a 96-thread workgroup is two waves, the second partial (EXEC = 32 lanes)
+  out = np.zeros((6, 96), np.uint32)
+  bf = Bufs(out)
+  prog = [C.s_mul_i32(s[6], s[3], 2), C.s_add_u32(s[6], s[6], s[2]), C.s_mul_i32(s[6], s[6], 96 * 4),   # (y * 2 + x) * 96 * 4
+          C.v_and_b32_e32(v[2], 0x3ff, v[0]), C.v_bfe_u32_e64(v[3], v[0], 10, 10), C.v_mad_u32_u24_e64(v[2], v[3], 32, v[2]),  # x + 32 y
+          C.v_lshlrev_b32_e32(v[1], 2, v[2]), C.v_add_u32_e32(v[1], s[6], v[1]),
+          C.v_lshl_or_b32(v[4], s[3], 16, v[2]), C.s_bcnt1_i32_b64(s[7], C.EXEC), C.v_add_u32_e32(v[4], s[7], v[4]),
+          C.global_store_dword(addr=v[1], data=v[4], saddr=s[0:1])]
+  st = run9(prog, bf, backend=backend, grid=(2, 3, 1), block=(32, 3, 1), rsrc2=(2 << 1) | 1 << 7 | 1 << 8 | 1, sgprs=bf.sgprs()).state
+  t = np.arange(96)
+  assert st.sgprs[2:5] == (0, 0, 0)
+  for y in range(3):
+    for x in range(2): np.testing.assert_array_equal(out[y * 2 + x], (y << 16) + t + np.where(t < 64, 64, 32))
