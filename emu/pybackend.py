@@ -609,9 +609,12 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
     elif h in ("h_ds_append", "h_ds_consume"): ds_counter(c, w, f, 1 if h == "h_ds_append" else -1)
     return
   if (mop := matrix.ops(c.arch.family).get(name)) is not None:
-    cs = scalar_src(w, f, f["src2"], 32, 16 if matrix.ETYPES[mop.c][0] == 16 else 32) if f["src2"] < 256 else None
+    cb = matrix.ETYPES[mop.c][0]
+    cs = scalar_src(w, f, f["src2"], 64 if cb == 64 else 32, cb if cb in (16, 64) else 32) if f["src2"] < 256 else None
     if (err := matrix.execute(mop, w.v, c.wave_size, f, cs)): raise Stop(ST_INVALID, msg=err)
     return
+  if name.startswith(("V_WMMA_", "V_SWMMAC_", "V_MFMA_", "V_SMFMAC_")):   # as gen_c: prose pseudocode, no table
+    raise Stop(ST_UNSUPPORTED, msg=f"matrix op {name} of {c.arch.name} is not modelled (mockgpu.emu.matrix)")
   ename = semantics_entry(member, c.ents)
   if fm.name in buffer.BUFFER_FORMATS and "FORMAT" in name and "LDS" not in name: return exec_buffer(c, w, fm, f, name, ename, {}, None)
   if fm.name in buffer.LDS_LOADS and "_LOAD_LDS_" in name and buffer.lds_load_op(name): return exec_lds_load(c, w, fm, f, name)

@@ -137,7 +137,7 @@ def test_rdna3_wmma_inline_constant_c(backend):
   regs = run_regs(rdna3, [op], ins, 32, backend, "gfx1100")
   np.testing.assert_array_equal(r3_cd_read(value_of(regs[32:40], "f32"), 32), A @ B + 1)
 
-@pytest.mark.parametrize("family", ["rdna3", "rdna4"])
+@pytest.mark.parametrize("family", ["rdna3", "rdna4", "cdna"])
 def test_layout_tables_fill_the_wheels_operands(family):
   # wave32: each operand's elements occupy exactly the VGPRs the wheel's operand table gives the instruction, no two
   # elements share bits; wave64 needs the same or fewer VGPRs
@@ -146,14 +146,16 @@ def test_layout_tables_fill_the_wheels_operands(family):
   ops_tab = {m.name: o for m, o in operands(family).items()}
   assert ops(family)
   for name, op in ops(family).items():
-    for wave in (32, 64):
+    for wave in op.lay:   # CDNA: wave64 only; F8F6F4 tables hold element indices (FP8: 8 bits each, the wheel's width)
       for key, lay, t in (("src0", op.lay[wave][0], op.a), ("src1", op.lay[wave][1], op.b), ("vdst", op.lay[wave][2], op.c)):
         bits = ETYPES[t][0]
+        if t == "f8f6f4":
+          lay = tuple((p & 255) | (((p >> 8) * 32 + (p >> 16)) * 8 // 32) << 8 | (((p >> 8) * 32 + (p >> 16)) * 8 % 32) << 16 for p in lay)
         cells = {((p >> 8) & 255, p & 255, ((p >> 16) + j)) for p in lay for j in range(bits)}
         assert len(cells) == len(lay) * bits, (name, key, wave)
-        nregs = max((p >> 8) & 255 for p in lay) + 1
+        nregs = max((p >> 8) & 255 for p in lay) + max(1, bits // 32)
         want = ops_tab[name][key][1] // 32
-        assert nregs == want if wave == 32 else nregs <= want, (name, key, wave, nregs, want)
+        assert nregs == want if wave == 32 or family == "cdna" else nregs <= want, (name, key, wave, nregs, want)
 
 # ---------------- RDNA4 (ISA guide 7.9): no repeated lanes ----------------
 # A: lane l holds row l%16; lane group g = l/16 of G = wave/16 holds E = K/G elements in two chunks of E/2 consecutive K:
