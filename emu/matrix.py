@@ -1,10 +1,10 @@
-"""Matrix instructions (WMMA, SWMMAC; MFMA later) as data: the shape and element types of each op, and per arch family and
+"""Matrix instructions (WMMA, SWMMAC, MFMA) as data: the shape and element types of each op, and per arch family and
 wave size where every matrix element lives (lane, VGPR offset from the operand's first register, bit offset). Both backends
 run one generic kernel over these tables: csrc/emu_matrix.h (tables emitted by `c_source`) and `execute` (Python reference).
 
 Semantics shared by both kernels (the ISA's pseudocode is only the formula `D = A * B + C`):
 * A is M x K (row-major element index m*K+k), B is K x N (k*N+n), C and D are M x N (m*N+n).
-* float: elements are widened to f32 exactly; starting from acc = C[m][n], for k = 0..K-1: acc = acc + A[m][k] * B[k][n]
+* float: elements are widened to f32 (F64: f64) exactly; starting from acc = C[m][n], for k = 0..K-1: acc = acc + A[m][k] * B[k][n]
   with the product and the sum each rounded to f32 (RNE; products of 16-bit floats are exact unless they overflow), then
   acc is rounded (RNE) to the D type; a NaN result is the canonical quiet NaN of the D type.
 * integer (IU8/IU4): A/B are signed when NEG[0]/NEG[1] is set, else unsigned; the exact sum wraps to i32, or saturates
