@@ -2,7 +2,7 @@
 library with the system C compiler (cached on disk by content hash). Used by the tests and by tools; the emulator compiles
 its own translation unit."""
 import ctypes, functools, hashlib, os, re, subprocess, tempfile
-from mockgpu.pcode.state import WIDE, SCALARS, FIELDS
+from mockgpu.pcode.state import WIDE, SCALARS, FIELDS, MODE_DEFAULT
 from mockgpu.pcode.errors import PcodeError
 __all__ = ["PcReg", "PcState", "HEADER_DIR", "build", "header_fields", "ArchLib", "harness_hooks", "python_hooks"]
 
@@ -14,6 +14,9 @@ class PcReg(ctypes.Union):
 class PcState(ctypes.Structure):
   _fields_ = ([(n, PcReg) for n in WIDE] + [(n, ctypes.c_uint64) for n in SCALARS] + [(f"{a}_{b}", ctypes.c_uint64) for a, b in FIELDS] +
               [("fault", ctypes.c_int), ("fault_msg", ctypes.c_char_p), ("user", ctypes.c_void_p)])
+  def __init__(self, *a, **kw):
+    super().__init__(*a, **kw)
+    if "MODE" not in kw: self.MODE = MODE_DEFAULT     # the reset value, as in pyeval.State
 
 def header_fields() -> list[str]:
   """Member names of `PcState` as declared in pcode_rt.h, in order (for the ABI consistency test)."""

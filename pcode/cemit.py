@@ -17,13 +17,14 @@ from mockgpu.pcode.typecheck import const_eval
 from mockgpu.pcode.errors import PcodeUnsupported, PcodeError
 __all__ = ["EMITTER_VERSION", "emit", "emit_op", "metadata", "c_name"]
 
-EMITTER_VERSION = "1"
+EMITTER_VERSION = "2"
 _FID = {"f16": "PC_F16", "bf16": "PC_BF16", "f32": "PC_F32", "f64": "PC_F64", "fp8": "PC_FP8", "bf8": "PC_BF8", "fp6": "PC_FP6", "bf6": "PC_BF6",
         "fp4": "PC_FP4"}
 _CMP = {"==": 0, "!=": 1, "<": 2, ">": 3, "<=": 4, ">=": 5}
 _FOPS = {"+": "pc_fadd", "-": "pc_fsub", "*": "pc_fmul", "/": "pc_fdiv"}
 _F1 = {"trunc": "pc_ftrunc", "floor": "pc_ffloor", "fract": "pc_ffract", "sqrt": "pc_fsqrt", "sin": "pc_fsin", "cos": "pc_fcos", "log2": "pc_flog2",
        "mantissa": "pc_fmant", "cvtToQuietNAN": "pc_fquiet", "abs": "pc_fabs"}
+_BITWISE = {"cvtToQuietNAN", "abs"}     # bit operations: no rounding, no denormal flush, so no MODE argument
 _PRED = {"isNAN": "pc_isnan", "isSignalNAN": "pc_issnan", "isQuietNAN": "pc_isqnan", "isEven": "pc_fiseven", "sign": "pc_signbit",
          "isDENORM": "pc_fisdenorm"}
 MAX_WHILE = 1 << 20
@@ -72,9 +73,9 @@ class Emitter:
   def convert(self, c:str, src:Ty, dst:Ty, mode:str="value") -> str:
     """Value conversion (float<->float, int<->float) or bit resize, as decided by the type checker."""
     if src == dst: return c
-    if mode == "value" and src.isfloat and dst.isfloat: return f"pc_cvt({c}, {fid(src)}, {fid(dst)}, s->ROUND_MODE)"
+    if mode == "value" and src.isfloat and dst.isfloat: return f"pc_cvt({c}, {fid(src)}, {fid(dst)}, s->MODE)"
     if mode == "value" and dst.isfloat and src.kind in ("u", "i", "int", "b"):
-      return f"pc_i2f(pc_sext({c}, {64 if src.kind == 'int' else src.bits}), {fid(dst)})" if isig(src) else f"pc_u2f({c}, {fid(dst)})"
+      return f"pc_i2f(pc_sext({c}, {64 if src.kind == 'int' else src.bits}), {fid(dst)}, s->MODE)" if isig(src) else f"pc_u2f({c}, {fid(dst)}, s->MODE)"
     if mode == "value" and src.isfloat and dst.kind in ("u", "i"): return f"pc_f2i({c}, {fid(src)}, {dst.bits}, {isig(dst)})"
     return self.resize(c, src, dst)
 
@@ -114,7 +115,7 @@ class Emitter:
       if bits > 128: return f"pc_rd_wide({base}.d, {lo}, {n})" if n > 128 else f"(({ctype(Ty('u', n))})pc_rd_bits({base}.d, {lo}, {n}))"
       if bits > 64: return f"((pc_u128)pc_shr128({base}, {lo}) & PC_MASK128({n}))" if n > 64 else f"((uint64_t)pc_shr128({base}, {lo}) & PC_MASK({n}))"
       return f"(pc_shr({base} & PC_MASK({bits}), {lo}) & PC_MASK({n}))"
-    if isinstance(x, Field): return f"(pc_shr(s->{x.sname}, {lo}) & PC_MASK({n}))"
+    if isinstance(x, Field): return f"(pc_shr(s->{x.sname}, ({lo}) + {x.slo}) & PC_MASK({min(n, x.ty.bits)}))"
     c = self.ex(x)
     if x.ty.bits > 128: return f"pc_rd_wide(({c}).d, {lo}, {n})" if n > 128 else f"(({ctype(Ty('u', n))})pc_rd_bits(({c}).d, {lo}, {n}))"
     if x.ty.bits > 64: return f"((pc_u128)pc_shr128({c}, {lo}) & PC_MASK128({n}))" if n > 64 else f"((uint64_t)pc_shr128({c}, {lo}) & PC_MASK({n}))"
@@ -138,7 +139,7 @@ class Emitter:
         return [f"{{ uint64_t {t} = {lo}; if ({t} < 128) {base} = ({base} & ~(PC_MASK128({n}) << {t})) | (((pc_u128)({val}) & PC_MASK128({n})) << {t}); }}"]
       t = self.tmp()
       return [f"{{ uint64_t {t} = {lo}; if ({t} < 64) {base} = (({base} & ~(PC_MASK({n}) << {t})) | ((((uint64_t){val}) & PC_MASK({n})) << {t})) & PC_MASK({bits}); }}"]
-    if isinstance(x, Field): return [f"s->{x.sname} = (s->{x.sname} & ~(PC_MASK({n}) << ({lo}))) | ((((uint64_t){val}) & PC_MASK({n})) << ({lo}));"]
+    if isinstance(x, Field): return self.field_write(x, f"({lo})", n, val)
     if isinstance(x, Index) and x.kind in ("vgpr", "array"):
       t, o = self.tmp(), self.ex(x)
       return [f"{{ uint64_t {t} = {o}; {{ uint64_t _lo = {lo}; if (_lo < 64) {t} = ({t} & ~(PC_MASK({n}) << _lo)) | ((((uint64_t){val}) & PC_MASK({n})) << _lo); }}",
@@ -176,7 +177,11 @@ class Emitter:
       return self.resize(self.var_c(v) if v.kind != "state" else f"(s->{v.name} & PC_MASK({src.bits}))", src, e.to)
     return self.resize(self.ex(x), x.ty, e.to)
 
-  def x_Field(self, e:Field) -> str: return f"(s->{e.sname} & PC_MASK({e.ty.bits}))"
+  def x_Field(self, e:Field) -> str: return f"((s->{e.sname} >> {e.slo}) & PC_MASK({e.ty.bits}))"
+  def field_write(self, x:Field, lo:str, n:int, val:str) -> list[str]:
+    """Write `n` bits of `val` at bit `lo` of state field `x` (a PcState member, or a view of MODE bits)."""
+    sh = f"({lo} + {x.slo})" if x.slo else lo
+    return [f"s->{x.sname} = (s->{x.sname} & ~(PC_MASK({n}) << {sh})) | ((((uint64_t){val}) & PC_MASK({n})) << {sh});"]
 
   def x_Index(self, e:Index) -> str:
     if e.kind == "mem": return f"((uint64_t)PC_MEM_RD(s, {self.ex(e.idx)}, {e.nbits // 8}))"
@@ -240,9 +245,9 @@ class Emitter:
     t = e.opty if e.opty.kind != "int" else Ty("i", 64)
     a, b = self.conv_to(e.a, t), self.conv_to(e.b, t)
     if t.isfloat:
-      if op in _CMP: return f"((uint64_t)pc_fcmp({a}, {b}, {fid(t)}, {_CMP[op]}))"
+      if op in _CMP: return f"((uint64_t)pc_fcmp({a}, {b}, {fid(t)}, {_CMP[op]}, s->MODE))"
       if op not in _FOPS: raise self.err(f"operator {op} on floats", e)
-      return f"{_FOPS[op]}({a}, {b}, {fid(t)})"
+      return f"{_FOPS[op]}({a}, {b}, {fid(t)}, s->MODE)"
     if t.bits > 128: raise self.err("arithmetic on values wider than 128 bits", e)
     if op in _CMP:
       if isig(t): return f"((uint64_t)(pc_sext({a}, {t.bits}) {op} pc_sext({b}, {t.bits})))" if t.bits <= 64 else f"((uint64_t)((__int128)({a}) {op} (__int128)({b})))"
@@ -287,21 +292,21 @@ class Emitter:
         sc = self.ex(args[1])
         if src.isfloat and m.group(1) in ("f32", "f16", "bf16"): return f"pc_scale_to({x}, {fid(src)}, {sc}, {fid(dst)})"
         return f"pc_scale_from({x}, {fid(src)}, {sc}, {fid(dst)})"
-      if src.isfloat and dst.isfloat: return f"pc_cvt({x}, {fid(src)}, {fid(dst)}, s->ROUND_MODE)"
+      if src.isfloat and dst.isfloat: return f"pc_cvt({x}, {fid(src)}, {fid(dst)}, s->MODE)"
       if src.isfloat and m.group(2) in ("snorm", "unorm"): return f"pc_f2norm({x}, {fid(src)}, {1 if m.group(2) == 'snorm' else 0})"
       if src.isfloat: return f"pc_f2i({x}, {fid(src)}, {dst.bits}, {isig(dst)})"
-      if dst.isfloat: return f"pc_i2f(pc_sext({x}, {src.bits}), {fid(dst)})" if isig(src) else f"pc_u2f({x}, {fid(dst)})"
+      if dst.isfloat: return f"pc_i2f(pc_sext({x}, {src.bits}), {fid(dst)}, s->MODE)" if isig(src) else f"pc_u2f({x}, {fid(dst)}, s->MODE)"
       if dst.bits < src.bits: return f"pc_isat({x}, {src.bits}, {isig(src)}, {dst.bits}, {isig(dst)})"
       return self.resize(x, src, dst)
     if n in B.FLOAT_SAME or n in _PRED or n == "exponent":
       ft = e.fty
       a = [self.conv_to(x, ft) for x in args[:1]]
-      if n in _F1: return f"{_F1[n]}({a[0]}, {fid(ft)})"
+      if n in _F1: return f"{_F1[n]}({a[0]}, {fid(ft)}{'' if n in _BITWISE else ', s->MODE'})"
       if n in _PRED: return f"((uint64_t){_PRED[n]}({a[0]}, {fid(ft)}))"
       if n == "exponent": return f"pc_fexpfield({a[0]}, {fid(ft)})"
-      if n == "fma": return f"pc_ffma({a[0]}, {self.conv_to(args[1], ft)}, {self.conv_to(args[2], ft)}, {fid(ft)})"
-      if n == "ldexp": return f"pc_fldexp({a[0]}, pc_sext({self.ex(args[1])}, {args[1].ty.bits if args[1].ty.kind != 'int' else 64}), {fid(ft)})"
-      if n == "pow": return f"pc_fexp2({self.conv_to(args[1], ft)}, {fid(ft)})"
+      if n == "fma": return f"pc_ffma({a[0]}, {self.conv_to(args[1], ft)}, {self.conv_to(args[2], ft)}, {fid(ft)}, s->MODE)"
+      if n == "ldexp": return f"pc_fldexp({a[0]}, pc_sext({self.ex(args[1])}, {args[1].ty.bits if args[1].ty.kind != 'int' else 64}), {fid(ft)}, s->MODE)"
+      if n == "pow": return f"pc_fexp2({self.conv_to(args[1], ft)}, {fid(ft)}, s->MODE)"
     if n in ("countbits", "bitCount", "count_ones"): return f"pc_popcount({self.ex(args[0])})"
     if n == "s_ff1_i32_b32" or n == "s_ff1_i32_b64": return f"(pc_ff1({self.ex(args[0])}) & 0xffffffffULL)"
     if n == "reverse_bits": return f"pc_rev({self.ex(args[0])}, {e.ty.bits})"
@@ -335,7 +340,7 @@ class Emitter:
         if v.name in WIDE: return self.storage_write(t, "0", t.ty.bits, val)
         return [f"s->{v.name} = ({val}) & PC_MASK({v.ty.bits});"]
       return [f"{L(v)} = {val};"]
-    if isinstance(t, Field): return [f"s->{t.sname} = ({val}) & PC_MASK({t.ty.bits});"]
+    if isinstance(t, Field): return self.field_write(t, "0", t.ty.bits, val)
     if isinstance(t, Typed):
       x = t.x
       if getattr(x, "kind", None) == "mem": return [f"PC_MEM_WR(s, {self.ex(x.idx)}, {x.nbits // 8}, {val});"]

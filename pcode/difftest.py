@@ -4,7 +4,7 @@ import random
 from mockgpu.pcode.tables import entries
 from mockgpu.pcode.compile import try_program
 from mockgpu.pcode.prose import is_prose
-from mockgpu.pcode.state import WIDE, SCALARS, FIELDS, WIDE_BITS
+from mockgpu.pcode.state import WIDE, SCALARS, FIELDS, WIDE_BITS, MODE_DEFAULT
 from mockgpu.pcode.cabi import PcState
 from mockgpu.pcode import pyeval
 __all__ = ["ALU_CLASSES", "alu_ops", "random_state", "uses_vgpr", "diff_once"]
@@ -59,7 +59,9 @@ def random_state(rng:random.Random, reg_addr:bool=False) -> dict:
   st = {n: _operand(rng) | (rng.getrandbits(WIDE_BITS - 64) << 64 if rng.random() < 0.5 else 0) for n in WIDE}
   st.update({n: rng.getrandbits(64) if rng.random() < 0.7 else rng.getrandbits(6) for n in SCALARS})
   st.update({n: rng.getrandbits(1) for n in _FIELD_NAMES})
-  st["laneId"], st["WAVE64"], st["ROUND_MODE"] = rng.randrange(64), rng.getrandbits(1), rng.choice((0, 0, 0, 3))
+  # MODE: the default half the time, else random rounding/denormal fields (plus random DX10_CLAMP, IEEE and upper bits)
+  st["laneId"], st["WAVE64"] = rng.randrange(64), rng.getrandbits(1)
+  st["MODE"] = MODE_DEFAULT | (rng.getrandbits(2) << 8) if rng.random() < 0.5 else rng.getrandbits(32)
   st["SCC"] &= 1
   for n, lim in _SMALL.items(): st[n] = rng.randrange(256 if reg_addr and n == "ADDR" else lim)
   if reg_addr: st["DATA0"] = rng.randrange(256)

@@ -2,13 +2,14 @@
  * (unsigned __int128 for 65..128-bit values, PcWide above); floats are IEEE bit patterns. Float formats are numbered:
  * PC_F16 PC_BF16 PC_F32 PC_F64 PC_FP8 (OCP E4M3) PC_BF8 (E5M2) PC_FP6 (E2M3) PC_BF6 (E3M2) PC_FP4 (E2M1).
  * NaN policy: arithmetic producing NaN returns the canonical quiet NaN; conversions keep sign/payload (widening exactly,
- * narrowing truncated with the quiet bit set). Rounding is to nearest even unless a ROUND_MODE of 3 (toward zero) is
- * passed to a narrowing conversion. The Python reference (mockgpu.pcode.softfloat / pyeval) follows the same rules. */
+ * narrowing truncated with the quiet bit set). Rounding and denormal flushing follow the MODE register (PcState.MODE, passed
+ * as `m`; see the MODE section below). The Python reference (mockgpu.pcode.softfloat / pyeval) follows the same rules. */
 #ifndef PCODE_MATH_H
 #define PCODE_MATH_H
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
+#include <fenv.h>
 typedef unsigned __int128 pc_u128;
 enum { PC_F16, PC_BF16, PC_F32, PC_F64, PC_FP8, PC_BF8, PC_FP6, PC_BF6, PC_FP4 };
 static const int PC_EB[9] = {5, 8, 8, 11, 4, 5, 2, 3, 2}, PC_MB[9] = {10, 7, 23, 52, 3, 2, 3, 2, 1};
@@ -112,10 +113,23 @@ static inline double pc_decode(uint64_t b, int f) {
   if (e == 0) return s * ldexp((double)m, 1 - bias - PC_MB[f]);
   return s * ldexp((double)(m | (1ULL << PC_MB[f])), (int)e - bias - PC_MB[f]);
 }
-/* round a double to format f (rm 0 = nearest even, 3 = toward zero) */
+/* ---- MODE (one uint64_t, the MODE register; see pcode/state.py): FP_ROUND [1:0] f32, [3:2] f16/f64 (0 nearest even, 1 +inf,
+ * 2 -inf, 3 toward zero); FP_DENORM [5:4] f32, [7:6] f16/f64 (bit 0: keep input denormals, bit 1: keep output denormals).
+ * bf16 and the small formats are tied to no MODE field: nearest even, denormals kept. */
+#define PC_MODE_DEFAULT 0xf0
+static inline int pc_grp(int f) { return f == PC_F32 ? 0 : (f == PC_F16 || f == PC_F64) ? 2 : -1; }
+/* the default behaviour for format f (nearest even, denormals kept): the inline fast paths */
+static inline int pc_plain(uint64_t m, int f) { int g = pc_grp(f); return g < 0 || ((m >> g) & 0x33) == 0x30; }
+static inline int pc_rmode(uint64_t m, int f) { int g = pc_grp(f); return g < 0 ? 0 : (int)((m >> g) & 3); }
+static inline int pc_fisdenorm(uint64_t a, int f) { return ((a >> PC_MB[f]) & pc_emax(f)) == 0 && (a & PC_MASK(PC_MB[f])) != 0; }
+static inline uint64_t pc_ftz(uint64_t b, int f) { return pc_fisdenorm(b, f) ? b & (1ULL << (pc_bits_of(f) - 1)) : b; }
+static inline uint64_t pc_fin(uint64_t b, int f, uint64_t m) { int g = pc_grp(f); return g < 0 || ((m >> (4 + g)) & 1) ? b : pc_ftz(b, f); }
+static inline uint64_t pc_fout(uint64_t b, int f, uint64_t m) { int g = pc_grp(f); return g < 0 || ((m >> (5 + g)) & 1) ? b : pc_ftz(b, f); }
+/* round a double to format f with rounding mode rm (0 nearest even, 1 +inf, 2 -inf, 3 toward zero) */
 static inline uint64_t pc_encode(double x, int f, uint64_t rm) {
   if (f == PC_F64) return isnan(x) ? pc_canon(f) : pc_dbits(x);
-  uint64_t s = (uint64_t)signbit(x) << (pc_bits_of(f) - 1);
+  int neg = signbit(x) != 0;
+  uint64_t s = (uint64_t)neg << (pc_bits_of(f) - 1);
   if (isnan(x)) return pc_canon(f);
   if (isinf(x)) return s | (PC_IEEE[f] ? pc_emax(f) << PC_MB[f] : PC_NANONLY[f] ? pc_canon(f) : pc_maxbits(f));
   double a = fabs(x);
@@ -124,10 +138,11 @@ static inline uint64_t pc_encode(double x, int f, uint64_t rm) {
   frexp(a, &e2);
   int ee = e2 - 1, E = ee + bias < 1 ? 1 : ee + bias;
   double q = ldexp(a, mb - (E - bias)), r = floor(q), rem = q - r;
-  if (rm != 3 && (rem > 0.5 || (rem == 0.5 && fmod(r, 2.0) != 0))) r += 1;
+  int up = rm == 0 ? (rem > 0.5 || (rem == 0.5 && fmod(r, 2.0) != 0)) : rem > 0 && ((rm == 1 && !neg) || (rm == 2 && neg));
+  if (up) r += 1;
   uint64_t ri = (uint64_t)r, bits = ee + bias < 1 ? ri : (((uint64_t)E << mb) + (ri - (1ULL << mb)));
   if (bits > pc_maxbits(f)) {
-    if (rm == 3 || !(PC_IEEE[f] || PC_NANONLY[f])) return s | pc_maxbits(f);
+    if (!(rm == 0 || (rm == 1 && !neg) || (rm == 2 && neg)) || !(PC_IEEE[f] || PC_NANONLY[f])) return s | pc_maxbits(f);
     return s | (PC_IEEE[f] ? pc_emax(f) << PC_MB[f] : pc_canon(f));
   }
   return s | bits;
@@ -140,61 +155,113 @@ static inline uint64_t pc_nan_move(uint64_t b, int src, int dst) {
   else pay = (pay >> (PC_MB[src] - PC_MB[dst])) | (1ULL << (PC_MB[dst] - 1));
   return s | (pc_emax(dst) << PC_MB[dst]) | pay;
 }
-static inline uint64_t pc_cvt(uint64_t b, int src, int dst, uint64_t rm) {
+/* value conversion: the source's input-denormal rule, rounding and output-denormal rule of the destination's group */
+static inline uint64_t pc_cvt(uint64_t b, int src, int dst, uint64_t m) {
   if (pc_isnan(b, src)) return pc_nan_move(b, src, dst);
-  return pc_encode(pc_decode(b, src), dst, rm);
+  return pc_fout(pc_encode(pc_decode(pc_fin(b, src, m), src), dst, pc_rmode(m, dst)), dst, m);
 }
 static inline uint64_t pc_fres(double r, int f) { return isnan(r) ? pc_canon(f) : pc_encode(r, f, 0); }
+static inline uint64_t pc_fres_m(double r, int f, uint64_t m) { return isnan(r) ? pc_canon(f) : pc_fout(pc_encode(r, f, pc_rmode(m, f)), f, m); }
 /* a + b rounded to odd (53 bits): lets one later rounding to <= 51 bits be exact */
 static inline double pc_add_odd(double a, double b) {
   double s = a + b, bb = s - a, err = (a - (s - bb)) + (b - bb);
   if (err != 0 && isfinite(s) && !(pc_dbits(s) & 1)) s = nextafter(s, err > 0 ? INFINITY : -INFINITY);
   return s;
 }
-#define PC_FBIN(name, OP) \
-  static inline uint64_t pc_##name(uint64_t a, uint64_t b, int f) { \
+/* ---- non-default MODE (slow path): one operation in rounding mode rm. The operands and the result are volatile, so the
+ * operation stays between the two fesetround calls whatever the optimiser assumes about the floating-point environment. */
+enum { PC_OADD, PC_OSUB, PC_OMUL, PC_ODIV, PC_OFMA, PC_OSQRT, PC_OLDEXP };
+static const int PC_FE[4] = {FE_TONEAREST, FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO};
+static __attribute__((noinline)) double pc_dop(int op, double a, double b, double c, int rm) {
+  int old = fegetround(); fesetround(PC_FE[rm & 3]);
+  volatile double x = a, y = b, z = c, r;
+  switch (op) {
+    case PC_OADD: r = x + y; break; case PC_OSUB: r = x - y; break; case PC_OMUL: r = x * y; break; case PC_ODIV: r = x / y; break;
+    case PC_OFMA: r = fma(x, y, z); break; case PC_OSQRT: r = sqrt(x); break; default: r = ldexp(x, (int)y);
+  }
+  double out = r;
+  fesetround(old);
+  return out;
+}
+static __attribute__((noinline)) float pc_sop(int op, float a, float b, float c, int rm) {
+  int old = fegetround(); fesetround(PC_FE[rm & 3]);
+  volatile float x = a, y = b, z = c, r;
+  switch (op) {
+    case PC_OADD: r = x + y; break; case PC_OSUB: r = x - y; break; case PC_OMUL: r = x * y; break; case PC_ODIV: r = x / y; break;
+    case PC_OFMA: r = fmaf(x, y, z); break; default: r = sqrtf(x);
+  }
+  float out = r;
+  fesetround(old);
+  return out;
+}
+/* + - * / fma sqrt under MODE m: inputs flushed, rounded per the group's mode, output flushed. f16/bf16 compute in double:
+ * exact for + - *, and a double rounded in the same direction (round-to-odd for a nearest-even fma) rounds once more exactly. */
+static __attribute__((noinline)) uint64_t pc_fop_slow(int op, uint64_t a, uint64_t b, uint64_t c, int f, uint64_t m) {
+  a = pc_fin(a, f, m); b = pc_fin(b, f, m); c = pc_fin(c, f, m);
+  int rm = pc_rmode(m, f);
+  if (f == PC_F32) { float v = pc_sop(op, pc_as_f((uint32_t)a), pc_as_f((uint32_t)b), pc_as_f((uint32_t)c), rm); return isnan(v) ? pc_canon(f) : pc_fout(pc_fbits(v), f, m); }
+  if (f == PC_F64) { double v = pc_dop(op, pc_as_d(a), pc_as_d(b), pc_as_d(c), rm); return isnan(v) ? pc_canon(f) : pc_fout(pc_dbits(v), f, m); }
+  double x = pc_decode(a, f), y = pc_decode(b, f), z = pc_decode(c, f), v;
+  if (op == PC_OFMA && rm == 0) { double p = x * y; v = (isnan(p) || isnan(z) || isinf(p) || isinf(z) || p == 0 || z == 0) ? p + z : pc_add_odd(p, z); }
+  else v = pc_dop(op, x, y, z, rm);
+  return pc_fres_m(v, f, m);
+}
+#define PC_FBIN(name, OP, K) \
+  static inline uint64_t pc_##name(uint64_t a, uint64_t b, int f, uint64_t m) { \
+    if (__builtin_expect(!pc_plain(m, f), 0)) return pc_fop_slow(K, a, b, 0, f, m); \
     if (f == PC_F32) { float r = pc_as_f((uint32_t)a) OP pc_as_f((uint32_t)b); return isnan(r) ? pc_canon(f) : pc_fbits(r); } \
     if (f == PC_F64) { double r = pc_as_d(a) OP pc_as_d(b); return isnan(r) ? pc_canon(f) : pc_dbits(r); } \
     return pc_fres(pc_decode(a, f) OP pc_decode(b, f), f); }
-PC_FBIN(fadd, +)
-PC_FBIN(fsub, -)
-PC_FBIN(fmul, *)
-PC_FBIN(fdiv, /)
-static inline uint64_t pc_ffma(uint64_t a, uint64_t b, uint64_t c, int f) {
+PC_FBIN(fadd, +, PC_OADD)
+PC_FBIN(fsub, -, PC_OSUB)
+PC_FBIN(fmul, *, PC_OMUL)
+PC_FBIN(fdiv, /, PC_ODIV)
+static inline uint64_t pc_ffma(uint64_t a, uint64_t b, uint64_t c, int f, uint64_t m) {
+  if (__builtin_expect(!pc_plain(m, f), 0)) return pc_fop_slow(PC_OFMA, a, b, c, f, m);
   if (f == PC_F32) { float r = fmaf(pc_as_f((uint32_t)a), pc_as_f((uint32_t)b), pc_as_f((uint32_t)c)); return isnan(r) ? pc_canon(f) : pc_fbits(r); }
   if (f == PC_F64) { double r = fma(pc_as_d(a), pc_as_d(b), pc_as_d(c)); return isnan(r) ? pc_canon(f) : pc_dbits(r); }
   double p = pc_decode(a, f) * pc_decode(b, f), cc = pc_decode(c, f);        /* exact: <= 2*11 significant bits */
   if (isnan(p) || isnan(cc) || isinf(p) || isinf(cc) || p == 0 || cc == 0) return pc_fres(p + cc, f);
   return pc_fres(pc_add_odd(p, cc), f);
 }
-static inline int pc_fcmp(uint64_t a, uint64_t b, int f, int op) {   /* op: 0 == 1 != 2 < 3 > 4 <= 5 >= */
-  double x = pc_decode(a, f), y = pc_decode(b, f);
+static inline int pc_fcmp(uint64_t a, uint64_t b, int f, int op, uint64_t m) {   /* op: 0 == 1 != 2 < 3 > 4 <= 5 >= */
+  double x = pc_decode(pc_fin(a, f, m), f), y = pc_decode(pc_fin(b, f, m), f);
   switch (op) { case 0: return x == y; case 1: return x != y; case 2: return x < y; case 3: return x > y; case 4: return x <= y; default: return x >= y; }
 }
 static inline uint64_t pc_fneg(uint64_t a, int f) { return a ^ (1ULL << (pc_bits_of(f) - 1)); }
 static inline uint64_t pc_fabs(uint64_t a, int f) { return a & PC_MASK(pc_bits_of(f) - 1); }
-static inline uint64_t pc_fsqrt(uint64_t a, int f) {
+static inline uint64_t pc_fsqrt(uint64_t a, int f, uint64_t m) {
+  if (__builtin_expect(!pc_plain(m, f), 0)) return pc_fop_slow(PC_OSQRT, a, 0, 0, f, m);
   if (f == PC_F32) { float r = sqrtf(pc_as_f((uint32_t)a)); return isnan(r) ? pc_canon(f) : pc_fbits(r); }
   return pc_fres(sqrt(pc_decode(a, f)), f);
 }
-#define PC_FUN1(name, EXPR) static inline uint64_t pc_##name(uint64_t a, int f) { double x = pc_decode(a, f); return pc_fres(EXPR, f); }
+/* one-argument functions: computed in double (libm for sin, cos, log2, 2^x), then rounded once per the MODE */
+#define PC_FUN1(name, EXPR) static inline uint64_t pc_##name(uint64_t a, int f, uint64_t m) { double x = pc_decode(pc_fin(a, f, m), f); return pc_fres_m(EXPR, f, m); }
 PC_FUN1(ftrunc, trunc(x))
 PC_FUN1(ffloor, floor(x))
-PC_FUN1(ffract, x - floor(x))
+PC_FUN1(ffract, pc_plain(m, f) ? x - floor(x) : pc_dop(PC_OSUB, x, floor(x), 0, pc_rmode(m, f)))
 PC_FUN1(fsin, sin(x))
 PC_FUN1(fcos, cos(x))
 PC_FUN1(flog2, log2(x))
-static inline uint64_t pc_fexp2(uint64_t a, int f) { return pc_fres(pow(2.0, pc_decode(a, f)), f); }
-static inline uint64_t pc_fldexp(uint64_t a, int64_t n, int f) {
+PC_FUN1(fexp2, pow(2.0, x))
+static inline uint64_t pc_fldexp(uint64_t a, int64_t n, int f, uint64_t m) {
   if (pc_isnan(a, f)) return pc_canon(f);
-  if (f == PC_F64) { double r = ldexp(pc_as_d(a), (int)(n > 4000 ? 4000 : n < -4000 ? -4000 : n)); return pc_dbits(r); }
-  return pc_encode(ldexp(pc_decode(a, f), (int)(n > 400 ? 400 : n < -400 ? -400 : n)), f, 0);
+  a = pc_fin(a, f, m);
+  if (f == PC_F64) {
+    int k = (int)(n > 4000 ? 4000 : n < -4000 ? -4000 : n);
+    return pc_fout(pc_dbits(pc_plain(m, f) ? ldexp(pc_as_d(a), k) : pc_dop(PC_OLDEXP, pc_as_d(a), k, 0, pc_rmode(m, f))), f, m);
+  }
+  return pc_fout(pc_encode(ldexp(pc_decode(a, f), (int)(n > 400 ? 400 : n < -400 ? -400 : n)), f, pc_rmode(m, f)), f, m);
 }
-static inline uint64_t pc_fmant(uint64_t a, int f) { int e; double x = pc_decode(a, f); if (isnan(x)) return pc_canon(f); if (isinf(x) || x == 0) return a; return pc_encode(frexp(x, &e), f, 0); }
+static inline uint64_t pc_fmant(uint64_t a, int f, uint64_t m) {
+  int e; a = pc_fin(a, f, m); double x = pc_decode(a, f);
+  if (isnan(x)) return pc_canon(f);
+  if (isinf(x) || x == 0) return a;
+  return pc_encode(frexp(x, &e), f, 0);
+}
 static inline uint64_t pc_fexpfield(uint64_t a, int f) { return (a >> PC_MB[f]) & pc_emax(f); }
 static inline uint64_t pc_fquiet(uint64_t a, int f) { return pc_isnan(a, f) && PC_IEEE[f] ? a | (1ULL << (PC_MB[f] - 1)) : a; }
 static inline int pc_fiseven(uint64_t a, int f) { double x = pc_decode(a, f); return isfinite(x) && fmod(x, 2.0) == 0; }
-static inline int pc_fisdenorm(uint64_t a, int f) { return ((a >> PC_MB[f]) & pc_emax(f)) == 0 && (a & PC_MASK(PC_MB[f])) != 0; }
 /* float -> integer of n bits: NaN -> 0, truncation toward zero, saturating */
 static inline uint64_t pc_f2i(uint64_t a, int f, int n, int sgn) {
   double x = pc_decode(a, f);
@@ -213,8 +280,9 @@ static inline uint64_t pc_f2norm(uint64_t a, int f, int sgn) {
   x = x < lo ? lo : x > 1.0 ? 1.0 : x;
   return (uint64_t)(int64_t)nearbyint(x * (sgn ? 32767.0 : 65535.0)) & 0xffff;
 }
-static inline uint64_t pc_i2f(int64_t v, int f) { return pc_encode((double)v, f, 0); }
-static inline uint64_t pc_u2f(uint64_t v, int f) { return pc_encode((double)v, f, 0); }
+/* integer -> float (through a double: exact up to 2^53), rounded per the MODE */
+static inline uint64_t pc_i2f(int64_t v, int f, uint64_t m) { return pc_fout(pc_encode((double)v, f, pc_rmode(m, f)), f, m); }
+static inline uint64_t pc_u2f(uint64_t v, int f, uint64_t m) { return pc_fout(pc_encode((double)v, f, pc_rmode(m, f)), f, m); }
 /* stochastic rounding: truncate |x| + rnd/2^32 units in the last place of the result (overflow as in round-to-nearest) */
 static inline uint64_t pc_encode_sr(double x, int f, uint32_t rnd) {
   if (isnan(x) || isinf(x) || x == 0) return pc_encode(x, f, 0);

@@ -76,9 +76,8 @@ typedef struct PcState {
   uint64_t OPSEL_HI;
   uint64_t NEG;
   uint64_t SDWA_SRC0_SEL;
-  uint64_t ROUND_MODE;
   uint64_t NUM_VGPRS;
-  uint64_t WAVE_MODE_IEEE;
+  uint64_t MODE;             /* the MODE register (FP_ROUND, FP_DENORM, DX10_CLAMP, IEEE): rounding and denormals of every float op */
   uint64_t WAVE_MODE_CSP;
   uint64_t WAVE_MODE_GPR_IDX_EN;
   uint64_t TRAPSTS_INVALID;

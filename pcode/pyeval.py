@@ -8,7 +8,7 @@ from mockgpu.pcode.nodes import (Ty, Expr, Num, Name, Typed, Field, Index, Slice
 from mockgpu.pcode import builtins as B
 from mockgpu.pcode import pyfloat as PF
 from mockgpu.pcode.softfloat import fmt_of, encode, decode, cvt, is_nan, is_snan, sign_bit
-from mockgpu.pcode.state import WIDE, SCALARS, FIELDS, WIDE_BITS
+from mockgpu.pcode.state import WIDE, SCALARS, FIELDS, WIDE_BITS, MODE_DEFAULT
 from mockgpu.pcode.compile import program
 from mockgpu.pcode.constants import two_over_pi_segment
 from mockgpu.pcode.errors import PcodeRuntimeError, PcodeUnsupported
@@ -21,12 +21,14 @@ def isig(t:Ty) -> bool: return t.kind in ("i", "int")
 def F(t:Ty): return fmt_of(t.kind, t.bits)
 
 class State:
-  """Machine state for one call: every PcState member as an int attribute (wide registers are 1024-bit ints), plus
+  """Machine state for one call: every PcState member as an int attribute (wide registers are 1024-bit ints; MODE starts
+  at MODE_DEFAULT, everything else at 0), plus
   `mem` (byte address -> byte), `vgpr` ((lane, reg) -> u32), `sgpr` (reg -> u32) and `hooks` (name -> callable)."""
   def __init__(self, **kw):
     for n in WIDE: setattr(self, n, 0)
     for n in SCALARS: setattr(self, n, 0)
     for a, b in FIELDS: setattr(self, f"{a}_{b}", 0)
+    self.MODE = MODE_DEFAULT
     self.mem: dict[int, int] = {}
     self.vgpr: dict[tuple[int, int], int] = {}
     self.sgpr: dict[int, int] = {}
@@ -42,11 +44,12 @@ def resize(v:int, src:Ty, dst:Ty) -> int:
   if dst.bits > src.bits and isig(src): v = sext(v & M(src.bits), src.bits)
   return v & M(dst.bits)
 
-def convert(v:int, src:Ty, dst:Ty, mode:str, rm:int) -> int:
+def convert(v:int, src:Ty, dst:Ty, mode:str, m:int) -> int:
+  """Value conversion or bit resize (as the type checker decided) under MODE register value `m`."""
   if src == dst: return v
-  if mode == "value" and src.isfloat and dst.isfloat: return cvt(v, F(src), F(dst), rm)
+  if mode == "value" and src.isfloat and dst.isfloat: return cvt(v, F(src), F(dst), m)
   if mode == "value" and dst.isfloat and src.kind in ("u", "i", "int", "b"):
-    return PF.i2f(sext(v, 64 if src.kind == "int" else src.bits) if isig(src) else v, F(dst))
+    return PF.i2f(sext(v, 64 if src.kind == "int" else src.bits) if isig(src) else v, F(dst), m)
   if mode == "value" and src.isfloat and dst.kind in ("u", "i"): return PF.f2i(v, F(src), dst.bits, isig(dst))
   return resize(v, src, dst)
 
@@ -63,7 +66,7 @@ class Evaluator:
       v = e.val if isinstance(e, Num) else e.const
       if dst.isfloat and (isinstance(v, float) or not e.ty.isfloat): return fconst(v, dst)
       if not dst.isfloat and isinstance(v, int) and not e.ty.isfloat: return v & M(dst.bits)
-    return convert(self.ex(e), e.ty, dst, "value", self.s.ROUND_MODE)
+    return convert(self.ex(e), e.ty, dst, "value", self.s.MODE)
   def var_get(self, v) -> int:
     if v.kind == "state": return getattr(self.s, v.name)
     return self.loc.get(v.cname, 0)
@@ -78,7 +81,7 @@ class Evaluator:
       bits = WIDE_BITS if v.kind == "state" and v.name in WIDE else v.ty.bits
       if lo >= max(bits, 64 if bits <= 64 else bits): return 0
       return ((raw & M(bits)) >> lo) & M(n)
-    if isinstance(x, Field): return (getattr(self.s, x.sname) >> lo) & M(n) if lo < 64 else 0
+    if isinstance(x, Field): return (getattr(self.s, x.sname) >> (lo + x.slo)) & M(min(n, x.ty.bits)) if lo < 64 else 0
     return (self.ex(x) >> lo) & M(n) if lo < max(x.ty.bits, 64) else 0
   def storage_write(self, x:Expr, lo:int, n:int, val:int):
     if isinstance(x, Typed) and isinstance(x.x, Name): x = x.x
@@ -90,7 +93,7 @@ class Evaluator:
       self.var_set(v, ((self.var_get(v) & ~m) | ((val & M(n)) << lo)) & M(bits))
       return
     if isinstance(x, Field):
-      if lo < 64: setattr(self.s, x.sname, ((getattr(self.s, x.sname) & ~(M(n) << lo)) | ((val & M(n)) << lo)) & M(64))
+      if lo < 64: self.field_write(x, lo, n, val)
       return
     if isinstance(x, Index) and x.kind in ("vgpr", "array"):
       cur = self.ex(x)
@@ -153,7 +156,10 @@ class Evaluator:
       raw = getattr(self.s, v.name) & M(v.ty.bits) if v.kind == "state" else self.loc.get(v.cname, 0)
       return resize(raw, v.ty, e.to)
     return resize(self.ex(x), x.ty, e.to)
-  def x_Field(self, e:Field) -> int: return getattr(self.s, e.sname) & M(e.ty.bits)
+  def x_Field(self, e:Field) -> int: return (getattr(self.s, e.sname) >> e.slo) & M(e.ty.bits)
+  def field_write(self, x:Field, lo:int, n:int, val:int):
+    sh = lo + x.slo
+    setattr(self.s, x.sname, ((getattr(self.s, x.sname) & ~(M(n) << sh)) | ((val & M(n)) << sh)) & M(64))
   def x_Index(self, e:Index) -> int:
     if e.kind == "mem": return self.mem_rd(self.ex(e.idx), e.nbits // 8)
     if e.kind in ("vgpr", "sgpr"): return self.reg_rd(e, e.nbits)
@@ -169,7 +175,7 @@ class Evaluator:
     if e.to.bits > 128 and e.x.ty.isfloat: raise PcodeUnsupported(f"{e.to.bits}-bit fixed-point expansion of a float is not supported")
     if isinstance(e.x, Num) and e.mode == "value" and e.to.isfloat: return fconst(e.x.val, e.to)
     if isinstance(e.x, Binary) and getattr(e.x, "lit", False) and e.to.isfloat: return fconst(self.fold(e.x), e.to)
-    return convert(self.ex(e.x), e.x.ty, e.to, e.mode if e.mode != "resize" else "bits", self.s.ROUND_MODE)
+    return convert(self.ex(e.x), e.x.ty, e.to, e.mode if e.mode != "resize" else "bits", self.s.MODE)
   def fold(self, e:Expr) -> float:
     if isinstance(e, Num): return e.val
     if isinstance(e, Name): return e.const
@@ -195,8 +201,8 @@ class Evaluator:
     t = e.opty if e.opty.kind != "int" else Ty("i", 64)
     a, b = self.conv_to(e.a, t), self.conv_to(e.b, t)
     if t.isfloat:
-      if op in ("==", "!=", "<", ">", "<=", ">="): return int(PF.fcmp(op, a, b, F(t)))
-      return PF.fbin(op, a, b, F(t))
+      if op in ("==", "!=", "<", ">", "<=", ">="): return int(PF.fcmp(op, a, b, F(t), self.s.MODE))
+      return PF.fbin(op, a, b, F(t), self.s.MODE)
     if op in ("==", "!=", "<", ">", "<=", ">="):
       if isig(t): a, b = sext(a, t.bits), sext(b, t.bits)
       return int({"==": a == b, "!=": a != b, "<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[op])
@@ -218,23 +224,23 @@ class Evaluator:
     return out
   def x_Call(self, e:Call) -> int:
     if getattr(e, "inline", None): return self.inline(e)
-    n, args, rm = e.name, e.args, self.s.ROUND_MODE
+    n, args, md = e.name, e.args, self.s.MODE
     if n in B.EXTERNAL:
       fn = self.s.hooks.get(n)
       if fn is None: raise PcodeRuntimeError(f"machine hook {n} is not provided (State.hooks[{n!r}])")
       return fn(*[self.ex(a) for a in args]) & M(64)
     if (m := B.CONV_RE.fullmatch(n)):
       src, dst, sr, scale = e.src, e.ty, m.group(3), m.group(4)
-      x = convert(self.ex(args[0]), args[0].ty, src, "bits" if not (args[0].ty.isfloat and src.isfloat) else "value", rm)
+      x = convert(self.ex(args[0]), args[0].ty, src, "bits" if not (args[0].ty.isfloat and src.isfloat) else "value", md)
       if sr: return PF.sr_to(x, F(src), self.ex(args[1]), self.ex(args[2]) if scale else 127, F(dst))
       if scale:
         sc = self.ex(args[1])
         if src.isfloat and m.group(1) in ("f32", "f16", "bf16"): return PF.scale_to(x, F(src), sc, F(dst))
         return PF.scale_from(x, F(src), sc, F(dst))
-      if src.isfloat and dst.isfloat: return cvt(x, F(src), F(dst), rm)
+      if src.isfloat and dst.isfloat: return cvt(x, F(src), F(dst), md)
       if src.isfloat and m.group(2) in ("snorm", "unorm"): return PF.f2norm(x, F(src), m.group(2) == "snorm")
       if src.isfloat: return PF.f2i(x, F(src), dst.bits, isig(dst))
-      if dst.isfloat: return PF.i2f(sext(x, src.bits) if isig(src) else x, F(dst))
+      if dst.isfloat: return PF.i2f(sext(x, src.bits) if isig(src) else x, F(dst), md)
       if dst.bits < src.bits:
         v, lo, hi = sext(x, src.bits) if isig(src) else x, -(1 << (dst.bits - 1)) if isig(dst) else 0, (1 << (dst.bits - (1 if isig(dst) else 0))) - 1
         return max(lo, min(hi, v)) & M(dst.bits)
@@ -243,9 +249,9 @@ class Evaluator:
       ft = e.fty
       f = F(ft)
       a = self.conv_to(args[0], ft)
-      if n in ("trunc", "floor", "fract", "sin", "cos", "log2"): return PF.fun1(n, a, f)
-      if n == "sqrt": return PF.fsqrt(a, f)
-      if n == "mantissa": return PF.fmant(a, f)
+      if n in ("trunc", "floor", "fract", "sin", "cos", "log2"): return PF.fun1(n, a, f, md)
+      if n == "sqrt": return PF.fsqrt(a, f, md)
+      if n == "mantissa": return PF.fmant(a, f, md)
       if n == "cvtToQuietNAN": return PF.fquiet(a, f)
       if n == "abs": return a & M(f.bits - 1)
       if n == "isNAN": return int(is_nan(a, f))
@@ -257,9 +263,9 @@ class Evaluator:
       if n == "sign": return sign_bit(a, f)
       if n == "isDENORM": return int((a >> f.mb) & M(f.eb) == 0 and a & M(f.mb) != 0)
       if n == "exponent": return (a >> f.mb) & M(f.eb)
-      if n == "fma": return PF.ffma(a, self.conv_to(args[1], ft), self.conv_to(args[2], ft), f)
-      if n == "ldexp": return PF.fldexp(a, sext(self.ex(args[1]), args[1].ty.bits if args[1].ty.kind != "int" else 64), f)
-      if n == "pow": return PF.fexp2(self.conv_to(args[1], ft), f)
+      if n == "fma": return PF.ffma(a, self.conv_to(args[1], ft), self.conv_to(args[2], ft), f, md)
+      if n == "ldexp": return PF.fldexp(a, sext(self.ex(args[1]), args[1].ty.bits if args[1].ty.kind != "int" else 64), f, md)
+      if n == "pow": return PF.fexp2(self.conv_to(args[1], ft), f, md)
     if n in ("countbits", "bitCount", "count_ones"): return bin(self.ex(args[0]) & M(64)).count("1")
     if n in ("s_ff1_i32_b32", "s_ff1_i32_b64"):
       x = self.ex(args[0]) & M(64)
@@ -293,7 +299,7 @@ class Evaluator:
         return setattr(self.s, v.name, val & M(v.ty.bits))
       self.loc[v.cname] = val
       return
-    if isinstance(t, Field): return setattr(self.s, t.sname, val & M(t.ty.bits))
+    if isinstance(t, Field): return self.field_write(t, 0, t.ty.bits, val)
     if isinstance(t, Typed):
       x = t.x
       if getattr(x, "kind", None) == "mem": return self.mem_wr(self.ex(x.idx), x.nbits // 8, val)
@@ -323,8 +329,8 @@ class Evaluator:
     src, dst = s.rhs.ty, s.lhs.ty
     if src.kind == "int": src = Ty("i", 64)
     if isinstance(s.rhs, Num): return self.conv_to(s.rhs, dst)
-    if isinstance(s.rhs, Unary) and isinstance(s.rhs.x, Num): return convert(self.ex(s.rhs), src, dst, "value", self.s.ROUND_MODE)
-    if src.isfloat and dst.isfloat: return convert(self.ex(s.rhs), src, dst, "value", self.s.ROUND_MODE)
+    if isinstance(s.rhs, Unary) and isinstance(s.rhs.x, Num): return convert(self.ex(s.rhs), src, dst, "value", self.s.MODE)
+    if src.isfloat and dst.isfloat: return convert(self.ex(s.rhs), src, dst, "value", self.s.MODE)
     return resize(self.ex(s.rhs), src, dst)
   def block(self, body:list[Stmt]):
     for s in body: self.stmt(s)
@@ -356,7 +362,7 @@ class Evaluator:
     if isinstance(s, Break): raise _Break()
     if isinstance(s, Return):
       src = s.x.ty if s.x.ty.kind != "int" else Ty("i", 64)
-      raise _Ret(convert(self.ex(s.x), src, s.var.ty, "value", self.s.ROUND_MODE))
+      raise _Ret(convert(self.ex(s.x), src, s.var.ty, "value", self.s.MODE))
     if isinstance(s, ExprStmt): return self.ex(s.x)
     raise PcodeUnsupported(f"statement {type(s).__name__}")
 

@@ -6,9 +6,10 @@ quiet bit, zero payload). Conversions keep the NaN: widening keeps sign, payload
 narrowing keeps sign and the top payload bits and sets the quiet bit."""
 from fractions import Fraction
 from dataclasses import dataclass
-__all__ = ["Fmt", "FMTS", "fmt_of", "decode", "encode", "encode_sr", "is_nan", "is_snan", "canon_nan", "widen_nan", "cvt", "RNE", "RTZ"]
+__all__ = ["Fmt", "FMTS", "fmt_of", "decode", "encode", "encode_sr", "is_nan", "is_snan", "canon_nan", "widen_nan", "cvt", "RNE", "RUP", "RDN", "RTZ",
+           "round_mode", "flush_in", "flush_out"]
 
-RNE, RTZ = 0, 3   # AMD MODE.round encodings used by the pseudocode (ROUND_NEAREST_EVEN, ROUND_TOWARD_ZERO)
+RNE, RUP, RDN, RTZ = 0, 1, 2, 3   # AMD MODE.FP_ROUND encodings: nearest even, +inf, -inf, toward zero
 
 @dataclass(frozen=True)
 class Fmt:
@@ -34,6 +35,29 @@ FMTS = {"f16": Fmt("f16", 5, 10, True), "bf16": Fmt("bf16", 8, 7, True), "f32": 
 def fmt_of(kind:str, bits:int) -> Fmt:
   """The Fmt of a float Ty (kind 'f' 16/32/64, 'bf' 16, or a small-format kind)."""
   return FMTS["bf16" if kind == "bf" else (f"f{bits}" if kind == "f" else kind)]
+
+# MODE register groups (see mockgpu.pcode.state): bit offset of a format's FP_ROUND field (FP_DENORM is 4 above); bf16 and
+# the small formats are tied to no MODE field (nearest even, denormals kept)
+_GROUP = {"f32": 0, "f16": 2, "f64": 2}
+
+def round_mode(m:int, f:Fmt) -> int:
+  """The FP_ROUND mode MODE value `m` sets for results in format `f`."""
+  g = _GROUP.get(f.name)
+  return RNE if g is None else (m >> g) & 3
+
+def _ftz(b:int, f:Fmt, keep:bool) -> int:
+  if keep or (b >> f.mb) & ((1 << f.eb) - 1) or not b & ((1 << f.mb) - 1): return b
+  return b & (1 << (f.bits - 1))
+
+def flush_in(b:int, f:Fmt, m:int) -> int:
+  """Operand `b` after MODE `m`'s input-denormal rule for format `f` (a denormal becomes a zero of the same sign)."""
+  g = _GROUP.get(f.name)
+  return _ftz(b, f, g is None or bool((m >> (4 + g)) & 1))
+
+def flush_out(b:int, f:Fmt, m:int) -> int:
+  """Result `b` after MODE `m`'s output-denormal rule for format `f`."""
+  g = _GROUP.get(f.name)
+  return _ftz(b, f, g is None or bool((m >> (5 + g)) & 1))
 
 def is_nan(b:int, f:Fmt) -> bool:
   e, m = (b >> f.mb) & ((1 << f.eb) - 1), b & ((1 << f.mb) - 1)
@@ -61,8 +85,9 @@ def decode(b:int, f:Fmt) -> Fraction|float:
   return s * (1 + Fraction(m, 1 << f.mb)) * Fraction(2) ** (e - f.bias)
 
 def encode(x, f:Fmt, rm:int=RNE, neg_zero:bool=False) -> int:
-  """Round the exact value `x` (Fraction/int, or float inf/nan) to format `f`. Overflow: IEEE formats give inf (RNE) or
-  the largest finite value (RTZ); E4M3 gives NaN (RNE) or max; formats without inf/NaN saturate. NaN -> canonical NaN."""
+  """Round the exact value `x` (Fraction/int, or float inf/nan) to format `f` in rounding mode `rm`. Overflow: IEEE formats
+  give inf when rounding away from zero (RNE, RUP of a positive, RDN of a negative), else the largest finite value; E4M3
+  gives NaN or max the same way; formats without inf/NaN saturate. NaN -> canonical NaN."""
   if isinstance(x, float):
     if x != x: return canon_nan(f)
     if x in (float("inf"), float("-inf")):
@@ -79,11 +104,11 @@ def encode(x, f:Fmt, rm:int=RNE, neg_zero:bool=False) -> int:
   q = a * Fraction(2) ** scale
   r = q.numerator // q.denominator
   rem = q - r
-  if rm == RNE and (rem > Fraction(1, 2) or (rem == Fraction(1, 2) and r & 1)): r += 1
-  bits = r if e + f.bias < 1 else ((E << f.mb) + (r - (1 << f.mb)))
-  if e + f.bias < 1: bits = r                         # subnormal (r == 1<<mb rolls into the smallest normal)
+  away = rm == RNE or (rm == RUP and not s) or (rm == RDN and bool(s))     # the direction that overflows to infinity
+  if (rem > Fraction(1, 2) or (rem == Fraction(1, 2) and r & 1)) if rm == RNE else (rem > 0 and away): r += 1
+  bits = r if e + f.bias < 1 else ((E << f.mb) + (r - (1 << f.mb)))   # subnormal: r == 1<<mb rolls into the smallest normal
   if bits > f.max_bits:
-    if rm == RTZ or not (f.ieee or f.nan_only): return s | f.max_bits
+    if not away or not (f.ieee or f.nan_only): return s | f.max_bits
     return s | ((((1 << f.eb) - 1) << f.mb) if f.ieee else canon_nan(f))
   return s | bits
 
@@ -114,7 +139,9 @@ def widen_nan(b:int, src:Fmt, dst:Fmt) -> int:
   else: pay = (pay >> (src.mb - dst.mb)) | (1 << (dst.mb - 1))
   return s | (((1 << dst.eb) - 1) << dst.mb) | pay
 
-def cvt(b:int, src:Fmt, dst:Fmt, rm:int=RNE) -> int:
-  """Float-to-float value conversion with the NaN rules above."""
+def cvt(b:int, src:Fmt, dst:Fmt, m:int=0xf0) -> int:
+  """Float-to-float value conversion under MODE `m` (the source's input-denormal rule, the destination's rounding and
+  output-denormal rule) with the NaN rules above."""
   if is_nan(b, src): return widen_nan(b, src, dst)
-  return encode(decode(b, src), dst, rm, neg_zero=bool(sign_bit(b, src)))
+  b = flush_in(b, src, m)
+  return flush_out(encode(decode(b, src), dst, round_mode(m, dst), neg_zero=bool(sign_bit(b, src))), dst, m)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from mockgpu.pcode.nodes import (Ty, Expr, Num, Name, Typed, Field, Index, Slice, Cast, Call, Unary, Binary, Ternary, Concat, Stmt, Assign,
                                  If, For, While, Break, Return, Declare, ExprStmt, Lambda, Program)
 from mockgpu.pcode import builtins as B
-from mockgpu.pcode.state import WIDE, WIDE_BITS, SCALARS, FIELDS, ALIASES, CONSTANTS, CONST_ALIASES
+from mockgpu.pcode.state import WIDE, WIDE_BITS, SCALARS, FIELDS, MODE_VIEWS, ALIASES, CONSTANTS, CONST_ALIASES
 from mockgpu.pcode.errors import PcodeTypeError
 __all__ = ["Var", "OpInfo", "check", "unify", "const_eval"]
 
@@ -156,6 +156,7 @@ class Checker:
     return e
 
   def e_Name(self, e:Name) -> Expr:
+    if e.name in MODE_VIEWS: return self.e_Field(Field(e.pos, None, e.name))     # ROUND_MODE: bits of MODE
     if (v := self.lookup(e.name)) is not None:
       if v.count is not None: raise self.err(f"array {e.name} used without an index", e)
       e.var, e.ty = v, (Ty("b", 32) if v.kind == "state" and v.name in WIDE else v.ty)
@@ -191,9 +192,10 @@ class Checker:
     return e
 
   def e_Field(self, e:Field) -> Expr:
-    if not isinstance(e.x, Name) or (e.x.name, e.name) not in FIELDS: raise self.err(f"unknown state field {getattr(e.x, 'name', '?')}.{e.name}", e)
-    e.sname = f"{e.x.name}_{e.name}"
-    e.ty = FIELDS[(e.x.name, e.name)]
+    key = e.name if e.x is None else (getattr(e.x, "name", None), e.name)
+    if key in MODE_VIEWS: (e.slo, bits), e.sname = MODE_VIEWS[key], "MODE"; e.ty = Ty("u", bits)
+    elif key in FIELDS: e.sname, e.slo, e.ty = f"{e.x.name}_{e.name}", 0, FIELDS[key]
+    else: raise self.err(f"unknown state field {getattr(e.x, 'name', '?')}.{e.name}", e)
     self.info.reads.add(e.sname)
     return e
 
@@ -430,6 +432,7 @@ class Checker:
   def target(self, t:Expr, rhs:Expr) -> Expr:
     """Check an assignment target; sets t.ty to the type the value is converted to before the store."""
     rt = rhs.ty if rhs.ty.kind != "int" else I32
+    if isinstance(t, Name) and t.name in MODE_VIEWS: t = Field(t.pos, None, t.name)
     if isinstance(t, Name):
       v = self.lookup(t.name) or self.state_var(t.name, t)
       if v is None: v = self.new_local(t.name, rt)
