@@ -7,13 +7,16 @@
 from __future__ import annotations
 import ctypes, os
 from dataclasses import dataclass, field
+from tinygrad.runtime.autogen import amdgpu_kd as kd
 from mockgpu.emu.arch import ArchSpec, get_arch
 from mockgpu.emu.errors import UnsupportedDispatch, BackendUnavailable
 from mockgpu.emu.memory import MemoryMap
 
-__all__ = ["Dispatch", "Stats", "WaveState", "run", "run_code", "warm_up", "DEFAULT_BUDGET"]
+__all__ = ["Dispatch", "Stats", "WaveState", "run", "run_code", "warm_up", "DEFAULT_BUDGET", "DEFAULT_RSRC1"]
 
 DEFAULT_BUDGET = int(os.environ.get("MOCKGPU_EMU_BUDGET", str(4_000_000_000)))
+# RSRC1 of a Dispatch that names none: FLOAT_MODE = round to nearest even, f32 and f16/f64 denormals kept (MODE 0xf0)
+DEFAULT_RSRC1 = 3 << kd.COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_32_SHIFT | 3 << kd.COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_16_64_SHIFT
 
 @dataclass(frozen=True)
 class Dispatch:
@@ -21,7 +24,8 @@ class Dispatch:
 
   arch: "gfx1100" | "gfx1201" | "gfx950". code_addr: host address of the first instruction (must lie in the MemoryMap).
   grid: workgroups (x, y, z). block: threads per workgroup (x, y, z). user_sgprs: COMPUTE_USER_DATA_0.. as u32, loaded
-  into s0.. (only the first RSRC2.USER_SGPR_COUNT are used; missing ones read as 0). rsrc1/rsrc2/rsrc3: COMPUTE_PGM_RSRC*.
+  into s0.. (only the first RSRC2.USER_SGPR_COUNT are used; missing ones read as 0). rsrc1/rsrc2/rsrc3: COMPUTE_PGM_RSRC*
+  (RSRC1's FLOAT_MODE, DX10_CLAMP and IEEE_MODE initialise each wave's MODE register; default: DEFAULT_RSRC1).
   wave64: wave size 64 instead of 32 (always True on gfx9). lds_bytes: LDS per workgroup (0: from RSRC2 LDS_SIZE x 512).
   scratch_bytes_per_lane: private memory per lane (descriptor private_segment_fixed_size)."""
   arch: str
@@ -29,7 +33,7 @@ class Dispatch:
   grid: tuple[int, int, int] = (1, 1, 1)
   block: tuple[int, int, int] = (32, 1, 1)
   user_sgprs: tuple[int, ...] = ()
-  rsrc1: int = 0
+  rsrc1: int = DEFAULT_RSRC1
   rsrc2: int = 0
   rsrc3: int = 0
   wave64: bool = False
@@ -46,7 +50,8 @@ class Dispatch:
 @dataclass(frozen=True)
 class WaveState:
   """Registers of one wave at S_ENDPGM (captured for workgroup (0,0,0), wave 0 when `capture=True`).
-  vgprs[r][lane] as u32; sgprs[i] as u32; exec/vcc 64-bit; pc is the byte offset of the S_ENDPGM."""
+  vgprs[r][lane] as u32; sgprs[i] as u32; exec/vcc 64-bit; pc is the byte offset of the S_ENDPGM; mode is the MODE
+  register (FP_ROUND [3:0], FP_DENORM [7:4], DX10_CLAMP [8], IEEE [9], see docs/emu.md)."""
   sgprs: tuple[int, ...]
   vgprs: tuple[tuple[int, ...], ...]
   exec: int
@@ -54,6 +59,7 @@ class WaveState:
   scc: int
   m0: int
   pc: int
+  mode: int
 
 @dataclass(frozen=True)
 class Stats:

@@ -2,6 +2,7 @@
 on arch-name strings."""
 from __future__ import annotations
 from dataclasses import dataclass
+from tinygrad.runtime.autogen import amdgpu_kd as kd
 from mockgpu.emu.errors import UnsupportedDispatch
 
 __all__ = ["ArchSpec", "ARCHS", "get_arch"]
@@ -28,6 +29,7 @@ class ArchSpec:
   true16: bool = True       # VOP1/VOP2/VOPC 16-bit VGPR operands: bit 7 of the register field selects the high half (RDNA)
   d16_zero_hi: bool = False # gfx9: a 16-bit VALU result zeroes bits 31:16 (except gen_c.D16_PRESERVE ops, which honour op_sel)
   dpp_gfx9: bool = False    # DPP16 controls of gfx9 (wave_shl/rol/shr/ror, row_bcast15/31; 0x15x = row_newbcast) instead of gfx10+
+  rsrc1_dx10_ieee: bool = True  # RSRC1 has ENABLE_DX10_CLAMP / ENABLE_IEEE_MODE (gfx6-gfx11; gfx12 uses those bits otherwise)
   notes: str = ""
 
   @property
@@ -35,9 +37,17 @@ class ArchSpec:
     """VGPR slots per lane: ArchVGPRs, plus AccVGPRs in the gfx90a+ unified file (AccVGPR n is slot ACCUM_OFFSET + n)."""
     return self.num_vgprs + self.num_agprs
 
+  def initial_mode(self, rsrc1: int) -> int:
+    """The MODE register (hwreg 1) a wave starts with: RSRC1.FLOAT_MODE (FP_ROUND, FP_DENORM) is MODE[7:0], DX10_CLAMP
+    MODE[8], IEEE_MODE MODE[9] (bit positions from tinygrad's amdgpu_kd)."""
+    m = (rsrc1 >> kd.COMPUTE_PGM_RSRC1_FLOAT_ROUND_MODE_32_SHIFT) & 0xff
+    if self.rsrc1_dx10_ieee:
+      m |= (rsrc1 >> kd.COMPUTE_PGM_RSRC1_GFX6_GFX11_ENABLE_DX10_CLAMP_SHIFT & 1) << 8 | (rsrc1 >> kd.COMPUTE_PGM_RSRC1_GFX6_GFX11_ENABLE_IEEE_MODE_SHIFT & 1) << 9
+    return m
+
 ARCHS: dict[str, ArchSpec] = {a.name: a for a in (
   ArchSpec("gfx1100", "rdna3", (32, 64), 106, 256, 0, 65536, 1024, False, 125, 124, 233, 250, -1),
-  ArchSpec("gfx1201", "rdna4", (32, 64), 106, 256, 0, 65536, 1024, True, 125, 124, 233, 250, -1, vsharp=("_GFX11", "_GFX12"),
+  ArchSpec("gfx1201", "rdna4", (32, 64), 106, 256, 0, 65536, 1024, True, 125, 124, 233, 250, -1, vsharp=("_GFX11", "_GFX12"), rsrc1_dx10_ieee=False,
            notes="RDNA4: VIMAGE/VSAMPLE/VEXPORT/VDSDIR not modelled (docs/emu.md)"),
   ArchSpec("gfx950", "cdna", (64,), 102, 256, 256, 163840, 1024, False, 124, -1, -1, 250, 249, vsharp=("", ""), true16=False,
            d16_zero_hi=True, dpp_gfx9=True, notes="CDNA: MUBUF/MTBUF and MFMA not modelled (docs/emu.md)"),

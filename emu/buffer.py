@@ -105,7 +105,7 @@ def c_handler(fmt, h: str, fn: str, u, ops: dict, name: str) -> str:
   ret = "(in->th & 1)" if fl["ret"] == "th" else f"in->{fl['ret']}"
   io = lambda var, bits, out: (f"for (int k = 0; k < {max(1, bits // 32)}; k++) " +
                                (f"VV[((r_data + k) & (NVREG - 1)) * MAXLANES + L] = s.{var}.d[k];" if out else f"s.{var}.d[k] = VV[((r_data + k) & (NVREG - 1)) * MAXLANES + L];"))
-  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0; Buf b;",
+  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0; s.MODE = w->mode; Buf b;",
        f"  if (!buf_setup(w, in, &b, in->{fl['rsrc']}, in->soffset, in->{fl['ioff']}, in->idxen, in->offen, in->vaddr - 256, in->tfe)) return;",
        "  uint32_t *const VV = w->v; const int r_data = in->data0 - 256;",
        f"  w->c->atomic = {int(atomic)}; w->c->space = SP_BUFFER; w->c->buf = &b; s.vgpr_a = 0; s.sgpr_o = 0;",

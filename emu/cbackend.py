@@ -17,10 +17,10 @@ class EmuArgs(ctypes.Structure):
   """Mirror of EmuArgs in csrc/emu_core.h (same order, natural alignment)."""
   _fields_ = [("code_addr", ctypes.c_uint64), ("ranges", ctypes.POINTER(MRange)), ("nranges", ctypes.c_int64),
     ("grid", ctypes.c_uint32 * 3), ("block", ctypes.c_uint32 * 3), ("user_sgprs", ctypes.c_uint32 * 32), ("nuser", ctypes.c_uint32),
-    ("rsrc1", ctypes.c_uint32), ("rsrc2", ctypes.c_uint32), ("rsrc3", ctypes.c_uint32),
+    ("rsrc1", ctypes.c_uint32), ("rsrc2", ctypes.c_uint32), ("rsrc3", ctypes.c_uint32), ("mode", ctypes.c_uint32),
     ("wave_size", ctypes.c_uint32), ("lds_bytes", ctypes.c_uint32), ("scratch_per_lane", ctypes.c_uint32), ("tgid_in_ttmp", ctypes.c_uint32),
     ("budget", ctypes.c_uint64), ("timeout", ctypes.c_double), ("op_counts", ctypes.POINTER(ctypes.c_uint64)),
-    ("cap_sgpr", ctypes.POINTER(ctypes.c_uint32)), ("cap_vgpr", ctypes.POINTER(ctypes.c_uint32)), ("cap_misc", ctypes.c_uint64 * 6),
+    ("cap_sgpr", ctypes.POINTER(ctypes.c_uint32)), ("cap_vgpr", ctypes.POINTER(ctypes.c_uint32)), ("cap_misc", ctypes.c_uint64 * 7),
     ("instructions", ctypes.c_uint64), ("waves", ctypes.c_uint64), ("workgroups", ctypes.c_uint64),
     *[(n, ctypes.c_int32) for n in ("status", "f_kind", "f_space", "f_size", "f_lane", "f_wave", "f_fmt", "f_op", "f_len", "f_pad")],
     ("f_addr", ctypes.c_uint64), ("f_pc", ctypes.c_uint64), ("f_limit", ctypes.c_uint64),
@@ -50,7 +50,7 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   a.grid[:], a.block[:] = d.grid, d.block
   us = list(d.user_sgprs)[:32]
   a.user_sgprs[:len(us)] = us
-  a.nuser, a.rsrc1, a.rsrc2, a.rsrc3 = len(us), d.rsrc1, d.rsrc2, d.rsrc3
+  a.nuser, a.rsrc1, a.rsrc2, a.rsrc3, a.mode = len(us), d.rsrc1, d.rsrc2, d.rsrc3, arch.initial_mode(d.rsrc1)
   a.wave_size, a.lds_bytes, a.scratch_per_lane, a.tgid_in_ttmp = d.wave_size, d.lds_size, d.scratch_bytes_per_lane, int(arch.tgid_in_ttmp)
   a.budget, a.timeout = budget, float(timeout or 0.0)
   counts = (ctypes.c_uint64 * len(lib.handlers))() if op_counts else None
@@ -68,5 +68,5 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   state = None
   if capture and a.cap_misc[5]:
     ws = d.wave_size
-    state = WaveState(tuple(cs), tuple(tuple(cv[r*64:r*64+ws]) for r in range(arch.nvregs)), a.cap_misc[0], a.cap_misc[1], a.cap_misc[2], a.cap_misc[3], a.cap_misc[4])
+    state = WaveState(tuple(cs), tuple(tuple(cv[r*64:r*64+ws]) for r in range(arch.nvregs)), a.cap_misc[0], a.cap_misc[1], a.cap_misc[2], a.cap_misc[3], a.cap_misc[4], a.cap_misc[6])
   return Stats(a.instructions, a.workgroups, a.waves, dt, "c", oc, state)

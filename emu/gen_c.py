@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
-from mockgpu.emu.isa import Format, formats, hwreg, operands
+from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.pcinfo import Usage, usage
 
 __all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "INT_CLAMP", "MODS_ON_BITS", "SEMANTICS_ALIAS", "D16_PRESERVE", "f16_half",
@@ -26,8 +26,8 @@ PROSE_C = {
   "S_DCACHE_INV": "h_nop", "S_GL1_INV": "h_nop", "S_TTRACEDATA": "h_nop", "S_TTRACEDATA_IMM": "h_nop", "S_WAIT_IDLE": "h_nop",
   "S_INCPERFLEVEL": "h_nop", "S_DECPERFLEVEL": "h_nop", "S_WAIT_EVENT": "h_nop", "S_SENDMSGHALT": "h_sendmsghalt", "S_SETHALT": "h_sethalt", "S_SETKILL": "h_setkill",
   "S_SENDMSG_RTN_B32": "h_sendmsg_rtn32", "S_SENDMSG_RTN_B64": "h_sendmsg_rtn64",
-  "V_NOP": "h_nop", "V_PIPEFLUSH": "h_nop", "S_GETREG_B32": "h_getreg", "S_SETREG_B32": "h_setreg", "S_SETREG_IMM32_B32": "h_setreg",
-  "S_ROUND_MODE": "h_nop", "S_DENORM_MODE": "h_nop", "DS_NOP": "h_nop",
+  "V_NOP": "h_nop", "V_PIPEFLUSH": "h_nop", "S_GETREG_B32": "h_getreg", "S_SETREG_B32": "h_setreg", "S_SETREG_IMM32_B32": "h_setreg_imm",
+  "S_ROUND_MODE": "h_round_mode", "S_DENORM_MODE": "h_denorm_mode", "DS_NOP": "h_nop",
   "BUFFER_GL0_INV": "h_nop", "BUFFER_GL1_INV": "h_nop", "GLOBAL_INV": "h_nop", "GLOBAL_WB": "h_nop", "GLOBAL_WBINV": "h_nop",
   "BUFFER_INV": "h_nop", "BUFFER_WBL2": "h_nop",
   "S_WAIT_ALU": "h_nop", "S_WAIT_LOADCNT": "h_nop", "S_WAIT_STORECNT": "h_nop", "S_WAIT_SAMPLECNT": "h_nop", "S_WAIT_BVHCNT": "h_nop",
@@ -179,7 +179,7 @@ _CHECK = "if (UNLIKELY(s.fault)) { pc_fault(w, &s); return; }"
 
 def _salu(f: Format, h: str, fn: str, u: Usage, ops: dict) -> str:
   sb, sf, db, _ = _opinfo(ops, f.name, h)
-  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0;"]
+  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0; s.MODE = w->mode;"]
   if f.name == "SOPK":   # D0 is SDST; RDNA names the immediate SIMM16 (S0 = SDST), CDNA calls it S0 (S_CMPK_*: S0 = SDST, S1 = imm)
     db = ops.get("sdst", (None, 32))[1]
     L.append(f"  s.D0.q[0] = scalar_src(w, in, in->sdst, {db}, 0);")
@@ -215,7 +215,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   mods = "0, 0, 0, 0, 0" if enc32 else "in->opsel, in->neg, in->abs, in->neg_hi, (in->opsel_hi | in->opsel_hi2 << 2)"
   oi = f"static const OpInfo OI_{h} = {{{{{sb[0]}, {sb[1]}, {sb[2]}}}, {{{sf[0]}, {sf[1]}, {sf[2]}}}, {db if not cmp else 0}, {dfw}, {t16}, {packed}, {mix}}};\n"
   if (ic := int_clamp(fmt, ops, name)): oi += f"static const IClamp IC_{h} = {{'{ic[0]}', {', '.join(map(str, ic[1:]))}}};\n"
-  L = [f"void {h}(Wave *w, const Inst *in) {{", "  VOps o; PcState s; s.user = w; s.fault = 0;"]
+  L = [f"void {h}(Wave *w, const Inst *in) {{", "  VOps o; PcState s; s.user = w; s.fault = 0; s.MODE = w->mode;"]
   edst = "in->vdst" if not (cmp or dst_sgpr) and "vdst" in ops else "0"
   fastok = all(b in (0, 32, 64) for b in sb) and db != 16 and not packed and not mix and not (u.wave_vgpr or dst_sgpr)
   fmods = "0" if enc32 else "(in->opsel | in->neg | in->abs | in->neg_hi | in->omod | in->clmp)"
@@ -309,7 +309,7 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   A, D = ("vaddr" if "vaddr" in names else "addr"), ("vsrc" if "vsrc" in names else "data0")
   OFF, OFFW = ("ioffset", 24) if "ioffset" in names else ("offset", 21 if fmt == "SMEM" else 13)
   RET = "(in->th & 1)" if "th" in names else "in->sc0" if "sc0" in names else "in->glc"   # gfx9: sc0 is GLC
-  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0;",
+  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0; s.MODE = w->mode;",
        f"  w->c->atomic = {int(bool(atomic))};",
        "  uint32_t *const VV = w->v; (void)VV;" + ("" if fmt == "SMEM" else f" const int r_vdst = in->vdst - 256, r_data0 = in->{D} - 256; (void)r_vdst; (void)r_data0;")
        + (" const int r_data1 = in->data1 - 256; (void)r_data1;" if fmt == "DS" else "")]
@@ -379,7 +379,7 @@ def _vopd_ops(ops: dict) -> dict:
 def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   sb, sf, db, dfw = _opinfo(ops, "VOP2", name)
   L = [f"void {h}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec) {{",
-       "  PcState s; s.user = w; s.fault = 0; VOps o;",
+       "  PcState s; s.user = w; s.fault = 0; s.MODE = w->mode; VOps o;",
        f"  static const OpInfo oi = {{{{{sb[0]}, {sb[1]}, 0}}, {{{sf[0]}, {sf[1]}, 0}}, 32, {dfw}, 0, 0, 0}};",
        "  int e0 = y ? in->srcy0 : in->srcx0, e1 = y ? in->vsrcy1 : in->vsrcx1, ed = y ? in->vdsty : in->vdstx;",
        "  if (!(valu_fast(w, in, &oi, &o, e0, e1, 0, ed, 0) || valu_setup(w, in, &oi, &o, e0, e1, 0, ed, 0, 0, 0, 0, 0))) return;"]
@@ -576,7 +576,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   head = [f"/* generated by mockgpu.emu.gen_c v{GEN_VERSION} for {arch.name} ({arch.family}) from the tinygrad wheel's tables and mockgpu.pcode */",
           f"#define NVREG {arch.nvregs}\n#define NAGPR {arch.num_agprs}\n#define ENC_M0 {arch.enc_m0}\n#define ENC_NULL {arch.enc_null}\n"
           f"#define DPP_GFX9 {int(arch.dpp_gfx9)}",
-          fields_def, *(f"#define EMU_HWREG_{r} {hwreg(arch.family, r)}" for r in HWREGS), f"#define EMU_DS_COUNTER_M0 {int(ds_counter_m0(ents))}",
+          fields_def, *(f"#define EMU_HWREG_{r} {hwreg(arch.family, r)}" for r in HWREGS), f"#define EMU_HWREG_MODE {mode_hwreg(arch.family)}", f"#define EMU_DS_COUNTER_M0 {int(ds_counter_m0(ents))}",
           "#include \"emu_pre.h\"", "#include \"pcode_rt.h\"", "#include \"emu_core.h\"", "#include \"emu_ops.h\"", buffer.c_defines(arch),
           "#include \"emu_buffer.h\"",
           "typedef void (*VHalf)(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);", "#include \"emu_prose.h\""]

@@ -108,3 +108,7 @@ def hwreg(family: str, name: str) -> int:
   """S_GETREG/S_SETREG id of hardware register `name` (enum HWREG member without the HW_REG_ prefix), -1 if the family has none."""
   m = importlib.import_module(f"tinygrad.runtime.autogen.amd.{family}.enum").HWREG
   return m[f"HW_REG_{name}"].value if f"HW_REG_{name}" in m.__members__ else -1
+
+def mode_hwreg(family: str) -> int:
+  """S_GETREG/S_SETREG id of the MODE register (HW_REG_MODE; RDNA4 names it HW_REG_WAVE_MODE)."""
+  return max(hwreg(family, "MODE"), hwreg(family, "WAVE_MODE"))

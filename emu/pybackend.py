@@ -12,7 +12,7 @@ from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
 from mockgpu.emu.gen_c import PROSE_C, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, \
   f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16
-from mockgpu.emu.isa import Format, formats, hwreg, operands
+from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.emu.report import raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT, ST_TRAP
 
@@ -130,6 +130,7 @@ class Wave:
     self.ranges, self.lds, self.scratch_lane = ctx.ranges, ctx.lds, ctx.scratch_lane
     self.scratch = bytearray(max(1, ctx.scratch_lane * 64))
     self.atomic, self.cur_size = False, 0
+    self.mode = ctx.arch.initial_mode(ctx.d.rsrc1)    # the MODE register (hwreg 1)
   @property
   def exec(self): return ((self.s[127] << 32) | self.s[126]) & self.c.wave_mask
   @exec.setter
@@ -212,7 +213,7 @@ def pyrun(c: Ctx, w: Wave, ename: str, space: str = "global", **kw):
   from mockgpu.pcode.pyeval import State, run as prun
   lane = [kw.get("laneId", 0)]
   st = State(**kw)
-  st.mem, st.vgpr, st.sgpr = (_BufMem(w, "global", lane) if space == "buffer" else _Mem(w, space, lane)), _VRegs(w), _SRegs(w)
+  st.MODE, st.mem, st.vgpr, st.sgpr = w.mode, (_BufMem(w, "global", lane) if space == "buffer" else _Mem(w, space, lane)), _VRegs(w), _SRegs(w)
   # RDNA4 and CDNA address built-ins return the effective address the caller put in ADDR (as csrc/emu_pre.h does)
   st.hooks = {n: (lambda *a, st=st: st.ADDR) for n in ("CalcGlobalAddr", "CalcScratchAddr", "CalcFlatAddr", "CalcDsAddr", "CalcScalarGlobalAddr")}
   if space == "buffer": st.hooks["CalcBufferAddr"] = lambda *a, st=st: st.ADDR
@@ -596,12 +597,19 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
       if msg not in (128, 129, 130, 131, 133):
         raise Stop(ST_UNSUPPORTED, msg=f"S_SENDMSG_RTN message {msg} is not modelled (trap-handler context save / illegal)")
       sdst_write(w, f["sdst"], c.icount if msg == 131 else 0, 64 if h.endswith("64") else 32)
-    elif h == "h_getreg":
-      sim = f["simm16"]; rid, off, size = sim & 63, (sim >> 6) & 31, ((sim >> 11) & 31) + 1
+    elif h in ("h_getreg", "h_setreg", "h_setreg_imm"):   # hardware registers, as csrc/emu_prose.h
+      sim = f["simm16"]; rid, off, mask = sim & 63, (sim >> 6) & 31, (1 << (((sim >> 11) & 31) + 1)) - 1
+      if h != "h_getreg":
+        if rid == mode_hwreg(c.arch.family):
+          v = scalar_src(w, f, f["sdst"], 32, 0) if h == "h_setreg" else f["lit"]
+          w.mode = (w.mode & ~(mask << off) | (v << off) & (mask << off)) & M32
+        return
       clock = {hwreg(c.arch.family, "SHADER_CYCLES"): c.icount & 0xfffff, hwreg(c.arch.family, "SHADER_CYCLES_LO"): c.icount & M32,
                hwreg(c.arch.family, "SHADER_CYCLES_HI"): c.icount >> 32}   # the emulated clock, as csrc/emu_prose.h
-      v = 0xf0 if rid == 1 else w.id if rid == 23 else SH_MEM_BASES if rid == hwreg(c.arch.family, "SH_MEM_BASES") else clock.get(rid, 0)
-      sdst_write(w, f["sdst"], (v >> off) & ((1 << size) - 1), 32)
+      v = w.mode if rid == mode_hwreg(c.arch.family) else w.id if rid == 23 else SH_MEM_BASES if rid == hwreg(c.arch.family, "SH_MEM_BASES") else clock.get(rid, 0)
+      sdst_write(w, f["sdst"], (v >> off) & mask, 32)
+    elif h == "h_round_mode": w.mode = (w.mode & ~0xf) | (f["simm16"] & 0xf)
+    elif h == "h_denorm_mode": w.mode = (w.mode & ~0xf0) | (f["simm16"] & 0xf) << 4
     elif h == "h_ds_swizzle":
       off, ex, d, src = f["offset0"] | f["offset1"] << 8, w.exec, w.v[f["vdst"] - 256], list(w.v[f["data0"] - 256])
       for i in range(c.wave_size):
@@ -654,7 +662,7 @@ def ds_counter(c: Ctx, w: Wave, f: dict, sign: int):
 def _capture(c: Ctx, w: Wave):
   if w.id == 0 and c.wg == (0, 0, 0) and c.capture:
     ws = c.wave_size
-    c.state = WaveState(tuple(w.s), tuple(tuple(r[:ws]) for r in w.v), w.exec, w.vcc, w.scc, w.s[c.arch.enc_m0], w.pc0)
+    c.state = WaveState(tuple(w.s), tuple(tuple(r[:ws]) for r in w.v), w.exec, w.vcc, w.scc, w.s[c.arch.enc_m0], w.pc0, w.mode)
 
 def _fetch(c: Ctx, w: Wave):
   addr = c.d.code_addr + w.pc

@@ -42,7 +42,8 @@ def ffma(a:int, b:int, c:int, f:Fmt, m:int=MODE_DEFAULT) -> int:
   x, y, z = decode(a, f), decode(b, f), decode(c, f)
   sp, sc = sign_bit(a, f) ^ sign_bit(b, f), sign_bit(c, f)
   if any(isinstance(v, float) for v in (x, y, z)):
-    p = float(x) * float(y) if not ((x == 0 and isinstance(y, float)) or (y == 0 and isinstance(x, float))) else float("nan")
+    if (x == 0 and isinstance(y, float)) or (y == 0 and isinstance(x, float)): return canon_nan(f)     # 0 * inf
+    p = (-INF if sp else INF) if isinstance(x, float) or isinstance(y, float) else 0.0   # only the signs of a finite product matter
     return _res(p + float(z), f, False, m)
   p = x * y
   r = p + z

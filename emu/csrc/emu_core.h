@@ -41,13 +41,13 @@ typedef struct {
   const MRange *ranges; int64_t nranges;
   uint32_t grid[3], block[3];
   uint32_t user_sgprs[32]; uint32_t nuser;
-  uint32_t rsrc1, rsrc2, rsrc3;
+  uint32_t rsrc1, rsrc2, rsrc3, mode;   /* mode: the MODE register every wave starts with (ArchSpec.initial_mode of RSRC1) */
   uint32_t wave_size, lds_bytes, scratch_per_lane, tgid_in_ttmp;
   uint64_t budget; double timeout;
   uint64_t *op_counts;          /* NULL or [EMU_NHANDLERS] */
   uint32_t *cap_sgpr;           /* NULL or [128]: wg 0 / wave 0 at S_ENDPGM */
   uint32_t *cap_vgpr;           /* [NVREG * 64] (reg-major) */
-  uint64_t cap_misc[6];         /* exec, vcc, scc, m0, pc, captured */
+  uint64_t cap_misc[7];         /* exec, vcc, scc, m0, pc, captured, mode */
   /* results */
   uint64_t instructions, waves, workgroups;
   int32_t status, f_kind, f_space, f_size, f_lane, f_wave, f_fmt, f_op, f_len, f_pad;
@@ -90,6 +90,7 @@ struct Wave {
   uint8_t *scratch;   /* lane * scratch_per_lane */
   Ctx *c;
   int id, state;
+  uint32_t mode;      /* the MODE register (hwreg 1): float rounding/denormals (passed to every pc_* call as PcState.MODE) */
 };
 
 static inline uint64_t rd_exec(const Wave *w) { return ((uint64_t)w->s[127] << 32 | w->s[126]) & w->c->wave_mask; }

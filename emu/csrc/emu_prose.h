@@ -51,25 +51,33 @@ static void h_endpgm(Wave *w, const Inst *in) {
     memcpy(a->cap_sgpr, w->s, sizeof(w->s));
     memcpy(a->cap_vgpr, w->v, NVREG * MAXLANES * sizeof(uint32_t));
     a->cap_misc[0] = rd_exec(w); a->cap_misc[1] = rd_vcc(w); a->cap_misc[2] = w->scc; a->cap_misc[3] = w->s[ENC_M0];
-    a->cap_misc[4] = w->pc0; a->cap_misc[5] = 1;
+    a->cap_misc[4] = w->pc0; a->cap_misc[5] = 1; a->cap_misc[6] = w->mode;
   }
 }
-/* S_GETREG_B32: simm16 = {size-1[15:11], offset[10:6], id[5:0]}; modelled registers read as the hardware's reset values
- * (MODE: round-to-nearest, denormals on; HW_ID: wave id in the workgroup; SH_MEM_BASES: the apertures; SHADER_CYCLES: the
- * emulated clock), the rest as 0 */
+/* hardware registers: S_GETREG/S_SETREG simm16 = {size-1[15:11], offset[10:6], id[5:0]}. MODE is the wave's MODE register
+ * (FP_ROUND [3:0], FP_DENORM [7:4], DX10_CLAMP [8], IEEE [9], ...; every float op follows it), the only one S_SETREG
+ * writes (other writes are ignored); S_GETREG also reads HW_ID1 (wave id in the workgroup), SH_MEM_BASES (the apertures),
+ * SHADER_CYCLES (the emulated clock); the rest read as 0 */
+static inline uint32_t hwreg_mask(const Inst *in) { uint32_t size = ((in->simm16 >> 11) & 31) + 1; return size >= 32 ? 0xffffffffu : (1u << size) - 1; }
 static void h_getreg(Wave *w, const Inst *in) {
-  uint32_t id = in->simm16 & 63, off = (in->simm16 >> 6) & 31, size = ((in->simm16 >> 11) & 31) + 1, v = 0;
-  if (id == 1) v = 0xf0;                   /* HW_REG_MODE: FP_DENORM = 3 for f32 and f64/f16 */
+  uint32_t id = in->simm16 & 63, off = (in->simm16 >> 6) & 31, v = 0;
+  if ((int)id == EMU_HWREG_MODE) v = w->mode;
   else if (id == 23) v = (uint32_t)w->id;  /* HW_REG_HW_ID1: WAVE_ID */
   else if ((int)id == EMU_HWREG_SH_MEM_BASES) v = SH_MEM_BASES;   /* RDNA3: the flat apertures (csrc/emu_ops.h) */
   /* the cycle counter (RDNA3: 20 bits; RDNA4: 64 bits as LO/HI) is the emulated clock of S_SENDMSG_RTN GET_REALTIME */
   else if ((int)id == EMU_HWREG_SHADER_CYCLES) v = (uint32_t)(w->c->icount & 0xfffff);
   else if ((int)id == EMU_HWREG_SHADER_CYCLES_LO) v = (uint32_t)w->c->icount;
   else if ((int)id == EMU_HWREG_SHADER_CYCLES_HI) v = (uint32_t)(w->c->icount >> 32);
-  v = (v >> off) & (size >= 32 ? 0xffffffffu : (1u << size) - 1);
-  sdst_write(w, in->sdst, v, 32);
+  sdst_write(w, in->sdst, (v >> off) & hwreg_mask(in), 32);
 }
-static void h_setreg(Wave *w, const Inst *in) { (void)w; (void)in; }   /* MODE writes (rounding, denormals) are not modelled */
+static void setreg(Wave *w, const Inst *in, uint32_t v) {
+  uint32_t off = (in->simm16 >> 6) & 31, m = hwreg_mask(in) << off;
+  if ((in->simm16 & 63) == EMU_HWREG_MODE) w->mode = (w->mode & ~m) | ((v << off) & m);
+}
+static void h_setreg(Wave *w, const Inst *in) { setreg(w, in, (uint32_t)scalar_src(w, in, in->sdst, 32, 0)); }   /* S0 is in the sdst field */
+static void h_setreg_imm(Wave *w, const Inst *in) { setreg(w, in, in->lit); }
+static void h_round_mode(Wave *w, const Inst *in) { w->mode = (w->mode & ~0xfu) | (in->simm16 & 0xf); }           /* MODE.FP_ROUND */
+static void h_denorm_mode(Wave *w, const Inst *in) { w->mode = (w->mode & ~0xf0u) | (in->simm16 & 0xf) << 4; }   /* MODE.FP_DENORM */
 
 /* ---------- DS_SWIZZLE_B32: lane i receives DATA0 of lane j (0 if j is inactive); offset = offset1:offset0 selects the
  * pattern (RDNA3/RDNA4 ISA guide; the wheel's text stops after the first case): >= 0xe000 FFT, >= 0xc000 rotate within 32

@@ -95,7 +95,7 @@ static void run_wave(Ctx *c, Wave *w) {
 static void init_wave(Ctx *c, Wave *w, int id) {
   EmuArgs *a = c->a;
   memset(w->s, 0, sizeof(w->s));
-  w->scc = 0; w->pc = 0; w->pc0 = 0; w->state = W_RUN; w->id = id; w->c = c;
+  w->scc = 0; w->pc = 0; w->pc0 = 0; w->state = W_RUN; w->id = id; w->c = c; w->mode = a->mode;
   uint32_t n = (a->rsrc2 >> 1) & 31, k = 0;
   for (; k < n; k++) w->s[k] = k < a->nuser ? a->user_sgprs[k] : 0;
   if (a->tgid_in_ttmp) { w->s[108 + 9] = c->wg[0]; w->s[108 + 7] = c->wg[1] | c->wg[2] << 16; }
