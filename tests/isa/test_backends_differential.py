@@ -40,6 +40,8 @@ def program(seed: int, n: int = 32) -> bytes:
     lambda: r.choice([v_add3_u32, v_mad_u32_u24, v_xad_u32, v_sad_u8, v_msad_u8, v_mad_i32_i16, v_mad_u16])(V(), V(), V(), V(), clmp=1),
     lambda: v_add_co_ci_u32(V(), s[r.choice([14, 16])], V(), src(), VCC_LO, clmp=r.randint(0, 1)),
     lambda: r.choice([flat_load_b32(vdst=V(), addr=v[21:22], offset=r.choice([0, 4, 128])), flat_store_b32(addr=v[21:22], data=V(), offset=r.choice([0, 8]))]),
+    lambda: r.choice([s_round_mode, s_denorm_mode])(r.randint(0, 15)),     # MODE: rounding / denormals of the following float ops
+    lambda: s_setreg_imm32_b32(simm16=1 | r.randint(0, 9) << 6 | r.randint(0, 3) << 11, literal=r.getrandbits(4)),
   ]
   insts += [r.choice(gens)() for _ in range(n)]
   return code(*insts)
@@ -50,7 +52,7 @@ def test_random_programs_agree(seed):
   res = [run_code(prog, backend=b, block=(8, 1, 1), lds_bytes=512, capture=True, op_counts=True) for b in ("c", "python")]
   c, p = res
   assert (c.instructions, c.op_counts) == (p.instructions, p.op_counts)
-  assert c.state.sgprs == p.state.sgprs and (c.state.exec, c.state.vcc, c.state.scc) == (p.state.exec, p.state.vcc, p.state.scc)
+  assert c.state.sgprs == p.state.sgprs and (c.state.exec, c.state.vcc, c.state.scc, c.state.mode) == (p.state.exec, p.state.vcc, p.state.scc, p.state.mode)
   for reg in range(32): assert c.state.vgprs[reg] == p.state.vgprs[reg], f"v{reg}"
 
 def test_fault_reports_agree():
