@@ -176,6 +176,10 @@ def _writeback_scalars(u: Usage) -> list[str]:
   return out
 
 _CHECK = "if (UNLIKELY(s.fault)) { pc_fault(w, &s); return; }"
+# The straight 32-lane loops run only in the default float mode (nearest even, denormals kept) and tell the compiler so: with
+# MODE's low byte a known constant, pcode's non-default-mode calls fold away and the loop stays vectorisable.
+_PLAIN = "(w->mode & 0xff) == PC_MODE_DEFAULT"
+_PLAIN_SET = "s.MODE = PC_MODE_DEFAULT | (w->mode & ~0xffu);"
 
 def _salu(f: Format, h: str, fn: str, u: Usage, ops: dict) -> str:
   sb, sf, db, _ = _opinfo(ops, f.name, h)
@@ -260,8 +264,8 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
     if ic: body.append(f"if (o.clamp) s.D0.q[0] = icv;" if db == 64 else "if (o.clamp) s.D0.d[0] = (uint32_t)icv;")
     fast = not ("S0" in u.writes and sb[0]) and not u.lane_vgpr and not cmp   # compares: one loop (build time)
     if fast:   # all lanes active, no output modifiers: a straight loop into a local buffer, then one write-back pass
-      L.append("  if (LIKELY(o.exec == 0xffffffffull && w->c->wave_size == 32 && !o.post)) {")
-      L.append("    uint32_t outl[32], outh[32]; (void)outh;")
+      L.append(f"  if (LIKELY(o.exec == 0xffffffffull && w->c->wave_size == 32 && !o.post && {_PLAIN})) {{")
+      L.append(f"    uint32_t outl[32], outh[32]; (void)outh; {_PLAIN_SET}")
       inner = ["s.laneId = (uint64_t)L;", *body] + ([f"outl[L] = s.D0.d[0]{' & 0xffff' if zh else ''};" + (" outh[L] = s.D0.d[1];" if db == 64 else "")] if has_dst else [])
       L.append("    for (int L = 0; L < 32; L++) { " + " ".join(inner) + " }")
       L.append(f"    {_CHECK}")
@@ -392,7 +396,7 @@ def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   L += ["  s.D0.d[1] = 0;"] * ("D0" in u.reads) + ["  s.S2.d[1] = 0;"] * bool(sb[2])
   body += [f"{fn}(&s);", "tmp[L] = s.D0.d[0];"]
   L.append("  uint32_t tmp[MAXLANES];")
-  L.append("  if (LIKELY(exec == 0xffffffffull && w->c->wave_size == 32)) { for (int L = 0; L < 32; L++) { s.laneId = (uint64_t)L; " + " ".join(body) + " }"
+  L.append(f"  if (LIKELY(exec == 0xffffffffull && w->c->wave_size == 32 && {_PLAIN})) {{ {_PLAIN_SET} for (int L = 0; L < 32; L++) {{ s.laneId = (uint64_t)L; " + " ".join(body) + " }"
            " memcpy(out, tmp, 128); }")
   L.append("  else { uint64_t ex = exec; while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L; " + " ".join(body) + " out[L] = tmp[L]; } }")
   L.append(f"  {_CHECK}")
