@@ -97,14 +97,14 @@ static uint32_t bf_from(uint32_t x, int b, int nf) {
     case NF_SSCALED: return bf_f2u((float)sx);
     case NF_UNORM: return bf_f2u((float)x / (float)(uint32_t)((1ull << b) - 1));
     case NF_SNORM: { float f = (float)sx / (float)((1u << (b - 1)) - 1); return bf_f2u(f < -1.0f ? -1.0f : f); }
-    default: return b == 32 ? x : b == 16 ? (uint32_t)pc_cvt(x, PC_F16, PC_F32, 0) : bf_uf_to_f32(x, b - 5);
+    default: return b == 32 ? x : b == 16 ? (uint32_t)pc_cvt(x, PC_F16, PC_F32, PC_MODE_DEFAULT) : bf_uf_to_f32(x, b - 5);
   }
 }
 /* the register value -> a b-bit channel (norm: clamp, scale, round to nearest even; scaled: clamp, truncate; ints: low bits) */
 static uint32_t bf_to(uint32_t u, int b, int nf) {
   uint32_t mask = b == 32 ? 0xffffffffu : (1u << b) - 1;
   if (nf == NF_UINT || nf == NF_SINT) return u & mask;
-  if (nf == NF_FLOAT) return b == 32 ? u : b == 16 ? (uint32_t)pc_cvt(u, PC_F32, PC_F16, 0) : bf_f32_to_uf(u, b - 5);
+  if (nf == NF_FLOAT) return b == 32 ? u : b == 16 ? (uint32_t)pc_cvt(u, PC_F32, PC_F16, PC_MODE_DEFAULT) : bf_f32_to_uf(u, b - 5);
   float f = bf_u2f(u);
   if (f != f) return 0;
   if (nf == NF_UNORM) return (uint32_t)(int64_t)nearbyintf((f < 0.0f ? 0.0f : f > 1.0f ? 1.0f : f) * (float)mask) & mask;
@@ -125,7 +125,7 @@ static void buf_format(PcState *s, Buf *b, const uint8_t *fi, int nch, int d16, 
     uint32_t cm = c < nb ? (fi[c] == 32 ? 0xffffffffu : (1u << fi[c]) - 1) : 0;
     if (store) {
       uint32_t u = vd[c];
-      if (d16) { uint32_t h = (vd[hh / 2] >> (16 * (hh & 1))) & 0xffff; u = fl ? (uint32_t)pc_cvt(h, PC_F16, PC_F32, 0) : nf == NF_SINT ? (uint32_t)(int32_t)(int16_t)h : h; }
+      if (d16) { uint32_t h = (vd[hh / 2] >> (16 * (hh & 1))) & 0xffff; u = fl ? (uint32_t)pc_cvt(h, PC_F16, PC_F32, PC_MODE_DEFAULT) : nf == NF_SINT ? (uint32_t)(int32_t)(int16_t)h : h; }
       uint32_t raw = bf_to(u, fi[c], nf);
       buf_map(b, b->addr + byte, &p);
       if (fi[c] != 8 * n) { uint64_t cur = g_rd(s, p, 4); if (s->fault) return; raw = ((uint32_t)cur & ~(cm << sh)) | raw << sh; }
@@ -134,7 +134,7 @@ static void buf_format(PcState *s, Buf *b, const uint8_t *fi, int nch, int d16, 
       uint32_t v = 0;
       if (ok && c < nb) { buf_map(b, b->addr + byte, &p); uint64_t r = g_rd(s, p, n); if (s->fault) return; v = bf_from((uint32_t)(r >> sh) & cm, fi[c], nf); }
       else if (ok && c == 3) v = fl ? 0x3f800000u : 1u;
-      if (d16) { uint32_t h = fl ? (uint32_t)pc_cvt(v, PC_F32, PC_F16, 0) : v & 0xffff; vd[hh / 2] = (vd[hh / 2] & ~(0xffffu << 16 * (hh & 1))) | h << 16 * (hh & 1); }
+      if (d16) { uint32_t h = fl ? (uint32_t)pc_cvt(v, PC_F32, PC_F16, PC_MODE_DEFAULT) : v & 0xffff; vd[hh / 2] = (vd[hh / 2] & ~(0xffffu << 16 * (hh & 1))) | h << 16 * (hh & 1); }
       else vd[c] = v;
     }
   }
