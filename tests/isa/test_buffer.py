@@ -341,3 +341,21 @@ def test_load_into_lds_past_lds_faults(backend):
        bf, bf.sgprs(), backend, lds_bytes=128)
   r = ei.value.report
   assert (r.kind, r.space, r.address, r.size, r.lane, r.limit) == ("write", "lds", 128, 4, 16, 128)
+
+def test_gfx9_descriptor_layout_for_cdna():
+  """the gfx9 V# (CDNA) decodes through the same model: tinygrad's own gfx9 scratch descriptor (ops_amd: ADD_TID_ENABLE,
+  SWIZZLE_ENABLE, ELEMENT_SIZE 1 = 4 bytes, INDEX_STRIDE 3 = 64 lanes, 32_UINT) interleaves dword k of lane l at
+  (k * 64 + l) * 4, unchecked; a raw gfx9 buffer (stride 0) checks the offset against NUM_RECORDS"""
+  from mockgpu.emu.arch import get_arch
+  from mockgpu.emu.buffer import descriptor, map_access, format_table
+  a = get_arch("gfx950")
+  w1 = hsa.union_SQ_BUF_RSRC_WORD1_bitfields(BASE_ADDRESS_HI=0x12, SWIZZLE_ENABLE=1)
+  w3 = hsa.union_SQ_BUF_RSRC_WORD3_bitfields(NUM_FORMAT=hsa.BUF_NUM_FORMAT_UINT, DATA_FORMAT=hsa.BUF_DATA_FORMAT_32, ELEMENT_SIZE=1,
+                                             INDEX_STRIDE=3, ADD_TID_ENABLE=1)
+  d = descriptor(a, [0x1000, int.from_bytes(bytes(w1), "little"), 1 << 20, int.from_bytes(bytes(w3), "little")], 0x40)
+  assert (d.base, d.elem, d.idx_stride, d.add_tid) == (0x12_0000_1040, 4, 64, 1)
+  assert format_table(a)[d.fmt] == ((32,), hsa.BUF_NUM_FORMAT_UINT)
+  for l, k in ((0, 0), (5, 0), (63, 3), (7, 2)):
+    assert map_access(d, l, 4 * k) == (d.base + (k * 64 + l) * 4, True)
+  raw = descriptor(a, [0x1000, 0, 100, 0], 8)
+  assert map_access(raw, 0, 96) == (0x1000 + 8 + 96, True) and map_access(raw, 0, 100)[1] is False
