@@ -19,7 +19,7 @@ def samples():
   fmts = {f.name: i for i, f in enumerate(formats("rdna3"))}
   for f in formats("rdna3"):
     cls = getattr(I, f.name)
-    if f.op_field is None or f.name in ("EXP", "LDSDIR", "MIMG", "MTBUF", "MUBUF", "VINTERP"): continue
+    if f.op_field is None or f.name in ("EXP", "LDSDIR", "MIMG", "VINTERP"): continue
     for op in sorted(f.valid):
       member = f.enum(op)
       kw = {"literal": 0x1234} if op in f.lit_only else {}
