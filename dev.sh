@@ -4,13 +4,14 @@
 #   ./dev.sh test         the default test suite (what CI runs)
 #   ./dev.sh slow         the slow suites (long fuzz campaigns, full-size workloads)
 #   ./dev.sh bench        benchmarks (emulator throughput, full-stack ratios)
-# Installs system packages (LLVM 19 for tinygrad's AMD compiler, a C compiler, clang for tinygrad's CPU backend) and a
+# Installs system packages (LLVM 19 for tinygrad's AMD compiler, LLVM 22 for gfx950, a C compiler, clang for tinygrad's CPU backend) and a
 # virtualenv in .venv with mockgpu installed editable, then runs the command.
 set -euo pipefail
 cd "$(dirname "$0")"
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
 need_apt=()
 ldconfig -p 2>/dev/null | grep -q 'libLLVM.so.19\|libLLVM-19' || need_apt+=(libllvm19)
+ldconfig -p 2>/dev/null | grep -q 'libLLVM.so.2[0-9]\|libLLVM-2[0-9]' || need_apt+=(libllvm22)   # gfx950 (CDNA) kernels need LLVM >= 20
 command -v cc >/dev/null || need_apt+=(gcc libc6-dev)
 command -v clang >/dev/null || command -v clang-19 >/dev/null || need_apt+=(clang-19)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)

@@ -65,7 +65,7 @@ D16_PRESERVE = ("V_MAD_F16", "V_MAD_U16", "V_MAD_I16", "V_FMA_F16", "V_DIV_FIXUP
 CORE_FIELDS = ("op", "opx", "opy", "vsrc0", "lane_sel", "literal", "src0", "src1", "src2", "vdst", "sdst", "simm16", "opsel", "neg", "abs",
                "neg_hi", "opsel_hi", "opsel_hi2", "omod", "clmp", "dpp", "fi", "bc", "row_mask", "bank_mask", "src0_neg", "src0_abs",
                "src1_neg", "src1_abs", "dst_sel", "dst_unused", "src0_sel", "src1_sel", "src0_sext", "src1_sext", "s0", "s1", "sd", "tfe")
-_FW = {"F16": 16, "BF16": 16, "F32": 32, "F64": 64, "PK2_F16": 16, "PK2_BF16": 16}
+_FW = {"F16": 16, "BF16": 16, "F32": 32, "F64": 64, "PK2_F16": 16, "PK2_BF16": 16, "PK2_F32": 32}
 _VALU = ("VOP1", "VOP2", "VOP3", "VOP3SD", "VOP3P", "VOPC")
 _SALU = ("SOP1", "SOP2", "SOPC", "SOPK", "SOPP")
 _VMEM = ("FLAT", "GLOBAL", "SCRATCH", "VFLAT", "VGLOBAL", "VSCRATCH")
@@ -96,7 +96,14 @@ def _packed(fmtname: str, ops: dict) -> int:
   """VOP3P sources holding two 16-bit values (PK2_*: f16, bf16, i16, u16), as a bit mask over src0..2: op_sel/op_sel_hi pick
   their halves, neg/neg_hi negate the halves of the float ones."""
   if fmtname != "VOP3P": return 0
-  return sum(1 << i for i, k in enumerate(("src0", "src1", "src2")) if k in ops and ops[k][0].name.startswith("FMT_NUM_PK2_"))
+  return sum(1 << i for i, k in enumerate(("src0", "src1", "src2")) if k in ops and re.fullmatch(r"FMT_NUM_PK2_(F|BF|I|U|B)16", ops[k][0].name))
+
+def pk32(fmtname: str, ops: dict, u: Usage) -> int:
+  """VOP3P sources holding two 32-bit values in a register pair (gfx90a+ V_PK_*_F32, PK2_F32/PK2_B32), as a bit mask:
+  op_sel picks the dword for the low result, op_sel_hi the one for the high result, neg/neg_hi negate them (f32). Not
+  for entries that apply OPSEL themselves (V_PK_MOV_B32)."""
+  if fmtname != "VOP3P" or "OPSEL" in u.reads: return 0
+  return sum(1 << i for i, k in enumerate(("src0", "src1", "src2")) if k in ops and ops[k][0].name in ("FMT_NUM_PK2_F32", "FMT_NUM_PK2_B32"))
 
 def _ityp(fmt) -> tuple[int, int, int]:
   """(element bits, elements, signed: 1, from NEG: 2) of an integer operand format: U32, I24, PK2_U16, PK4_IU8, ..."""
@@ -164,6 +171,7 @@ def _set_scalars(u: Usage, kind: str) -> list[str]:
   if "WAVE64" in r or "WAVE32" in r: out.append("s.WAVE64 = w->c->wave_size == 64;")
   if "SIMM16" in r: out.append("s.SIMM16 = (uint64_t)(int64_t)(int16_t)in->simm16;")
   if "SIMM32" in r: out.append("s.SIMM32 = in->lit;")
+  if "INST_ABS" in r: out.append("s.INST_ABS = in->abs; s.INST_NEG = in->neg; s.INST_OMOD = in->omod;")   # V_BITOP3's truth table
   return out
 
 def _writeback_scalars(u: Usage) -> list[str]:
@@ -217,11 +225,12 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   dst_sgpr = (ops.get("vdst") or (None, 0, None))[2] is not None and ops.get("vdst", (0, 0, None))[2].name in ("OPR_SREG", "OPR_SDST") and not cmp
   e = {"VOP1": ("in->src0", "0", "0"), "VOP2": ("in->src0", "in->src1", "0"), "VOPC": ("in->src0", "in->src1", "0")}.get(fmt, ("in->src0", "in->src1", "in->src2"))
   mods = "0, 0, 0, 0, 0" if enc32 else "in->opsel, in->neg, in->abs, in->neg_hi, (in->opsel_hi | in->opsel_hi2 << 2)"
-  oi = f"static const OpInfo OI_{h} = {{{{{sb[0]}, {sb[1]}, {sb[2]}}}, {{{sf[0]}, {sf[1]}, {sf[2]}}}, {db if not cmp else 0}, {dfw}, {t16}, {packed}, {mix}}};\n"
+  p32 = pk32(fmt, ops, u)
+  oi = f"static const OpInfo OI_{h} = {{{{{sb[0]}, {sb[1]}, {sb[2]}}}, {{{sf[0]}, {sf[1]}, {sf[2]}}}, {db if not cmp else 0}, {dfw}, {t16}, {packed}, {mix}, {p32}}};\n"
   if (ic := int_clamp(fmt, ops, name)): oi += f"static const IClamp IC_{h} = {{'{ic[0]}', {', '.join(map(str, ic[1:]))}}};\n"
   L = [f"void {h}(Wave *w, const Inst *in) {{", "  VOps o; PcState s; s.user = w; s.fault = 0; s.MODE = w->mode;"]
   edst = "in->vdst" if not (cmp or dst_sgpr) and "vdst" in ops else "0"
-  fastok = all(b in (0, 32, 64) for b in sb) and db != 16 and not packed and not mix and not (u.wave_vgpr or dst_sgpr)
+  fastok = all(b in (0, 32, 64) for b in sb) and db != 16 and not packed and not p32 and not mix and not (u.wave_vgpr or dst_sgpr)
   fmods = "0" if enc32 else "(in->opsel | in->neg | in->abs | in->neg_hi | in->omod | in->clmp)"
   setup = f"valu_setup(w, in, &OI_{h}, &o, {e[0]}, {e[1]}, {e[2]}, {edst}, {mods})"
   if fastok: setup = f"valu_fast(w, in, &OI_{h}, &o, {e[0]}, {e[1]}, {e[2]}, {edst}, {fmods}) || " + setup

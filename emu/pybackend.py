@@ -11,7 +11,7 @@ from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
 from mockgpu.emu.gen_c import PROSE_C, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, \
-  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16
+  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32
 from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.emu.report import raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT, ST_TRAP
@@ -222,7 +222,7 @@ def pyrun(c: Ctx, w: Wave, ename: str, space: str = "global", **kw):
 def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: dict, u):
   sb, sf, db, dfw = _opinfo(ops, fm.name, name)
   enc32, packed, mix = fm.name in ("VOP1", "VOP2", "VOPC"), _packed(fm.name, ops), "FMA_MIX" in name or "MAD_MIX" in name
-  t16, zh, sdwa = enc32 and c.arch.true16, zero_hi16(c.arch, name, db), f["dpp_kind"] == 4
+  t16, zh, sdwa, p32 = enc32 and c.arch.true16, zero_hi16(c.arch, name, db), f["dpp_kind"] == 4, pk32(fm.name, ops, u)
   cmp = name.startswith(("V_CMP_", "V_CMPX_"))
   vcc_src2 = fm.name in ("VOP3", "VOP3SD") and "src2" in ops and ops["src2"][0].name == "FMT_NUM_M64"
   if vcc_src2: sb[2] = 0
@@ -245,6 +245,9 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
       val = scalar_src(w, f, e, bits, fw)
       get = (lambda val: lambda L, k=0: (val >> (32 * k)) & M32)(val)
     if packed >> i & 1: sh, shh, xm = (opsel >> i & 1) * 16, (opsel_hi >> i & 1) * 16, ((neg >> i & 1) << 15 | (neg_hi >> i & 1) << 31) * bool(fw)
+    elif p32 >> i & 1:   # gen_c.pk32: op_sel / op_sel_hi pick the dword of the pair for the low / high result
+      get = (lambda g, s0, s1: lambda L, k=0: g(L, s1 if k else s0))(get, opsel >> i & 1, opsel_hi >> i & 1)
+      if fw: xm = (neg >> i & 1) << 31 | (neg_hi >> i & 1) << 63
     elif mix:
       sbit = ((31 if opsel >> i & 1 else 15) if opsel_hi >> i & 1 else 31)
       xm, am = (neg >> i & 1) << sbit, M64 & ~((neg_hi >> i & 1) << sbit)
@@ -306,7 +309,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
   omod, clamp = (f.get("omod", 0), f.get("clmp", 0)) if (fm.name in ("VOP3", "VOP3SD") and dfw) or sdwa else (0, f.get("clmp", 0) if fm.name == "VOP3P" and dfw else 0)
   kw = dict(SCC=w.scc, EXEC=w.exec, EXEC_LO=w.exec & M32, M0=w.s[c.arch.enc_m0], PC=c.d.code_addr + w.pc0, WAVE64=int(c.wave_size == 64),
             SIMM16=sext(f.get("simm16", 0), 16) & M64, SIMM32=f["lit"], VCCZ=int(w.vcc == 0), EXECZ=int(w.exec == 0),
-            OPSEL=opsel, OPSEL_HI=opsel_hi, NEG=neg, SRC0=(es[0] - 256) & M32, SRC1=(es[1] - 256) & M32, SRC2=(es[2] - 256) & M32,
+            INST_ABS=f.get("abs", 0), INST_NEG=f.get("neg", 0), INST_OMOD=f.get("omod", 0), OPSEL=opsel, OPSEL_HI=opsel_hi, NEG=neg, SRC0=(es[0] - 256) & M32, SRC1=(es[1] - 256) & M32, SRC2=(es[2] - 256) & M32,
             DST=(f.get("vdst", 0) - 256) & M32, VDST=(f.get("vdst", 0) - 256) & M32)
   kw["VCC"] = (scalar_src(w, f, f.get("src2", 0), 64, 0) & c.wave_mask) if vcc_src2 else w.vcc
   if u.wave_vgpr or dst_sgpr:

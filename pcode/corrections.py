@@ -30,9 +30,13 @@ _OFF_TABLE = "".join(f"CVT_OFF_TABLE[{i}] = {(i if i < 8 else i - 16) / 16}F;\n"
 _CVT_OFF = Fix("declare CVT_OFF_TABLE : 32'F[16];\n", "declare CVT_OFF_TABLE : 32'F[16];\n" + _OFF_TABLE,
                "the lookup table is declared but its contents are not given; V_CVT_OFF_F32_I4 maps the signed 4-bit value n to "
                "n / 16 (0, 0.0625, ..., 0.4375, -0.5, ..., -0.0625)")
+_BITOP3 = {t: Fix(f"D.{t} = tmp.{t}", f"D0.{t} = tmp.{t}", "the result is assigned to `D`, a name the rest of the ISA (and the "
+              "instruction's operand table) calls D0, the destination VGPR; taken literally it would be a local that is dropped")
+           for t in ("b16", "b32")}
 _ARCHS = ("rdna3", "rdna4", "cdna")
 FIXES: dict[tuple[str, str], Fix] = {**{(a, "VOP3Op_V_TRIG_PREOP_F64"): _TRIG for a in _ARCHS},
                                      **{(a, f"VOP3SDOp_V_DIV_SCALE_{t.upper()}"): _scale_default(t) for a in _ARCHS for t in ("f32", "f64")},
                                      **{(a, f"VOP3POp_{op}"): _MIX for a, ops in _MIX_OPS.items() for op in ops},
+                                     **{("cdna", f"VOP3Op_V_BITOP3_{t.upper()}"): f for t, f in _BITOP3.items()},
                                      **{(a, n): _CVT_OFF for a in _ARCHS for n in ("VOP1Op_V_CVT_OFF_F32_I4_E32", "VOP3Op_V_CVT_OFF_F32_I4_E64")
                                         if a != "cdna" or n.endswith("E32")}}

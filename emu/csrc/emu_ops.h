@@ -10,6 +10,7 @@ typedef struct {
   uint8_t packed;     /* VOP3P sources (bit i: src i) holding two 16-bit values: op_sel/op_sel_hi pick the halves, neg/neg_hi
                        * negate the halves of float ones */
   uint8_t mix;        /* V_FMA_MIX*: the pseudocode applies op_sel itself, modifiers follow the selected width */
+  uint8_t pk32;       /* VOP3P sources (bit i) holding two 32-bit values in a register pair (gen_c.pk32) */
 } OpInfo;
 
 static const uint64_t FCONST64[9] = {0x3fe0000000000000ull, 0xbfe0000000000000ull, 0x3ff0000000000000ull, 0xbff0000000000000ull,
@@ -136,6 +137,12 @@ static __attribute__((noinline)) int valu_setup(Wave *w, const Inst *in, const O
     if (oi->packed >> i & 1) {
       o->sh[i] = (opsel >> i & 1) * 16; o->shhi[i] = (opsel_hi >> i & 1) * 16;
       if (fw) o->xorm[i] = (uint64_t)(neg >> i & 1) << 15 | (uint64_t)(neg_hi >> i & 1) << 31;
+      continue;
+    }
+    if (oi->pk32 >> i & 1) {   /* op_sel / op_sel_hi: which dword of the pair feeds the low / high result */
+      const uint32_t *d0 = o->lo[i], *d1 = o->hi[i];
+      o->lo[i] = (opsel >> i & 1) ? d1 : d0; o->hi[i] = (opsel_hi >> i & 1) ? d1 : d0;
+      if (fw) o->xorm[i] = (uint64_t)(neg >> i & 1) << 31 | (uint64_t)(neg_hi >> i & 1) << 63;
       continue;
     }
     if (oi->mix) {

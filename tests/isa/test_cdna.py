@@ -185,3 +185,18 @@ def test_wave_setup_gfx9(backend):
   assert st.sgprs[2:5] == (0, 0, 0)
   for y in range(3):
     for x in range(2): np.testing.assert_array_equal(out[y * 2 + x], (y << 16) + t + np.where(t < 64, 64, 32))
+
+@BACKENDS
+def test_packed_f32_and_bitop3(backend):
+  rng = np.random.default_rng(5)
+  a, b, c = (rng.integers(-100, 100, N).astype(np.float32) for _ in range(3))   # small integers: every fma below is exact
+  st = lanes([C.v_pk_fma_f32(v[6:7], v[2:3], v[3:4], v[2:3], opsel=1, opsel_hi=2, opsel_hi2=1, neg=4),
+              C.v_pk_add_f32(v[8:9], v[2:3], 2.0, opsel_hi=1, neg_hi=1),   # an inline constant sits in the low dword: op_sel_hi 0
+              C.v_bitop3_b32(v[10], v[2], v[3], v[4], omod=3, abs=5, neg=0)], a, b, c, backend=backend)   # truth table 0xe8: majority
+  # low result: dwords op_sel picks (src0: v3 = b, src1: v3 = b, src2: v2 = a, negated); high: op_sel_hi (v2 = a, v4 = c, v3 = b)
+  np.testing.assert_array_equal(vreg(st, 6).view(np.float32), b * b - a)
+  np.testing.assert_array_equal(vreg(st, 7).view(np.float32), a * c + b)
+  np.testing.assert_array_equal(vreg(st, 8).view(np.float32), a + 2)
+  np.testing.assert_array_equal(vreg(st, 9).view(np.float32), -b + 2)
+  x, y, z = (vreg(st, r) for r in (2, 3, 4))
+  np.testing.assert_array_equal(vreg(st, 10), (x & y) | (x & z) | (y & z))

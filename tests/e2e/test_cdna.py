@@ -1,0 +1,36 @@
+"""tinygrad end to end on the mock gfx950 (CDNA, wave64): DEV=MOCKKFD+AMD::gfx950, kernels compiled by LLVM >= 20 (libllvm22,
+installed by dev.sh; tinygrad finds it through LLVM_PATH), numpy as the oracle. Shapes and dtypes avoid MFMA tensor cores
+(not modelled yet: docs/emu.md)."""
+import glob, re
+
+def libllvm_for_gfx950() -> str:
+  """Path of the newest installed libLLVM with major version >= 20 (the first that knows gfx950)."""
+  found = {}
+  for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib"):
+    for p in glob.glob(f"{d}/libLLVM*.so*"):
+      if (m := re.search(r"libLLVM(?:-(\d+)\.so|\.so\.(\d+))", p)): found.setdefault(int(m[1] or m[2]), p)
+  assert found and max(found) >= 20, f"no libLLVM >= 20 (found {sorted(found)}): gfx950 needs it; apt-get install libllvm22 (./dev.sh does)"
+  return found[max(found)]
+
+def test_kernels_on_gfx950(run):
+  r = run("""
+    import numpy as np
+    from tinygrad import Tensor, Device, dtypes
+    rng, res = np.random.default_rng(1), {"arch": Device["AMD"].arch}
+    for name in ["float32", "float16", "int8", "uint8", "int32", "int64"]:
+      a, b = (rng.integers(0, 50, 64)).astype(name), (rng.integers(1, 50, 64)).astype(name)
+      res[name] = bool(np.array_equal(((Tensor(a) + Tensor(b)) * 2 - Tensor(b)).numpy(), (a + b) * 2 - b))
+    x, y = rng.random(64).astype(np.float32), rng.random(64).astype(np.float32)
+    res["float_math"] = bool(np.allclose((Tensor(x).exp() + Tensor(y).sqrt() * Tensor(x).sin()).numpy(), np.exp(x) + np.sqrt(y) * np.sin(x), rtol=1e-4))
+    res["cast"] = bool(np.array_equal(Tensor(x * 100).cast(dtypes.int32).numpy(), (x * 100).astype(np.int32)))
+    h = rng.standard_normal(200).astype(np.float16)   # LLVM fuses h * 3 + 1 into v_pk_fma_f16: one rounding
+    res["half_fma"] = bool(np.array_equal((Tensor(h) * 3 + 1).numpy(), (h.astype(np.float64) * 3 + 1).astype(np.float16)))
+    i = rng.integers(-1000, 1000, 64).astype(np.int32)
+    res["idiv"] = bool(np.array_equal((Tensor(i) // 7).numpy(), i // 7))
+    a2, b2 = rng.standard_normal((48, 40)).astype(np.float32), rng.standard_normal((40, 24)).astype(np.float32)
+    res["sum"] = bool(np.allclose(Tensor(a2).sum(axis=1).numpy(), a2.sum(axis=1), atol=1e-4))
+    res["max"] = bool(np.array_equal(Tensor(a2).max(axis=0).numpy(), a2.max(axis=0)))
+    res["argmax"] = bool(np.array_equal(Tensor(a2).argmax(axis=1).numpy(), a2.argmax(axis=1)))
+    res["matmul_f32"] = bool(np.allclose((Tensor(a2) @ Tensor(b2)).numpy(), a2 @ b2, atol=1e-4))
+    out(res)""", "MOCKKFD+AMD::gfx950", LLVM_PATH=libllvm_for_gfx950()).result
+  assert r.pop("arch") == "gfx950" and all(r.values()), r
