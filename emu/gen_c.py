@@ -9,6 +9,8 @@ from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
 from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.pcinfo import Usage, usage
+from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS, vinterp, image
+from mockgpu.emu.image import c_defs as image_defs
 
 __all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "INT_CLAMP", "MODS_ON_BITS", "SEMANTICS_ALIAS", "D16_PRESERVE", "f16_half",
            "handler_names", "int_clamp", "acc_rules", "semantics_entry", "zero_hi16"]
@@ -544,6 +546,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   for f in fmts:
     n = 1 << (f.op_field[1] if f.op_field else 5)
     row = []
+    if f.name in EXPORT_FORMATS: tables.append(f"static const Handler HT_{f.name}[{n}] = {{h_export}};"); continue
     for i in range(n):
       if i not in f.valid: row.append("0"); continue
       member = f.enum(i)
@@ -561,7 +564,11 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       if base_name in mat_h: row.append(mat_h[base_name]); continue
       if base_name.startswith(("V_WMMA_", "V_SWMMAC_", "V_MFMA_", "V_SMFMAC_")):
         row.append("h_unsupported"); missing[key] = f"matrix op {base_name} of {arch.name} is not modelled (mockgpu.emu.matrix)"; continue
-      if base_name in PROSE_C: row.append(PROSE_C[base_name]); continue
+      if f.name in IMAGE_FORMATS:
+        if (c := image(h, f"pc_{ename}" if f"pc_{ename}" in pcode_fns else None, name)) is None:
+          row.append("h_image_unsupported"); missing[key] = "image sampling/gather/GET_LOD/MSAA/BVH are not modelled"; continue
+        handlers.append(c); row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);"); continue
+      if base_name in PROSE_C or base_name in GFX_PROSE: row.append(PROSE_C.get(base_name) or GFX_PROSE[base_name]); continue
       if f.name in buffer.BUFFER_FORMATS and "FORMAT" in name and "LDS" not in name:   # format conversions: hand-written (buffer.py)
         handlers.append(buffer.c_format_handler(f, h, name)); row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);"); continue
       if f.name in buffer.LDS_LOADS and "_LOAD_LDS_" in name and buffer.lds_load_op(name):   # loads into LDS: no pseudocode (buffer.py)
@@ -573,6 +580,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       u, ops = _usage(arch.family, ents, ename), ops_tab.get(member, {})
       if f.name in _SALU: handlers.append(_salu(f, h, fn, u, ops))
       elif f.name in _VALU: handlers.append(_valu(f, h, fn, u, ops, base_name, arch, ents[ename].text))
+      elif f.name == "VINTERP": handlers.append(vinterp(h, fn, u, ops, base_name))
       elif f.name in _VMEM or f.name in ("DS", "SMEM"):
         if "LDS" in name and f.name != "DS": row.append("h_unsupported"); missing[key] = "loads into LDS are not modelled"; continue
         handlers.append(_mem(f, h, fn, u, ops, name))
@@ -592,7 +600,8 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
           fields_def, *(f"#define EMU_HWREG_{r} {hwreg(arch.family, r)}" for r in HWREGS), f"#define EMU_HWREG_MODE {mode_hwreg(arch.family)}", f"#define EMU_DS_COUNTER_M0 {int(ds_counter_m0(ents))}",
           "#include \"emu_pre.h\"", "#include \"pcode_rt.h\"", "#include \"emu_core.h\"", "#include \"emu_ops.h\"", buffer.c_defines(arch),
           "#include \"emu_buffer.h\"",
-          "typedef void (*VHalf)(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);", "#include \"emu_prose.h\""]
+          "typedef void (*VHalf)(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);", "#include \"emu_prose.h\"", "#include \"emu_gfx.h\"",
+          *((image_defs(), "#include \"emu_image.h\"") if any(f.name in IMAGE_FORMATS for f in fmts) else ())]
   vopd = any(f.name == "VOPD" for f in fmts)
   main = "\n".join([*head, *decls, mat_c, decoder, f"#define HAS_VOPD {int(vopd)}", "static void h_vopd(Wave *w, const Inst *in);" if vopd else "",
                      *tables, "#include \"emu_sched.c\""])

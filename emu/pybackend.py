@@ -1,9 +1,9 @@
 """The pure-Python reference backend: the same decoder tables, operand rules, scheduler and memory checks as the C
 backend, with semantics from mockgpu.pcode.pyeval (the pseudocode's reference evaluator) instead of generated C.
 About 10^4 times slower; used for differential tests and as the fallback without a C compiler. Supported here: SALU,
-VALU (VOP1/2/3/3SD/3P/C, VOPD, DPP16/DPP8), SMEM, DS, FLAT/GLOBAL/SCRATCH, the hand-written prose ops and the matrix ops
-(mockgpu.emu.matrix);
-anything else raises InvalidInstruction("unsupported ... python backend")."""
+VALU (VOP1/2/3/3SD/3P/C, VOPD, DPP16/DPP8), VINTERP, LDSDIR, MIMG (pyimage.py), SMEM, DS, FLAT/GLOBAL/SCRATCH, the
+hand-written prose ops and the matrix ops (mockgpu.emu.matrix); anything else raises InvalidInstruction("unsupported ...
+python backend")."""
 from __future__ import annotations
 import ctypes, re, time
 from mockgpu.emu.api import Dispatch, Stats, WaveState
@@ -13,6 +13,9 @@ from mockgpu.emu import buffer
 from mockgpu.emu.gen_c import PROSE_C, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, \
   f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32
 from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
+from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS
+from mockgpu.emu.pygfx import exec_vinterp, lds_direct_load, lds_param_load, export
+from mockgpu.emu.pyimage import exec_mimg
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.emu.report import raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT, ST_TRAP
 
@@ -112,7 +115,10 @@ class _BufMem(_Mem):
 
 class _VRegs:
   def __init__(self, w): self.w = w
-  def get(self, key, default=0): lane, reg = key; return self.w.v[reg][lane] if reg < len(self.w.v) and lane < 64 else 0
+  def get(self, key, default=0):
+    lane, reg = key
+    if reg >= len(self.w.v) and reg - len(self.w.v) < len(self.w.vshadow): return self.w.vshadow[reg - len(self.w.v)][lane]
+    return self.w.v[reg][lane] if reg < len(self.w.v) and lane < 64 else 0
   def __getitem__(self, key): return self.get(key)
   def __setitem__(self, key, val): lane, reg = key; self.w.v[reg][lane] = val & M32
 
@@ -129,7 +135,7 @@ class Wave:
     self.v = [[0] * 64 for _ in range(ctx.arch.nvregs)]
     self.ranges, self.lds, self.scratch_lane = ctx.ranges, ctx.lds, ctx.scratch_lane
     self.scratch = bytearray(max(1, ctx.scratch_lane * 64))
-    self.atomic, self.cur_size = False, 0
+    self.atomic, self.cur_size, self.vshadow = False, 0, []
     self.mode = ctx.arch.initial_mode(ctx.d.rsrc1)    # the MODE register (hwreg 1)
   @property
   def exec(self): return ((self.s[127] << 32) | self.s[126]) & self.c.wave_mask
@@ -582,8 +588,11 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
       for L in range(64):
         if exe >> L & 1: w.v[r][L] = col[L]
     return
+  if fm.name in EXPORT_FORMATS: return export(f, Stop)
   member = fm.enum(f["op"]) if fm.enum is not None else None
   name = re.sub(r"_E(32|64)$", "", member.name) if member is not None else fm.name
+  if name in GFX_PROSE: return lds_direct_load(c, w, f, Stop) if GFX_PROSE[name] == "h_lds_direct_load" else lds_param_load(Stop)
+  if fm.name in IMAGE_FORMATS: return exec_mimg(c, w, f, name, f"{type(member).__name__}_{member.name}", pyrun)
   if name in PROSE_C:
     h = PROSE_C[name]
     if h == "h_endpgm": w.state = "done"; _capture(c, w)
@@ -633,6 +642,7 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
   ops, u = c.ops.get(member, {}), _usage(c.arch.family, c.ents, ename)
   if fm.name in _SALU: return exec_salu(c, w, fm, f, name, ename, ops, u)
   if fm.name in _VALU: return exec_valu(c, w, fm, f, name, ename, ops, u)
+  if fm.name == "VINTERP": return exec_vinterp(c, w, f, name, ename, ops, u, pyrun, _post, Stop)
   if (fm.name in _VMEM or fm.name in ("DS", "SMEM")) and not ("LDS" in member.name and fm.name != "DS"): return exec_mem(c, w, fm, f, name, ename, ops, u)
   if fm.name in buffer.BUFFER_FORMATS and "LDS" not in name: return exec_buffer(c, w, fm, f, name, ename, ops, u)
   raise Stop(ST_UNSUPPORTED, msg="instruction has no semantics in the python backend")

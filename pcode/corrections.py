@@ -33,10 +33,15 @@ _CVT_OFF = Fix("declare CVT_OFF_TABLE : 32'F[16];\n", "declare CVT_OFF_TABLE : 3
 _BITOP3 = {t: Fix(f"D.{t} = tmp.{t}", f"D0.{t} = tmp.{t}", "the result is assigned to `D`, a name the rest of the ISA (and the "
               "instruction's operand table) calls D0, the destination VGPR; taken literally it would be a local that is dropped")
            for t in ("b16", "b32")}
+_P2_BODY = "fma(32'F(VGPR[(laneId.u32 & 0xfffffffcU) + 2U][SRC0.u32].f16), S1.f32, S2.f32)"
+_P2_RTZ = Fix(f"D0.f32 = {_P2_BODY}", f"D0.f16 = 16'F({_P2_BODY})",
+               "V_INTERP_P2_RTZ_F16_F32 carries the f32 text of V_INTERP_P2_F32 although its operand table and name give an f16 "
+               "result; like V_INTERP_P2_F16_F32 the f32 FMA is converted to f16 (RTZ: the emulator sets round-toward-zero for it)")
 _ARCHS = ("rdna3", "rdna4", "cdna")
 FIXES: dict[tuple[str, str], Fix] = {**{(a, "VOP3Op_V_TRIG_PREOP_F64"): _TRIG for a in _ARCHS},
                                      **{(a, f"VOP3SDOp_V_DIV_SCALE_{t.upper()}"): _scale_default(t) for a in _ARCHS for t in ("f32", "f64")},
                                      **{(a, f"VOP3POp_{op}"): _MIX for a, ops in _MIX_OPS.items() for op in ops},
                                      **{("cdna", f"VOP3Op_V_BITOP3_{t.upper()}"): f for t, f in _BITOP3.items()},
                                      **{(a, n): _CVT_OFF for a in _ARCHS for n in ("VOP1Op_V_CVT_OFF_F32_I4_E32", "VOP3Op_V_CVT_OFF_F32_I4_E64")
-                                        if a != "cdna" or n.endswith("E32")}}
+                                        if a != "cdna" or n.endswith("E32")},
+                                     **{(a, "VINTERPOp_V_INTERP_P2_RTZ_F16_F32"): _P2_RTZ for a in ("rdna3", "rdna4")}}

@@ -77,6 +77,8 @@ struct Ctx {
   int space;                        /* SP_GLOBAL / SP_LDS / SP_SCRATCH / SP_BUFFER: where the pseudocode's MEM goes */
   Buf *buf;                         /* the executing buffer instruction's descriptor and lane (SP_BUFFER) */
   int status;
+  int vshadow_n;                    /* VINTERP: its sources with op_sel/neg applied, read by the pseudocode as VGPR[lane][NVREG + k] */
+  uint32_t vshadow[2][MAXLANES];
   Wave *cur;
   WgMem m;
 };
@@ -174,7 +176,10 @@ static inline void p_wr(PcState *s, uint64_t addr, int n, uint64_t v) {
 /* register files for the pseudocode's VGPR[lane][reg] / SGPR[reg] */
 static inline uint32_t vgpr_rd(PcState *s, uint64_t lane, uint64_t reg) {
   Wave *w = (Wave *)s->user;
-  if (UNLIKELY(lane >= MAXLANES || reg >= NVREG)) { set_status(w, ST_FAULT, "VGPR index out of range"); s->fault = 1; return 0; }
+  if (UNLIKELY(lane >= MAXLANES || reg >= NVREG)) {
+    if (lane < MAXLANES && reg - NVREG < (uint64_t)w->c->vshadow_n) return w->c->vshadow[reg - NVREG][lane];
+    set_status(w, ST_FAULT, "VGPR index out of range"); s->fault = 1; return 0;
+  }
   return w->v[reg * MAXLANES + lane];
 }
 static inline void vgpr_wr(PcState *s, uint64_t lane, uint64_t reg, uint32_t v) {

@@ -1,0 +1,41 @@
+"""Image facts of RDNA3 (gfx11) shared by both backends: the image resource descriptor (T#) fields, the swizzle modes, the
+address VGPRs per MIMG `dim`, and the linear layout the emulator models (docs/emu.md "Images"). `c_defs()` emits them for
+csrc/emu_image.h; pyimage.py reads them directly. The T# FORMAT uses the unified gfx10+ data-format numbering whose table
+and conversions live with the buffer instructions (`buffer.format_table`, `from_format` / `to_format`)."""
+from __future__ import annotations
+import math
+
+__all__ = ["TSHARP", "SW_MODES", "DIM_NAMES", "DIM_COORDS", "IMG_TYPES", "SEL", "field", "c_defs", "linear_pitch"]
+
+# T# bit fields (lo, width) over the descriptor as one little-endian integer (8 dwords; r128=1: the first 4). `depth` is
+# depth-1 for 3D, the last array slice for arrays, and pitch-1 (in texels) for a linear 2D image when non-zero.
+TSHARP = {"base": (0, 40), "format": (52, 8), "width": (62, 14), "height": (78, 14), "sel_x": (96, 3), "sel_y": (99, 3),
+          "sel_z": (102, 3), "sel_w": (105, 3), "base_level": (108, 4), "last_level": (112, 4), "sw_mode": (116, 5), "type": (124, 4),
+          "depth": (128, 13), "base_array": (144, 13)}
+# T# TYPE values; DIM is the instruction's dim field (address VGPR layout), in the same order from 1D
+IMG_TYPES = {8: "1D", 9: "2D", 10: "3D", 11: "CUBE", 12: "1D_ARRAY", 13: "2D_ARRAY", 14: "2D_MSAA", 15: "2D_MSAA_ARRAY"}
+DIM_NAMES = ("1D", "2D", "3D", "CUBE", "1D_ARRAY", "2D_ARRAY", "2D_MSAA", "2D_MSAA_ARRAY")
+DIM_COORDS = (1, 2, 3, 3, 2, 3, 3, 4)        # x [y] [z | face | slice] [fragment]
+SEL = {0: "0", 1: "1", 4: "X", 5: "Y", 6: "Z", 7: "W"}   # DST_SEL values (2, 3 reserved: read as 0)
+SW_MODES = ("LINEAR", "256B_S", "256B_D", "256B_R", "4KB_Z", "4KB_S", "4KB_D", "4KB_R", "64KB_Z", "64KB_S", "64KB_D", "64KB_R",
+            "RESERVED_12", "RESERVED_13", "RESERVED_14", "RESERVED_15", "64KB_Z_T", "64KB_S_T", "64KB_D_T", "64KB_R_T", "4KB_Z_X",
+            "4KB_S_X", "4KB_D_X", "4KB_R_X", "64KB_Z_X", "64KB_S_X", "64KB_D_X", "64KB_R_X", "256KB_Z_X", "256KB_S_X", "256KB_D_X",
+            "256KB_R_X")
+
+def field(desc: int, name: str) -> int:
+  lo, w = TSHARP[name]
+  return (desc >> lo) & ((1 << w) - 1)
+
+def linear_pitch(width: int, bpp: int) -> int:
+  """Row pitch in texels of a linear level: the width rounded up to a multiple of 256 / gcd(256, bpp) texels, the smallest
+  count whose row is a whole number of 256-byte units (csrc/emu_image.h img_pitch computes the same)."""
+  step = 256 // math.gcd(256, bpp)
+  return -(-width // step) * step
+
+def c_defs() -> str:
+  """The C side of these tables (included by csrc/emu_image.h through the generated translation unit)."""
+  L = [f"#define TS_{k.upper()} {lo}, {w}" for k, (lo, w) in TSHARP.items()]
+  L.append(f"static const uint8_t DIM_COORDS[8] = {{{', '.join(map(str, DIM_COORDS))}}};")
+  L.append(f"static const char *const SW_MODE_NAMES[32] = {{{', '.join(f'{chr(34)}{n}{chr(34)}' for n in SW_MODES)}}};")
+  L.append(f"static const char *const DIM_NAMES[8] = {{{', '.join(f'{chr(34)}{n}{chr(34)}' for n in DIM_NAMES)}}};")
+  return "\n".join(L) + "\n"

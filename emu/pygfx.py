@@ -1,0 +1,49 @@
+"""Python-backend mirror of the graphics-flavoured encodings (gen_gfx.py, csrc/emu_gfx.h): VINTERP, LDS direct loads and
+exports; images are in pyimage.py. Same results, faults and messages as the C handlers."""
+from __future__ import annotations
+from mockgpu.emu.gen_gfx import vinterp_shadows
+from mockgpu.emu.report import ST_FAULT, ST_INVALID, ST_UNSUPPORTED
+
+__all__ = ["exec_vinterp", "lds_direct_load", "lds_param_load", "export"]
+
+M32 = 0xffffffff
+
+def exec_vinterp(c, w, f: dict, name: str, ename: str, ops: dict, u, pyrun, post, Stop):
+  if min(f["src0"], f["src1"], f["src2"]) < 256: raise Stop(ST_INVALID, msg="VINTERP sources must be VGPRs")
+  neg, opsel, exe = f["neg"], f["opsel"], w.exec
+  w.vshadow = [[(x >> ((opsel >> i & 1) * 16 if bits == 16 else 0)) ^ (neg >> i & 1) << (bits - 1) for x in w.v[f[k] - 256]]
+               for k, i, bits in vinterp_shadows(ops, u)]
+  out = {}
+  try:
+    for L in range(c.wave_size):
+      if not exe >> L & 1: continue
+      kw = dict(laneId=L, SRC0=len(w.v), SRC2=len(w.v) + 1, ROUND_MODE=3 if "_RTZ_" in name else 0,
+                S1=w.v[f["src1"] - 256][L] ^ (neg >> 1 & 1) << 31)
+      if "S2" in u.reads: kw["S2"] = w.v[f["src2"] - 256][L] ^ (neg >> 2 & 1) << 31
+      out[L] = pyrun(c, w, ename, **kw).D0
+  finally: w.vshadow = []
+  d, clamp = f["vdst"] - 256, f["clmp"]
+  for L, val in out.items():
+    if ops["vdst"][1] == 16:
+      sh = (opsel >> 3 & 1) * 16
+      w.v[d][L] = (w.v[d][L] & ~(0xffff << sh) & M32) | (post(val, 16, 0, clamp) if clamp else val & 0xffff) << sh
+    else: w.v[d][L] = post(val & M32, 32, 0, clamp) if clamp else val & M32
+
+def lds_direct_load(c, w, f: dict, Stop):
+  m0, exe = w.s[125], w.exec
+  ty = (m0 >> 16) & 7; n = (1, 2, 4, 0, 1, 2, 0, 0)[ty]
+  if not n: raise Stop(ST_INVALID, msg="LDS_DIRECT_LOAD: M0[18:16] holds a reserved data type (3, 6 or 7)")
+  a = m0 & 0xffff
+  if a + n > len(w.lds):
+    raise Stop(ST_FAULT, kind=1, space=2, addr=a, size=n, lane=(exe & -exe).bit_length() - 1 if exe else 0, limit=len(w.lds))
+  v = int.from_bytes(w.lds[a:a + n], "little")
+  if ty >= 4 and v >> (8 * n - 1): v -= 1 << (8 * n)
+  for L in range(c.wave_size):
+    if exe >> L & 1: w.v[f["vdst"] - 256][L] = v & M32
+
+def lds_param_load(Stop):
+  raise Stop(ST_UNSUPPORTED, msg="LDS_PARAM_LOAD reads vertex attributes the pixel-shader launch writes to LDS; a compute dispatch has none")
+
+def export(f: dict, Stop):
+  raise Stop(ST_UNSUPPORTED, msg=f"EXP target={f['target']} en={f['en']:#x} done={f['done']}: exports go to graphics pipeline outputs; "
+                                 "a compute dispatch has no export target")
