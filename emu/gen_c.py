@@ -600,7 +600,8 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
           fields_def, *(f"#define EMU_HWREG_{r} {hwreg(arch.family, r)}" for r in HWREGS), f"#define EMU_HWREG_MODE {mode_hwreg(arch.family)}", f"#define EMU_DS_COUNTER_M0 {int(ds_counter_m0(ents))}",
           "#include \"emu_pre.h\"", "#include \"pcode_rt.h\"", "#include \"emu_core.h\"", "#include \"emu_ops.h\"", buffer.c_defines(arch),
           "#include \"emu_buffer.h\"",
-          "typedef void (*VHalf)(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);", "#include \"emu_prose.h\"", "#include \"emu_gfx.h\"",
+          "typedef void (*VHalf)(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);", "#include \"emu_prose.h\"",
+          *(("#include \"emu_gfx.h\"",) if any(f.name in EXPORT_FORMATS for f in fmts) else ()),   # graphics encodings: RDNA only
           *((image_defs(), "#include \"emu_image.h\"") if any(f.name in IMAGE_FORMATS for f in fmts) else ())]
   vopd = any(f.name == "VOPD" for f in fmts)
   main = "\n".join([*head, *decls, mat_c, decoder, f"#define HAS_VOPD {int(vopd)}", "static void h_vopd(Wave *w, const Inst *in);" if vopd else "",
