@@ -17,7 +17,7 @@ def exec_vinterp(c, w, f: dict, name: str, ename: str, ops: dict, u, pyrun, post
   try:
     for L in range(c.wave_size):
       if not exe >> L & 1: continue
-      kw = dict(laneId=L, SRC0=len(w.v), SRC2=len(w.v) + 1, ROUND_MODE=3 if "_RTZ_" in name else 0,
+      kw = dict(laneId=L, SRC0=len(w.v), SRC2=len(w.v) + 1, MODE=(w.mode & ~0xc) | 0xc if "_RTZ_" in name else w.mode,
                 S1=w.v[f["src1"] - 256][L] ^ (neg >> 1 & 1) << 31)
       if "S2" in u.reads: kw["S2"] = w.v[f["src2"] - 256][L] ^ (neg >> 2 & 1) << 31
       out[L] = pyrun(c, w, ename, **kw).D0
