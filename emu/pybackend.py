@@ -219,7 +219,7 @@ def pyrun(c: Ctx, w: Wave, ename: str, space: str = "global", **kw):
   from mockgpu.pcode.pyeval import State, run as prun
   lane = [kw.get("laneId", 0)]
   st = State(**kw)
-  st.MODE, st.mem, st.vgpr, st.sgpr = w.mode, (_BufMem(w, "global", lane) if space == "buffer" else _Mem(w, space, lane)), _VRegs(w), _SRegs(w)
+  st.MODE, st.mem, st.vgpr, st.sgpr = kw.get("MODE", w.mode), (_BufMem(w, "global", lane) if space == "buffer" else _Mem(w, space, lane)), _VRegs(w), _SRegs(w)
   # RDNA4 and CDNA address built-ins return the effective address the caller put in ADDR (as csrc/emu_pre.h does)
   st.hooks = {n: (lambda *a, st=st: st.ADDR) for n in ("CalcGlobalAddr", "CalcScratchAddr", "CalcFlatAddr", "CalcDsAddr", "CalcScalarGlobalAddr")}
   if space == "buffer": st.hooks["CalcBufferAddr"] = lambda *a, st=st: st.ADDR
