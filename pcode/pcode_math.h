@@ -90,7 +90,7 @@ static inline uint64_t pc_maxbits(int f) {
   if (PC_IEEE[f]) return ((pc_emax(f) - 1) << PC_MB[f]) | PC_MASK(PC_MB[f]);
   return PC_MASK(PC_EB[f] + PC_MB[f]) - (PC_NANONLY[f] ? 1 : 0);
 }
-static inline uint64_t pc_canon(int f) { return PC_NANONLY[f] ? PC_MASK(PC_EB[f] + PC_MB[f]) : PC_IEEE[f] ? (pc_emax(f) << PC_MB[f]) | (1ULL << (PC_MB[f] - 1)) : 0; }
+static inline __attribute__((always_inline)) uint64_t pc_canon(int f) { return PC_NANONLY[f] ? PC_MASK(PC_EB[f] + PC_MB[f]) : PC_IEEE[f] ? (pc_emax(f) << PC_MB[f]) | (1ULL << (PC_MB[f] - 1)) : 0; }
 static inline uint64_t pc_signbit(uint64_t b, int f) { return (b >> (pc_bits_of(f) - 1)) & 1; }
 static inline int pc_isnan(uint64_t b, int f) {
   uint64_t e = (b >> PC_MB[f]) & pc_emax(f), m = b & PC_MASK(PC_MB[f]);
