@@ -316,7 +316,33 @@ def _vgpr_out(var: str, reg: str, bits: int) -> str:
   n = max(1, bits // 32)
   return f"for (int k = 0; k < {n}; k++) VV[(({reg.replace('in->', 'r_')}) + k) * MAXLANES + L] = s.{var}.d[k];"
 
-def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
+_PLAIN_LD = re.compile(r"VDATA\[(\d+) : (\d+)\] = MEM\[(?:ADDR|addr)(?: \+ (\d+)U)?\]\.b32")
+_PLAIN_ST = re.compile(r"MEM\[(?:ADDR|addr)(?: \+ (\d+)U)?\]\.b32 = VDATA\[(\d+) : (\d+)\]")
+
+def plain_dwords(text: str) -> tuple[str, int] | None:
+  """("load"|"store", n) if the pseudocode is exactly n consecutive dword copies between MEM[ADDR + 4k] and VDATA[32k+31 : 32k]
+  (GLOBAL_LOAD/STORE_B32..B128, CDNA's _DWORD[X2..X4]), which the C handler may run as one range check per wave (`lanes_in_range`);
+  else None. RDNA4/CDNA texts first compute `addr = CalcGlobalAddr(...)`, the hook that returns the handler's ADDR."""
+  lines = [x.strip().rstrip(";") for x in text.strip().splitlines()]
+  if lines and lines[0].startswith("addr = CalcGlobalAddr("): lines = lines[1:]
+  for kind, rx, grp in (("load", _PLAIN_LD, lambda m: (m[1], m[2], m[3])), ("store", _PLAIN_ST, lambda m: (m[2], m[3], m[1]))):
+    ms = [rx.fullmatch(x) for x in lines]
+    if all(ms) and all(grp(m) == (str(32 * k + 31), str(32 * k), str(4 * k) if k else None) for k, m in enumerate(ms)): return kind, len(ms)
+  return None
+
+def _plain_fast(kind: str, n: int, r: str) -> list[str]:
+  """The wave-level fast path of a plain dword load/store: all active lanes inside one registered range -> direct copies in lane
+  order (what the per-lane pseudocode loop does when nothing faults); otherwise the per-lane loop below runs, with its exact checks."""
+  cp = (f"{{ uint32_t x; memcpy(&x, p + 4 * k, 4); VV[({r} + k) * MAXLANES + L] = x; }}" if kind == "load" else
+        f"{{ uint32_t x = VV[({r} + k) * MAXLANES + L]; memcpy(p + 4 * k, &x, 4); }}")
+  return ["  uint64_t A[MAXLANES], lo = ~0ull, hi = 0;",
+          "  for (uint64_t e = ex; e; e &= e - 1) { int L = __builtin_ctzll(e); uint64_t a = A[L] = (sa ? sbase + va[L] : ((uint64_t)vah[L] << 32 | va[L])) + off;"
+          " lo = a < lo ? a : lo; hi = a > hi ? a : hi; }",
+          f"  if (ex && lanes_in_range(w, lo, hi, {4 * n})) {{",
+          f"    for (uint64_t e = ex; e; e &= e - 1) {{ int L = __builtin_ctzll(e); uint8_t *p = (uint8_t *)(uintptr_t)A[L]; for (int k = 0; k < {n}; k++) {cp} }}",
+          "    w->c->atomic = 0; return;", "  }"]
+
+def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, text: str = "") -> str:
   fmt = f.name
   atomic = "ATOMIC" in name or (fmt == "DS" and u.writes & {"MEM"} and "RETURN_DATA" in u.writes)
   # RDNA3 names first, RDNA4 (VGLOBAL/VSCRATCH/VFLAT, SMEM) second: address/data VGPR, immediate offset and its width, return bit
@@ -369,6 +395,8 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
     L.append("  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L;")
     L.insert(-1, f"  const uint32_t *va = w->v + (in->{A} - 256) * MAXLANES, *vah = w->v + ((in->{A} - 255) & (NVREG - 1)) * MAXLANES;"
                  " const uint32_t ssa = sa ? w->s[in->saddr] : 0, sve = in->sve;")
+    if space == "SP_GLOBAL" and fmt not in _FLAT and (pl := plain_dwords(text)):
+      L[-1:-1] = _plain_fast(pl[0], pl[1], "r_vdst" if pl[0] == "load" else "r_data0")
     if space == "SP_SCRATCH": L.append("    s.ADDR = (uint32_t)(ssa + (sve ? va[L] : 0) + off);")
     else: L.append("    s.ADDR = (sa ? sbase + va[L] : ((uint64_t)vah[L] << 32 | va[L])) + off;")
     if fmt in _FLAT: L.append("    w->c->space = flat_space(s.ADDR);")
@@ -583,7 +611,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       elif f.name == "VINTERP": handlers.append(vinterp(h, fn, u, ops, base_name))
       elif f.name in _VMEM or f.name in ("DS", "SMEM"):
         if "LDS" in name and f.name != "DS": row.append("h_unsupported"); missing[key] = "loads into LDS are not modelled"; continue
-        handlers.append(_mem(f, h, fn, u, ops, name))
+        handlers.append(_mem(f, h, fn, u, ops, name, ents[ename].text))
       elif f.name in buffer.BUFFER_FORMATS:
         if "LDS" in name: row.append("h_unsupported"); missing[key] = "buffer loads into LDS are not modelled"; continue
         handlers.append(buffer.c_handler(f, h, fn, u, ops, name))

@@ -133,6 +133,13 @@ static int range_find(Ctx *c, uint64_t addr, uint64_t n) {
   }
   return 0;
 }
+/* every address in [lo, hi + n) inside one registered range (the wave-level check of plain dword loads/stores, gen_c._plain_fast) */
+static inline int lanes_in_range(Wave *w, uint64_t lo, uint64_t hi, int n) {
+  Ctx *c = w->c;
+  if (hi + n < hi) return 0;
+  if (lo >= c->hit_lo && hi + n <= c->hit_hi) return 1;
+  return range_find(c, lo, hi + n - lo);
+}
 static inline uint8_t *gptr(Wave *w, uint64_t addr, int n, int kind, int lane) {
   Ctx *c = w->c;
   if (LIKELY(addr >= c->hit_lo && addr + n <= c->hit_hi && addr + n > addr)) return (uint8_t *)(uintptr_t)addr;

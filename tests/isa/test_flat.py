@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
 from isa_harness import run, Bufs
+from mockgpu.emu.errors import GPUFault
 
 def test_global_saddr_and_vaddr64():
   src, dst = np.arange(64, dtype=np.uint32) * 3, np.zeros(64, np.uint32)
@@ -118,3 +119,31 @@ def test_rdna4_flat_lds_aperture(backend):
        R4.global_store_b32(vaddr=R4.v[1:2], vsrc=R4.v[3], saddr=R4.s[0:1], ioffset=0), R4.s_endpgm()]
   run_code(b"".join(i.to_bytes() for i in p), b.mem, arch="gfx1201", user_sgprs=b.sgprs(), rsrc2=2 << 1, lds_bytes=256, backend=backend)
   np.testing.assert_array_equal(out, 9 + np.arange(32))
+
+# ---- wave-level and per-lane paths of plain dword loads/stores agree (the C handler checks a whole wave at once when it can) ----
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_b128_lanes_across_two_allocations_and_overlapping_stores(backend):
+  a, b = np.arange(64, dtype=np.uint32), np.arange(64, dtype=np.uint32) + 1000
+  out, same = np.zeros(32 * 4, np.uint32), np.zeros(4, np.uint32)
+  bufs = Bufs(a, b, out, same)
+  # lanes 0-15 read a[4l..4l+3], lanes 16-31 read b[4(l-16)..]: two registered ranges in one instruction
+  run([v_lshlrev_b32_e32(v[1], 4, v[0]), v_and_b32_e32(v[2], 0xff, v[1]), v_mov_b32_e32(v[3], s[0]), v_mov_b32_e32(v[4], s[1]),
+       v_cmp_gt_u32_e32(16, v[0]), v_cndmask_b32_e32(v[3], s[2], v[3]), v_cndmask_b32_e32(v[4], s[3], v[4]),
+       v_add_co_u32(v[3], VCC_LO, v[3], v[2]), v_add_co_ci_u32_e32(v[4], 0, v[4]),
+       global_load_b128(vdst=v[8:11], addr=v[3:4], saddr=NULL), s_waitcnt(simm16=0),
+       global_store_b128(addr=v[1], data=v[8:11], saddr=s[4:5]),
+       v_mov_b32_e32(v[12], 0), v_mov_b32_e32(v[13], v[0]), v_mov_b32_e32(v[14], v[0]), v_mov_b32_e32(v[15], v[0]),
+       global_store_b128(addr=v[12], data=v[12:15], saddr=s[6:7])], bufs, backend=backend)
+  o = out.reshape(32, 4)
+  np.testing.assert_array_equal(o[:16], a.reshape(16, 4)); np.testing.assert_array_equal(o[16:], b.reshape(16, 4))
+  np.testing.assert_array_equal(same, [0, 31, 31, 31])   # every lane stores to the same 16 bytes: lanes in order, the last wins
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_b128_load_straddling_the_end_faults_on_the_first_missing_dword(backend):
+  buf = np.arange(40, dtype=np.uint32)
+  bufs = Bufs(); bufs.mem.add(buf.ctypes.data, 32 * 4 + 8, "short")   # lane 8's third dword is the first outside
+  with pytest.raises(GPUFault) as ei:
+    run([v_lshlrev_b32_e32(v[1], 4, v[0]), global_load_b128(vdst=v[4:7], addr=v[1], saddr=s[0:1])], bufs,
+        sgprs=(buf.ctypes.data & 0xffffffff, buf.ctypes.data >> 32), backend=backend)
+  r = ei.value.report
+  assert (r.kind, r.lane, r.size, r.offset) == ("read", 8, 4, 32 * 4 + 8)
