@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu.errors import BackendUnavailable
 
-__all__ = ["Library", "cache_dir", "compiler", "build", "CFLAGS"]
+__all__ = ["Library", "cache_dir", "compiler", "build", "prune", "CFLAGS", "KEEP"]
 
 HERE = pathlib.Path(__file__).resolve().parent
 CSRC = HERE / "csrc"
@@ -39,6 +39,17 @@ def compiler() -> tuple[list[str], str]:
   try: ver = subprocess.run(cmd + ["--version"], capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
   except (OSError, subprocess.SubprocessError, IndexError) as e: raise BackendUnavailable(f"C compiler {cmd!r} does not run: {e}") from e
   return cmd, f"{shutil.which(cmd[0])}|{ver}"
+
+KEEP = 6   # libraries kept per arch: several checkouts or versions of mockgpu may share one cache
+
+def prune(arch_name: str, keep: int = KEEP) -> list[pathlib.Path]:
+  """Delete all but the `keep` most recently used libraries of `arch_name` (with their sources, metadata and lock files)
+  from the cache; a library another process holds open stays valid for it (unlinked files live on). Returns what was removed."""
+  d, gone = cache_dir(), []
+  libs = sorted(d.glob(f"emu-{arch_name}-*.so"), key=lambda p: p.stat().st_mtime, reverse=True)
+  for so in libs[keep:]:
+    for f in d.glob(so.name.removesuffix(".so") + ".*"): f.unlink(missing_ok=True); gone.append(f)
+  return gone
 
 def _files_hash(paths) -> str:
   h = hashlib.sha256()
@@ -76,6 +87,7 @@ def build(arch: ArchSpec, force: bool = False) -> Library:
     fcntl.flock(lk, fcntl.LOCK_EX)
     if so.exists() and meta.exists() and not force:
       m = json.loads(meta.read_text())
+      os.utime(so)   # last use: pruning keeps the recently used libraries
       return Library(so, tuple(m["handlers"]), m["hbase"], m["missing"], False, 0.0)
     t0 = time.perf_counter()
     pc = _emit(arch)
@@ -101,4 +113,5 @@ def build(arch: ArchSpec, force: bool = False) -> Library:
                                f"generated sources kept in {d}; report them with the compiler output")
     os.replace(tmp.name, so)
     meta.write_text(json.dumps({"handlers": gen.handlers, "hbase": gen.hbase, "missing": gen.missing}))
+    prune(arch.name)
     return Library(so, gen.handlers, gen.hbase, gen.missing, True, time.perf_counter() - t0)
