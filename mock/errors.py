@@ -5,7 +5,7 @@ tinygrad sees from a real driver. The classes here describe what the *GPU model*
 unknown architecture) and are what the device thread prints when it stops a queue."""
 from mockgpu.errors import MockGPUError
 
-__all__ = ["MockDeviceError", "UnknownArchError", "PacketError", "QueueFault"]
+__all__ = ["MockDeviceError", "UnknownArchError", "PacketError", "QueueFault", "PTXError"]
 
 class MockDeviceError(MockGPUError):
   """Base class of errors raised by the mock devices."""
@@ -28,3 +28,7 @@ class QueueFault(MockDeviceError):
   def __init__(self, engine:str, addr:int, size:int, what:str):
     self.engine, self.addr, self.size = engine, addr, size
     super().__init__(f"{engine}: {what} addr=0x{addr:X} size={size} is not mapped to this GPU (MMU fault)")
+
+class PTXError(MockDeviceError):
+  """PTX the mock cannot run: malformed text, or an instruction form outside the modelled subset (docs/ptx.md lists it).
+  The message names the kernel, the source line and the statement."""

@@ -8,11 +8,11 @@ import importlib, importlib.abc, importlib.machinery, os, sys, types
 
 __all__ = ["SHIMS", "PACKAGES", "MockGPUFinder", "enabled", "install", "uninstall"]
 
-# module tinygrad imports -> (mockgpu module that implements it, names re-exported)
+# module tinygrad imports -> (mockgpu module that implements it, names re-exported; "*" = the module's __all__)
 SHIMS: dict[str, tuple[str, tuple[str, ...]]] = {
   "test.mockgpu.mockgpu": ("mockgpu.mock.fileio", ("MockFileIOInterface",)),
   "test.mockgpu.usb": ("mockgpu.tinygrad.compat.usb", ("MockUSB3",)),
-  "test.mockgpu.cuda.cuda": ("mockgpu.tinygrad.compat.cuda", ()),
+  "test.mockgpu.cuda.cuda": ("mockgpu.tinygrad.compat.cuda", ("*",)),
 }
 # synthetic packages on the way to the shims; `test` itself only when no other finder provides one
 PACKAGES = ("test.mockgpu", "test.mockgpu.cuda")
@@ -29,8 +29,9 @@ class _ShimLoader(importlib.abc.Loader):
     impl = importlib.import_module(self.target)
     module.__doc__ = f"mockgpu shim for tinygrad: re-exports {self.target}"
     if hasattr(impl, "__getattr__"): module.__getattr__ = impl.__getattr__
-    for n in self.names: setattr(module, n, getattr(impl, n))
-    module.__all__ = list(self.names)
+    names = tuple(impl.__all__) if self.names == ("*",) else self.names
+    for n in names: setattr(module, n, getattr(impl, n))
+    module.__all__ = list(names)
 
 class MockGPUFinder(importlib.abc.MetaPathFinder):
   """Meta-path finder serving `test.mockgpu`, `test.mockgpu.mockgpu`, `test.mockgpu.usb`, `test.mockgpu.cuda[.cuda]` from

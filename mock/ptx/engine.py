@@ -1,0 +1,116 @@
+"""The PTX engine's public API: `load(ptx)` parses a module, translates every kernel to C (`cgen`), compiles it with the
+system C compiler (`$MOCKGPU_CC` or `cc`) and caches the shared library in `$MOCKGPU_CACHE` keyed by the PTX text, the
+generator and the compiler; `Module.launch(...)` runs a whole grid in C with the GIL released and raises `GPUFault`
+(a structured `FaultReport`) instead of touching memory outside the registered allocations."""
+from __future__ import annotations
+import ctypes, fcntl, hashlib, os, pathlib, subprocess, tempfile, threading
+from mockgpu.emu.build import cache_dir, compiler
+from mockgpu.emu.errors import BackendUnavailable, FaultReport, GPUFault, WatchdogExpired
+from mockgpu.emu.memory import MemoryMap
+from mockgpu.mock.errors import PTXError
+from mockgpu.mock.ptx import cgen
+from mockgpu.mock.ptx.parse import Kernel, parse
+
+__all__ = ["load", "Module", "ARCH", "CFLAGS", "DEFAULT_BUDGET"]
+
+# The compute capability both mocks report: half precision (>= sm_53) but no tensor cores (mma.sync needs >= sm_75), so
+# tinygrad's PTXRenderer emits only forms the engine models. MOCKGPU_SM overrides it (e.g. 35, as the upstream mocks report).
+ARCH = f"sm_{int(os.environ.get('MOCKGPU_SM', '70'))}"
+CFLAGS = ("-O1", "-fPIC", "-shared", "-std=gnu11", "-fno-strict-aliasing", "-fwrapv", "-ffp-contract=off", "-fno-fast-math", "-w")
+DEFAULT_BUDGET = int(os.environ.get("MOCKGPU_PTX_BUDGET", str(1 << 40)))   # backward branches per launch (watchdog)
+RT = pathlib.Path(__file__).with_name("ptx_rt.h")
+
+class _Ctx(ctypes.Structure):
+  _fields_ = [("args", ctypes.POINTER(ctypes.c_uint64)), ("nargs", ctypes.c_uint64), ("grid", ctypes.c_uint32*3), ("block", ctypes.c_uint32*3),
+              ("ranges", ctypes.POINTER(ctypes.c_uint64)), ("nranges", ctypes.c_uint64), ("lo", ctypes.c_uint64), ("hi", ctypes.c_uint64),
+              ("smem", ctypes.c_void_p), ("smem_bytes", ctypes.c_uint64), ("left", ctypes.c_uint64),
+              ("f_kind", ctypes.c_uint32), ("f_space", ctypes.c_uint32), ("f_size", ctypes.c_uint32), ("f_line", ctypes.c_uint32),
+              ("f_addr", ctypes.c_uint64), ("f_tid", ctypes.c_uint32*3), ("f_ctaid", ctypes.c_uint32*3)]
+
+_lock, _loaded = threading.Lock(), {}
+
+def _key(src:str) -> str:
+  parts = [src, cgen.GEN_VERSION, RT.read_text(), (pathlib.Path(cgen.__file__)).read_text(), compiler()[1], " ".join(CFLAGS)]
+  return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
+
+def _build(src:str, kernels:dict[str, Kernel]) -> pathlib.Path:
+  d, key = cache_dir(), _key(src)
+  so = d / f"ptx-{key}.so"
+  if so.exists(): return so
+  code = "\n".join([f'#include "{RT}"', *(cgen.emit(k, i) for i, k in enumerate(kernels.values()))])
+  with open(d / f"ptx-{key}.lock", "w") as lk:
+    fcntl.flock(lk, fcntl.LOCK_EX)
+    if so.exists(): return so
+    c = d / f"ptx-{key}.c"
+    c.write_text(code)
+    with tempfile.NamedTemporaryFile(dir=d, suffix=".so", delete=False) as tmp: pass
+    r = subprocess.run(compiler()[0] + list(CFLAGS) + ["-o", tmp.name, str(c), "-lm"], capture_output=True, text=True)
+    if r.returncode != 0:
+      os.unlink(tmp.name)
+      raise BackendUnavailable(f"compiling the PTX module ({', '.join(kernels)}) failed with {' '.join(compiler()[0])}: "
+                               f"{(r.stdout + r.stderr)[:3000]}\ngenerated C kept in {c}; report it with the PTX")
+    os.replace(tmp.name, so)
+    c.unlink()
+  return so
+
+class Module:
+  """A loaded PTX module. `kernels` maps entry names to their parsed form (parameters in `.param` order)."""
+  def __init__(self, src:str, arch:str=ARCH):
+    self.src, self.arch = src, arch
+    self.kernels = parse(src)
+    self.lines = src.splitlines()
+    self.lib = ctypes.CDLL(str(_build(src, self.kernels)))
+    self._fns = {n: getattr(self.lib, f"ptx_kernel_{i}") for i, n in enumerate(self.kernels)}
+    for f in self._fns.values(): f.argtypes, f.restype = [ctypes.POINTER(_Ctx)], ctypes.c_int
+
+  def launch(self, name:str, args:list[int], grid:tuple[int, int, int], block:tuple[int, int, int], memory:MemoryMap,
+             dyn_shared:int=0, budget:int=DEFAULT_BUDGET) -> None:
+    """Run kernel `name` over the whole grid.
+
+    Args:
+      args: raw parameter values in `.param` order (buffer addresses, scalars as their bits; the low bits of each are used).
+      grid, block: CTAs and threads per CTA in x, y, z.
+      memory: the allocations global loads and stores may touch.
+      dyn_shared: extra shared bytes after the kernel's static `.shared` arrays.
+      budget: backward branches the whole launch may take before the watchdog stops it.
+    Raises: PTXError (unknown kernel, wrong argument count, bad dimensions), GPUFault (out-of-range access or divergent
+      barrier, with the thread, block and PTX line), WatchdogExpired."""
+    if name not in self._fns: raise PTXError(f"kernel {name!r} is not in this PTX module (it has {', '.join(self._fns)})")
+    k = self.kernels[name]
+    if len(args) != len(k.params): raise PTXError(f"kernel {name!r} takes {len(k.params)} parameters, got {len(args)} arguments")
+    if any(not isinstance(x, int) or x < 1 for x in (*grid, *block)) or len(grid) != 3 or len(block) != 3:
+      raise PTXError(f"kernel {name!r}: grid={grid} block={block} must be three positive integers each")
+    if block[0] * block[1] * block[2] > 1024: raise PTXError(f"kernel {name!r}: block={block} has more than 1024 threads")
+    rs = memory.ranges()
+    ranges = (ctypes.c_uint64 * max(1, 2*len(rs)))(*[v for r in rs for v in (r.start, r.end)])
+    av = (ctypes.c_uint64 * max(1, len(args)))(*[x & (2**64-1) for x in args])
+    smem = (ctypes.c_uint8 * max(1, k.shared_bytes + dyn_shared))()
+    ctx = _Ctx(av, len(args), (ctypes.c_uint32*3)(*grid), (ctypes.c_uint32*3)(*block), ranges, len(rs), 1, 0,
+               ctypes.addressof(smem), k.shared_bytes + dyn_shared, budget)
+    if self._fns[name](ctypes.byref(ctx)) == 0: return
+    self._fault(name, ctx, memory, budget)
+
+  def _fault(self, name:str, c:_Ctx, memory:MemoryMap, budget:int):
+    line = self.lines[c.f_line - 1].strip() if 0 < c.f_line <= len(self.lines) else ""
+    tid, cta = tuple(c.f_tid), tuple(c.f_ctaid)
+    lin = tid[0] + c.block[0] * (tid[1] + c.block[1] * tid[2])
+    kind, space = {1: "read", 2: "write", 3: "watchdog", 4: "barrier", 5: "host"}[c.f_kind], {1: "global", 2: "shared"}.get(c.f_space, "none")
+    near = memory.nearest(c.f_addr) if space == "global" else None
+    rep = FaultReport(kind, space, c.f_addr, c.f_size, self.arch, c.f_line, 0, b"", line, lane=lin % 32, wave=lin // 32, workgroup=cta,
+                      nearest=(near.name, near.start, near.size) if near else None, offset=(c.f_addr - near.start) if near else None,
+                      limit=c.smem_bytes if space == "shared" else None, extra={"kernel": name, "tid": tid, "line": c.f_line})
+    if kind == "watchdog": raise WatchdogExpired(rep, budget)
+    if kind == "barrier":
+      raise GPUFault(rep, f"threads of block {cta} wait at different bar.sync (lines {c.f_addr} and {c.f_line}); bar.sync must be reached by every thread of the CTA")
+    if kind == "host": raise PTXError(f"kernel {name!r}: out of host memory for the barrier save area")
+    raise GPUFault(rep, f"kernel {name!r} thread {tid} of block {cta} at PTX line {c.f_line}: check its indexing, or that the buffer is allocated")
+
+def load(src:str|bytes, arch:str=ARCH) -> Module:
+  """Parse and compile a PTX module (cached in-process by text and on disk by hash).
+
+  Args: src: PTX text; bytes may carry trailing NULs. arch: recorded in fault reports.
+  Returns: the Module. Raises: PTXError (malformed or unmodelled PTX, naming the line), BackendUnavailable (no C compiler)."""
+  text = src.decode(errors="replace").rstrip("\0") if isinstance(src, bytes) else src
+  with _lock:
+    if (m:=_loaded.get((text, arch))) is None: m = _loaded[(text, arch)] = Module(text, arch)
+  return m
