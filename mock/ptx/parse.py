@@ -56,9 +56,11 @@ def _body_span(text:str, start:int, name:str) -> tuple[int, int]:
   raise PTXError(f"kernel {name!r}: body '{{' at line {text.count(chr(10), 0, i)+1} is never closed")
 
 def _declare(k:Kernel, stmt:str, line:int):
-  if (m:=re.fullmatch(r"\.reg\s+\.(\w+)\s+(%[\w$.]+?)(?:<(\d+)>)?", stmt)):
+  if (m:=re.fullmatch(r"\.reg\s+\.(\w+)\s+(.+)", stmt)):
     if m[1] not in TYPES: raise PTXError(f"kernel {k.name!r} line {line}: register type .{m[1]} is not supported ({stmt!r})")
-    for r in ([f"{m[2]}{i}" for i in range(int(m[3]))] if m[3] else [m[2]]): k.regs[r] = m[1]
+    for name in split_args(m[2]):
+      if not (rm:=re.fullmatch(r"(%[\w$]+?)(?:<(\d+)>)?", name)): raise PTXError(f"kernel {k.name!r} line {line}: bad register name {name!r}")
+      for r in ([f"{rm[1]}{i}" for i in range(int(rm[2]))] if rm[2] else [rm[1]]): k.regs[r] = m[1]
   elif (m:=re.fullmatch(r"\.shared\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+([\w$]+)\[(\d+)\]", stmt)):
     align, nbytes = int(m[1] or 1), TYPES[m[2]][1] // 8 * int(m[4])
     off = (k.shared_bytes + align - 1) // align * align
