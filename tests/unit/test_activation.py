@@ -56,13 +56,6 @@ def test_mockusb_is_a_clear_error(tmp_path):
   out = run_py("from tinygrad import Device; Device['AMD']", tmp_path, DEV="MOCKUSB+AMD")
   assert out.returncode != 0 and "MOCKUSB+AMD is not supported yet" in out.stderr
 
-def test_mock_cuda_is_a_clear_error(tmp_path):
-  out = run_py("""
-    from test.mockgpu.cuda import cuda
-    assert not hasattr(cuda, "__path__")
-    cuda.cuInit(0)""", tmp_path, DEV="MOCK+CUDA")
-  assert out.returncode != 0 and "NotSupportedYet: MOCK+CUDA is not supported yet" in out.stderr
-
 def test_synthetic_test_package_only_when_none_exists(monkeypatch):
   finder = activate.MockGPUFinder()
   assert finder.find_spec("test") is None   # the stdlib (or a checkout) provides one
@@ -80,7 +73,8 @@ def test_install_is_idempotent_and_first(monkeypatch):
 
 @pytest.mark.parametrize("env,want", [({"DEV": "MOCKKFD+AMD"}, "activation on: MOCKKFD+AMD -> gfx1100 x6"),
                                       ({"DEV": "MOCK+AMD:LLVM:gfx1201", "MOCKGPU_GPUS": "2"}, "on: MOCK+AMD:LLVM:gfx1201 -> gfx1201 x2"),
-                                      ({"DEV": "MOCK+CUDA"}, "MOCK+CUDA -> not supported yet"),
+                                      ({"DEV": "MOCK+CUDA:PTX"}, "MOCK+CUDA:PTX -> PTX engine"),
+                                      ({"DEV": "MOCK+NV"}, "MOCK+NV -> not supported yet"),
                                       ({"DEV": "MOCKKFD+AMD", "MOCKGPU": "0"}, "activation off"), ({}, "DEV=<unset>; activation off")])
 def test_pytest_header(env, want):
   from mockgpu.tinygrad.pytest_plugin import describe
