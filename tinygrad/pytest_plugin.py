@@ -14,7 +14,7 @@ def describe(env=os.environ) -> str:
     if iface.split(":")[0].startswith("MOCK"):
       parts = rest.split(":")
       emulated = (parts[2] if len(parts) > 2 and parts[2] else "gfx1100") if parts[0].upper() == "AMD" else \
-        "PTX engine" if parts[0].upper() == "CUDA" and iface == "MOCK" else "not supported yet"
+        "PTX engine" if parts[0].upper() in ("CUDA", "NV") and iface == "MOCK" else "not supported yet"
       targets.append(f"{t} -> {emulated}" + (f" x{env.get('MOCKGPU_GPUS', '6')}" if parts[0].upper() == "AMD" else ""))
   state = ("on: " + ", ".join(targets)) if enabled(env) else "off"
   return f"mockgpu {mockgpu.__version__} (tinygrad {mockgpu.TINYGRAD_VERSION}); DEV={dev or '<unset>'}; activation {state}"

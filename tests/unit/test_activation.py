@@ -74,7 +74,7 @@ def test_install_is_idempotent_and_first(monkeypatch):
 @pytest.mark.parametrize("env,want", [({"DEV": "MOCKKFD+AMD"}, "activation on: MOCKKFD+AMD -> gfx1100 x6"),
                                       ({"DEV": "MOCK+AMD:LLVM:gfx1201", "MOCKGPU_GPUS": "2"}, "on: MOCK+AMD:LLVM:gfx1201 -> gfx1201 x2"),
                                       ({"DEV": "MOCK+CUDA:PTX"}, "MOCK+CUDA:PTX -> PTX engine"),
-                                      ({"DEV": "MOCK+NV"}, "MOCK+NV -> not supported yet"),
+                                      ({"DEV": "MOCK+NV:PTX"}, "MOCK+NV:PTX -> PTX engine"),
                                       ({"DEV": "MOCKKFD+AMD", "MOCKGPU": "0"}, "activation off"), ({}, "DEV=<unset>; activation off")])
 def test_pytest_header(env, want):
   from mockgpu.tinygrad.pytest_plugin import describe
