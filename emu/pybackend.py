@@ -16,6 +16,8 @@ from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS
 from mockgpu.emu.pygfx import exec_vinterp, lds_direct_load, lds_param_load, export
 from mockgpu.emu.pyimage import exec_mimg
+from mockgpu.emu.bvh import BVH_OPS
+from mockgpu.emu.pybvh import exec_bvh
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.emu.report import raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT, ST_TRAP
 
@@ -474,6 +476,7 @@ def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: d
         kw["DATA0"], kw["DATA1"] = kw["DATA"], kw["DATA2"]
         st = pyrun(c, w, ename, space, **kw)
         if "RETURN_DATA" in u.writes: _vput(w, f["vdst"] - 256, L, dbits, st.RETURN_DATA)
+        if "ADDR" in u.writes: w.v[f["addr"] - 256][L] = st.ADDR & M32   # DS_BVH_STACK: the updated stack address
       return
     data = (ops.get("data") or ops.get("vsrc") or (None, 32))[1]
     sa = f["saddr"] not in (c.arch.enc_null, 0x7f)
@@ -592,6 +595,7 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
   member = fm.enum(f["op"]) if fm.enum is not None else None
   name = re.sub(r"_E(32|64)$", "", member.name) if member is not None else fm.name
   if name in GFX_PROSE: return lds_direct_load(c, w, f, Stop) if GFX_PROSE[name] == "h_lds_direct_load" else lds_param_load(Stop)
+  if fm.name in IMAGE_FORMATS and name in BVH_OPS: return exec_bvh(c, w, f, name)
   if fm.name in IMAGE_FORMATS: return exec_mimg(c, w, f, name, f"{type(member).__name__}_{member.name}", pyrun)
   if name in PROSE_C:
     h = PROSE_C[name]

@@ -37,6 +37,34 @@ _P2_BODY = "fma(32'F(VGPR[(laneId.u32 & 0xfffffffcU) + 2U][SRC0.u32].f16), S1.f3
 _P2_RTZ = Fix(f"D0.f32 = {_P2_BODY}", f"D0.f16 = 16'F({_P2_BODY})",
                "V_INTERP_P2_RTZ_F16_F32 carries the f32 text of V_INTERP_P2_F32 although its operand table and name give an f16 "
                "result; like V_INTERP_P2_F16_F32 the f32 FMA is converted to f16 (RTZ: the emulator sets round-toward-zero for it)")
+_BVH_STACK_OLD = ("(stack_base, stack_index) = DECODE_ADDR(ADDR, OFFSET1);\nlast_node_ptr = DATA0;\n// First 3 passes: push data onto stack\n"
+                  "for i = 0..2 do\nif DATA_VALID(DATA1[i])\nMEM[stack_base + stack_index] = DATA1[i];\nIncrement stack_index\n"
+                  "elsif DATA1[i] == last_node_ptr\n// Treat all further data as invalid as well.\nbreak\nendif\nendfor\n"
+                  "// Fourth pass: return data or pop\nif DATA_VALID(DATA1[3])\nVGPR_RTN = DATA1[3]\nelse\n"
+                  "VGPR_RTN = MEM[stack_base + stack_index];\nMEM[stack_base + stack_index] = INVALID_NODE;\nDecrement stack_index\nendif\n"
+                  "ADDR = ENCODE_ADDR(stack_base, stack_index).\nfunction DATA_VALID(data):\nif data == INVALID_NODE\nreturn false\n"
+                  "elsif last_node_ptr != INVALID_NODE && data == last_node_ptr\n// Match last_node_ptr\nreturn false\nelse\nreturn true\n"
+                  "endif\nendfunction.")
+_BVH_SLOT = "MEM[stack_base + (stack_index & stack_mask) * 4U].b32"
+_BVH_STACK = Fix(_BVH_STACK_OLD, "\n".join([
+  "declare stack_base : 32'U;", "declare stack_index : 32'U;", "declare stack_mask : 32'U;", "declare last_node_ptr : 32'B;",
+  "declare INVALID_NODE : 32'B;", "INVALID_NODE = 32'B(0xffffffffU);",
+  "DATA_VALID = lambda(data) (\nif data == INVALID_NODE then\nreturn 1'0U\nelsif ((last_node_ptr != INVALID_NODE) && (data == last_node_ptr)) then\n"
+  "return 1'0U\nelse\nreturn 1'1U\nendif);",
+  "// DECODE_ADDR: a ring of 8 << OFFSET1[5:4] dwords at LDS dword address ADDR[31:18], ring position ADDR[17:0]",
+  "stack_mask = (8U << OFFSET1.u32[5 : 4]) - 1U;", "stack_base = ADDR.u32[31 : 18] * 4U;", "stack_index = ADDR.u32[17 : 0];",
+  "last_node_ptr = DATA0.b32;",
+  "for i in 0 : 2 do\nif DATA_VALID(DATA1[i * 32 + 31 : i * 32]) then", f"{_BVH_SLOT} = DATA1[i * 32 + 31 : i * 32];", "stack_index += 1U",
+  "elsif DATA1[i * 32 + 31 : i * 32] == last_node_ptr then\nbreak\nendif\nendfor;",
+  "if DATA_VALID(DATA1[127 : 96]) then\nRETURN_DATA[31 : 0] = DATA1[127 : 96]\nelse\nstack_index -= 1U;",
+  f"RETURN_DATA[31 : 0] = {_BVH_SLOT};", f"{_BVH_SLOT} = INVALID_NODE\nendif;",
+  "// ENCODE_ADDR: the base stays, the ring position is stored",
+  "ADDR = 64'U((ADDR.u32[31 : 18] << 18U) | (stack_index & stack_mask))"]),
+  "the RDNA3 text is a sketch (tuple assignment, `Increment stack_index`, a `function` defined after its use, INVALID_NODE "
+  "and DECODE_ADDR/ENCODE_ADDR left undefined, `DATA1[i]` meaning dword i); rewritten in the dialect of RDNA4's "
+  "DS_BVH_STACK_PUSH4_POP1_RTN_B32 (the same operation) with INVALID_NODE = 0xffffffff, the address encoding and ring "
+  "size spelled out (prose in the ISA; the model of docs/emu.md \"Ray tracing\"), and the pop reading the last pushed entry: "
+  "taken literally, the pop would read the slot after it (push writes at the index, then increments)")
 _ARCHS = ("rdna3", "rdna4", "cdna")
 FIXES: dict[tuple[str, str], Fix] = {**{(a, "VOP3Op_V_TRIG_PREOP_F64"): _TRIG for a in _ARCHS},
                                      **{(a, f"VOP3SDOp_V_DIV_SCALE_{t.upper()}"): _scale_default(t) for a in _ARCHS for t in ("f32", "f64")},
@@ -44,4 +72,5 @@ FIXES: dict[tuple[str, str], Fix] = {**{(a, "VOP3Op_V_TRIG_PREOP_F64"): _TRIG fo
                                      **{("cdna", f"VOP3Op_V_BITOP3_{t.upper()}"): f for t, f in _BITOP3.items()},
                                      **{(a, n): _CVT_OFF for a in _ARCHS for n in ("VOP1Op_V_CVT_OFF_F32_I4_E32", "VOP3Op_V_CVT_OFF_F32_I4_E64")
                                         if a != "cdna" or n.endswith("E32")},
-                                     **{(a, "VINTERPOp_V_INTERP_P2_RTZ_F16_F32"): _P2_RTZ for a in ("rdna3", "rdna4")}}
+                                     **{(a, "VINTERPOp_V_INTERP_P2_RTZ_F16_F32"): _P2_RTZ for a in ("rdna3", "rdna4")},
+                                     ("rdna3", "DSOp_DS_BVH_STACK_RTN_B32"): _BVH_STACK}
