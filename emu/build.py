@@ -66,7 +66,7 @@ def _pcode_emitter():
 def _key(arch: ArchSpec) -> str:
   cemit, tables = _pcode_emitter()
   from importlib.metadata import version
-  own = [*CSRC.glob("*.[ch]"), *(HERE / n for n in ("gen_c.py", "isa.py", "pcinfo.py", "build.py", "buffer.py", "arch.py", "matrix.py", "gen_gfx.py", "image.py"))]
+  own = [*CSRC.glob("*.[ch]"), *(HERE / n for n in ("gen_c.py", "isa.py", "pcinfo.py", "build.py", "buffer.py", "arch.py", "matrix.py", "gen_gfx.py", "image.py", "bvh.py"))]
   parts = [arch.name, arch.family, tables.source_hash(arch.family), cemit.EMITTER_VERSION, cemit.cache_key(arch.family),
            _files_hash(own), compiler()[1], " ".join(CFLAGS), version("tinygrad")]
   return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
