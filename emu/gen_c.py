@@ -35,7 +35,7 @@ PROSE_C = {
   "S_WAIT_ALU": "h_nop", "S_WAIT_LOADCNT": "h_nop", "S_WAIT_STORECNT": "h_nop", "S_WAIT_SAMPLECNT": "h_nop", "S_WAIT_BVHCNT": "h_nop",
   "S_WAIT_EXPCNT": "h_nop", "S_WAIT_DSCNT": "h_nop", "S_WAIT_KMCNT": "h_nop", "S_WAIT_LOADCNT_DSCNT": "h_nop", "S_WAIT_STORECNT_DSCNT": "h_nop",
   "DS_SWIZZLE_B32": "h_ds_swizzle", "DS_APPEND": "h_ds_append", "DS_CONSUME": "h_ds_consume",
-  "S_BARRIER_SIGNAL": "h_nop", "S_BARRIER_WAIT": "h_barrier",
+  "S_BARRIER_SIGNAL": "h_nop", "S_BARRIER_WAIT": "h_barrier", "V_MFMA_LD_SCALE_B32": "h_mfma_ld_scale",
 }
 # Integer clamp (prose in the ISA: the clamp bit saturates an integer result to its type's range), for the VOP3/VOP3SD/VOP3P
 # ops that add: the exact result of the formula below is formed from the fetched sources (typed by the wheel's OPERANDS:
@@ -140,7 +140,8 @@ def acc_rules(arch: ArchSpec) -> dict[str, list[tuple[frozenset | None, str | No
   """Where CDNA AccVGPR operands are: {format: [(opcodes or None for all, flag field or None for always, flag bit, fields)]}.
   The decoder adds ACCUM_OFFSET to each listed VGPR field (256 + n) whose flag bit is set, so every VGPR field holds
   256 + its slot in the unified register file. Memory formats: the `acc` bit moves the data/return registers; MFMA
-  (VOP3P _MFMA layout, VOP3PX2): acc[0] src0 (A), acc[1] src1 (B), acc_cd src2 (C) and vdst (D); ops whose operand types
+  (VOP3P _MFMA layout, VOP3PX2): acc[0] src0 (A), acc[1] src1 (B), acc_cd src2 (C) and vdst (D) (SMFMAC: vdst only, its
+  src2 is the index VGPR, e.g. LLVM's `v_smfmac_f32_16x16x32_f16 a[0:3], v[4:5], v[8:11], v16`); ops whose operand types
   are OPR_ACCVGPR / OPR_SRC_ACCVGPR (V_ACCVGPR_READ/WRITE/MOV) always."""
   if not arch.num_agprs: return {}
   out: dict = {}
@@ -149,7 +150,9 @@ def acc_rules(arch: ArchSpec) -> dict[str, list[tuple[frozenset | None, str | No
     if "acc" in names and f.op_field and f.name not in ("VOP3PX2",):
       r.append((None, "acc", 0, tuple(fl.name for fl in f.fields if fl.conv == "vgpr" and fl.name not in ("addr", "vaddr"))))
     mf = frozenset(f.valid) if f.name == "VOP3PX2" else f.mfma_ops
-    if mf: r += [(mf, "acc", 0, ("src0",)), (mf, "acc", 1, ("src1",)), (mf, "acc_cd", 0, ("vdst", "src2"))]
+    sp = frozenset(o for o in mf if f.enum(o).name.startswith("V_SMFMAC_"))   # src2 is the sparse index: always a VGPR
+    if mf: r += [(mf, "acc", 0, ("src0",)), (mf, "acc", 1, ("src1",)), (mf - sp, "acc_cd", 0, ("vdst", "src2"))]
+    if sp: r.append((sp, "acc_cd", 0, ("vdst",)))
     always: dict = {}
     for op in sorted(f.valid) if f.enum is not None and f.op_field else ():
       for k, (_, _, t) in operands(arch.family).get(f.enum(op), {}).items():
@@ -591,7 +594,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
         else: row.append("0"); missing[key] = f"VOPD target {tgt or base_name} has no compiled pseudocode"
         continue
       if base_name in mat_h: row.append(mat_h[base_name]); continue
-      if base_name.startswith(("V_WMMA_", "V_SWMMAC_", "V_MFMA_", "V_SMFMAC_")):
+      if base_name.startswith(("V_WMMA_", "V_SWMMAC_", "V_MFMA_", "V_SMFMAC_")) and base_name not in PROSE_C:
         row.append("h_unsupported"); missing[key] = f"matrix op {base_name} of {arch.name} is not modelled (mockgpu.emu.matrix)"; continue
       if f.name in IMAGE_FORMATS and name in bvh.BVH_OPS:   # ray tracing: emu/bvh.py, csrc/emu_bvh.h
         handlers.append(bvh.c_handler(h, name)); row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);"); continue

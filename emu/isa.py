@@ -8,7 +8,7 @@ import functools, importlib
 from dataclasses import dataclass
 from tinygrad.renderer.amd.dsl import Inst, BitField, FixedBitField, VGPRField, VDSTYField, SBaseField, SRsrcField, SrcField, SSrcField
 
-__all__ = ["Field", "Format", "formats", "operands", "hwreg", "VARIANT_SUFFIXES"]
+__all__ = ["Field", "Format", "formats", "operands", "hwreg", "VARIANT_SUFFIXES", "MFMA_LAYOUT_FIXES"]
 
 VARIANT_SUFFIXES = ("_LIT", "_DPP16", "_DPP8", "_SDST", "_SDWA", "_MFMA")
 # tinygrad field name -> canonical member of the C `Inst` struct (identity when absent)
@@ -35,6 +35,20 @@ class Format:
   variants: dict                # "_DPP16"/"_DPP8"/"_LIT"/"_SDWA"/"_SDWA_SDST"/"_MFMA" -> (size, tuple[Field, ...])
   src_fields: tuple[str, ...]   # canonical names of fields that may hold 255 (literal) / DPP markers
   mfma_ops: frozenset[int] = frozenset()   # CDNA VOP3P opcodes with the MFMA field layout (cbsz/abid/acc_cd/acc/blgp)
+
+# Opcodes the wheel lists under a plain encoding that use the MFMA field layout (VOP3P-MAI: cbsz/abid/acc_cd/acc/blgp) on
+# hardware: tinygrad's generator adds the CDNA3 XF32 MFMAs from the PDF to VOP3P's op set (renderer/amd/generate.py FIXES),
+# while LLVM encodes them as every MFMA (`v_mfma_f32_16x16x8_xf32 v[0:3], v[4:5], v[6:7], v[0:3]` = d3be0000 04020d04:
+# bits 60:59, VOP3P's op_sel_hi, are the MAI `acc` bits and 0).
+MFMA_LAYOUT_FIXES = {"cdna": {"VOP3P": ("V_MFMA_F32_16X16X8_XF32", "V_MFMA_F32_32X32X4_XF32")}}
+
+def _x2_prefix(family: str) -> tuple[int, int]:
+  """(mask, value) the wheel leaves out of VOP3PX2's fixed bits: its first dword is a V_MFMA_LD_SCALE_B32 VOP3P opcode word
+  (`x2encoding`, bits 31:16; LLVM: `v_mfma_scale_f32_16x16x128_f8f6f4 ...` = d3ac.... d3ad....). Without it any 64-bit
+  instruction followed by an F8F6F4 MFMA would decode as one scaled MFMA."""
+  mod = importlib.import_module(f"tinygrad.runtime.autogen.amd.{family}.ins")
+  enc = dict(mod.VOP3P._fields)["encoding"]
+  return 0xffff << 16, (enc.default << (enc.lo - 16) | mod.VOP3POp.V_MFMA_LD_SCALE_B32.value) << 16
 
 def _base(name: str) -> str:
   while any(name.endswith(s) for s in VARIANT_SUFFIXES):
@@ -74,6 +88,7 @@ def formats(family: str) -> tuple[Format, ...]:
     base, group = classes[b], [c for n, c in classes.items() if _base(n) == b]
     fixed = [f for _, f in base._fields if isinstance(f, FixedBitField)]
     mask = sum(f.mask << f.lo for f in fixed); value = sum(f.default << f.lo for f in fixed)
+    if b == "VOP3PX2": mask, value = mask | _x2_prefix(family)[0], value | _x2_prefix(family)[1]
     opf = dict(base._fields).get("op")
     valid: set[int] = set(); lit_only: set[int] = set()
     if opf is not None:
@@ -96,7 +111,8 @@ def formats(family: str) -> tuple[Format, ...]:
     srcs = tuple(CANON.get(n, n) for n, f in base._fields if type(f) in (SrcField, SSrcField))
     out.append(Format(b, mask, value, base._base_size, (opf.lo, opf.hi - opf.lo + 1) if opf is not None else None,
                       opf._enum if opf is not None else (dict(base._fields)["opx"]._enum if "opx" in dict(base._fields) else None),
-                      frozenset(valid), frozenset(lit_only), fields, variants, srcs, _variant_ops(classes.get(b + "_MFMA"))))
+                      frozenset(valid), frozenset(lit_only), fields, variants, srcs,
+                      _variant_ops(classes.get(b + "_MFMA")) | {opf._enum[n].value for n in MFMA_LAYOUT_FIXES.get(family, {}).get(b, ())}))
   return tuple(out)
 
 @functools.cache

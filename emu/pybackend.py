@@ -602,6 +602,8 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
     if h == "h_endpgm": w.state = "done"; _capture(c, w)
     elif h == "h_barrier": w.state = "barrier"
     elif h == "h_code_end": raise Stop(ST_INVALID, msg="executed S_CODE_END (padding after the kernel's last instruction)")
+    elif h == "h_mfma_ld_scale":
+      raise Stop(ST_INVALID, msg="V_MFMA_LD_SCALE_B32 without its F8F6F4 MFMA: it is only the first half of a VOP3PX2 V_MFMA_SCALE_*")
     elif h == "h_trap": raise Stop(ST_TRAP, kind=1, addr=f["simm16"] & 0xff, msg="S_TRAP executed and no trap handler is installed")
     elif h == "h_sethalt" and f["simm16"] & 1: raise Stop(ST_TRAP, kind=2, msg="S_SETHALT 1: the wave halted and nothing resumes it")
     elif h == "h_setkill" and f["simm16"] & 1: w.state = "done"

@@ -1,11 +1,11 @@
 /* emu_matrix.h: the generic matrix kernel (WMMA, SWMMAC, MFMA). Shapes, element types and lane layouts are data generated
  * by mockgpu.emu.matrix (MatOp tables, one packed `lane | reg << 8 | shift << 16` per matrix element), which also defines
- * MAT_MINI (small float values) and the MFMA field accessors MAT_CBSZ/MAT_ABID/MAT_BLGP before including this header; the
+ * MAT_MINI (small float values) and the MFMA field accessors MAT_CBSZ/MAT_ABID/MAT_BLGP/MAT_SCALE before including this header; the
  * semantics are described there and mirrored by its Python kernel. */
-enum { ET_F16, ET_BF16, ET_FP8, ET_BF8, ET_IU8, ET_IU4, ET_F32, ET_I32, ET_I8, ET_F64, ET_F8F6F4 };
-static const uint8_t ET_BITS[] = {16, 16, 8, 8, 8, 4, 32, 32, 8, 64, 8};
+enum { ET_F16, ET_BF16, ET_FP8, ET_BF8, ET_IU8, ET_IU4, ET_F32, ET_I32, ET_I8, ET_F64, ET_F8F6F4, ET_XF32 };
+static const uint8_t ET_BITS[] = {16, 16, 8, 8, 8, 4, 32, 32, 8, 64, 8, 32};
 typedef struct {
-  uint16_t m, n, k, blocks; uint8_t ta, tb, tc, opsel_half, sparse, mfma;
+  uint16_t m, n, k, blocks; uint8_t ta, tb, tc, opsel_half, sparse, mfma, scaled;
   const uint32_t *lay[2][4];   /* [wave64][A, B, C/D, sparse index]; NULL: not defined in that wave size */
 } MatOp;
 
@@ -40,6 +40,7 @@ static inline double mat_float(uint64_t raw, int t) {
     case ET_FP8: return MAT_MINI[0][b & 255];
     case ET_BF8: return MAT_MINI[1][b & 255];
     case ET_F64: memcpy(&d, &raw, 8); return d;
+    case ET_XF32: if ((b & 0x7fffffffu) <= 0x7f800000u) b = (b + 0xfffu + ((b >> 13) & 1)) & 0xffffe000u; break;   /* RNE to 10 mantissa bits */
   }
   memcpy(&f, &b, 4); return f;
 }
@@ -58,15 +59,20 @@ static void mat_run(Wave *w, const Inst *in, const MatOp *op) {
   if (!op->lay[w64][0]) { set_status(w, ST_INVALID, w64 ? "matrix op is not defined in wave64" : "matrix op is not defined in wave32"); return; }
   if (in->src0 < 256 || in->src1 < 256) { set_status(w, ST_INVALID, "matrix op A and B must be VGPRs"); return; }
   if (op->sparse && in->src2 < 256) { set_status(w, ST_INVALID, "SWMMAC index (src2) must be a VGPR"); return; }
-  if (op->sparse && (in->opsel & 3) * 2 * (op->m * op->k / 2 / w->c->wave_size) >= 32) {
-    set_status(w, ST_INVALID, "SWMMAC INDEX_KEY (OPSEL[1:0]) selects bits beyond the index VGPR"); return;
+  const int iset = op->sparse == 2 ? MAT_ABID(in) : in->opsel & 3;   /* sparse index set: SMFMAC ABID, SWMMAC INDEX_KEY */
+  if (op->sparse == 2 && (MAT_CBSZ(in) || MAT_BLGP(in))) { set_status(w, ST_INVALID, "SMFMAC with CBSZ or BLGP != 0 is not modelled"); return; }
+  if (op->sparse && iset * 2 * (op->m * op->k / 2 / w->c->wave_size) >= 32) {
+    set_status(w, ST_INVALID, op->sparse == 2 ? "SMFMAC ABID selects bits beyond the index VGPR" : "SWMMAC INDEX_KEY (OPSEL[1:0]) selects bits beyond the index VGPR");
+    return;
   }
+  if (op->scaled && (MAT_SCALE(in, 0) < 256 || MAT_SCALE(in, 1) < 256)) { set_status(w, ST_INVALID, "scaled MFMA scale operands must be VGPRs"); return; }
   const int M = op->m, N = op->n, K = op->k, NB = op->blocks, KA = op->sparse ? K / 2 : K;
   const int isint = op->tc == ET_I32, f64 = op->tc == ET_F64, half = op->opsel_half ? ((in->opsel >> 2) & 1) * 16 : 0;
   const int fmt_sel = op->ta == ET_F8F6F4, fmts[2] = {fmt_sel ? MAT_CBSZ(in) : 0, fmt_sel ? MAT_BLGP(in) : 0};
   if (fmts[0] > 4 || fmts[1] > 4) { set_status(w, ST_INVALID, "F8F6F4 MFMA: CBSZ/BLGP format is not one of FP8/BF8/FP6/BF6/FP4 (0..4)"); return; }
   const int neg = op->mfma ? 0 : in->neg, neg_hi = op->mfma ? 0 : in->neg_hi, blgp = op->mfma && !fmt_sel ? MAT_BLGP(in) : 0;
   double fa[NB * M * KA], fb[NB * K * N], fc[NB * M * N]; int64_t ia[NB * M * KA], ib[NB * K * N], ic[NB * M * N]; int kidx[M * KA], asrc[NB];
+  uint8_t sxa[op->scaled ? NB * M * KA : 1], sxb[op->scaled ? NB * K * N : 1], *sexp[2] = {sxa, sxb};   /* scaled: E8M0 of each A / B element */
   const int base[3] = {in->src0 - 256, in->src1 - 256, op->sparse ? in->vdst - 256 : in->src2 - 256}, ts[3] = {op->ta, op->tb, op->tc};
   const int cnt[3] = {NB * M * KA, NB * K * N, NB * M * N}, csc = in->src2 < 256 && !op->sparse;
   const uint32_t *lays[3] = {op->lay[w64][0], op->lay[w64][1], op->lay[w64][2]};
@@ -81,6 +87,10 @@ static void mat_run(Wave *w, const Inst *in, const MatOp *op) {
       uint32_t r = (base[i] + rr) & (NVREG - 1);
       uint64_t raw;
       if (i == 1) lane = mat_blgp(blgp, lane);
+      if (op->scaled && i < 2) {
+        int sel = (in->opsel >> i & 1) | (in->opsel_hi >> i & 1) << 1;
+        sexp[i][e] = (uint8_t)(w->v[((MAT_SCALE(in, i) - 256) & (NVREG - 1)) * MAXLANES + lane] >> (8 * sel));
+      }
       if (i == 2 && csc) raw = cs & mask;
       else raw = ((w->v[r * MAXLANES + lane] | (uint64_t)w->v[((r + 1) & (NVREG - 1)) * MAXLANES + lane] << 32) >> sh) & mask;
       if (t == ET_F8F6F4) fs[i][e] = MAT_MINI[fmts[i]][raw];
@@ -100,7 +110,7 @@ static void mat_run(Wave *w, const Inst *in, const MatOp *op) {
   }
   for (int e = 0; e < M * KA; e++) {   /* K row of B each stored A element multiplies: dense k, or 4*(j/2) + its 2-bit index */
     if (!op->sparse) { kidx[e] = e % KA; continue; }
-    uint32_t p = op->lay[w64][3][e], key = (in->opsel & 3) * 2 * (M * KA / w->c->wave_size);
+    uint32_t p = op->lay[w64][3][e], key = iset * 2 * (M * KA / w->c->wave_size);
     kidx[e] = 4 * (e % KA / 2) + ((w->v[((in->src2 - 256) & (NVREG - 1)) * MAXLANES + (p & 255)] >> ((p >> 16) + key)) & 3);
   }
   const int dbits = ET_BITS[op->tc];
@@ -118,6 +128,15 @@ static void mat_run(Wave *w, const Inst *in, const MatOp *op) {
       for (int j = 0; j < KA; j++) { double p = A[j] * B[KI[j] * N]; acc = acc + p; }
       memcpy(&out, &acc, 8);
       if (acc != acc) out = 0x7ff8000000000000ull;
+    } else if (op->scaled) {   /* the exact product times both block scales, rounded once */
+      const uint8_t *SA = sexp[0] + (asrc[b] * M + m) * KA, *SB = sexp[1] + b * K * N + n;
+      float acc = (float)fc[e];
+      for (int j = 0; j < KA; j++) {
+        float p = SA[j] == 255 || SB[KI[j] * N] == 255 ? NAN : (float)ldexp(A[j] * B[KI[j] * N], SA[j] + SB[KI[j] * N] - 254);
+        acc = acc + p;
+      }
+      uint32_t bb; memcpy(&bb, &acc, 4);
+      out = acc != acc ? 0x7fc00000u : bb;
     } else {
       float acc = (float)fc[e];
       for (int j = 0; j < KA; j++) { float p = (float)A[j] * (float)B[KI[j] * N]; acc = acc + p; }

@@ -42,6 +42,11 @@ static void sendmsg_rtn(Wave *w, const Inst *in, int bits) {
 }
 static void h_sendmsg_rtn32(Wave *w, const Inst *in) { sendmsg_rtn(w, in, 32); }
 static void h_sendmsg_rtn64(Wave *w, const Inst *in) { sendmsg_rtn(w, in, 64); }
+/* V_MFMA_LD_SCALE_B32 is the first dword of a VOP3PX2 scaled MFMA (which the decoder takes whole, see matrix.py); alone,
+ * not followed by V_MFMA_F32_{16X16X128,32X32X64}_F8F6F4, its scales have no consumer: a malformed program */
+static void h_mfma_ld_scale(Wave *w, const Inst *in) {
+  (void)in; set_status(w, ST_INVALID, "V_MFMA_LD_SCALE_B32 without its F8F6F4 MFMA: it is only the first half of a VOP3PX2 V_MFMA_SCALE_*");
+}
 static void h_barrier(Wave *w, const Inst *in) { (void)in; w->state = W_BARRIER; }
 static void h_endpgm(Wave *w, const Inst *in) {
   (void)in;

@@ -144,6 +144,9 @@ def test_layout_tables_fill_the_wheels_operands(family):
   from mockgpu.emu.isa import operands
   from mockgpu.emu.matrix import ops, ETYPES
   ops_tab = {m.name: o for m, o in operands(family).items()}
+  # the wheel has no operand table for the XF32 MFMAs tinygrad adds from the PDF: LLVM's register classes (VReg_64 A/B,
+  # VReg_128 / VReg_512 D) stand in
+  ops_tab |= {f"V_MFMA_F32_{s}_XF32": {"src0": (None, 64), "src1": (None, 64), "vdst": (None, d)} for s, d in (("16X16X8", 128), ("32X32X4", 512))}
   assert ops(family)
   for name, op in ops(family).items():
     for wave in op.lay:   # CDNA: wave64 only; F8F6F4 tables hold element indices (FP8: 8 bits each, the wheel's width)
