@@ -24,7 +24,8 @@ def venv_python(tmp_path_factory) -> str:
   return py
 
 def test_installed_copy_is_not_the_checkout(venv_python, tmp_path):
-  out = subprocess.run([venv_python, "-c", "import mockgpu, os; print(os.path.realpath(mockgpu.__file__))"], cwd=tmp_path,
+  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}   # a developer's PYTHONPATH points at a checkout
+  out = subprocess.run([venv_python, "-c", "import mockgpu, os; print(os.path.realpath(mockgpu.__file__))"], cwd=tmp_path, env=env,
                        capture_output=True, text=True, check=True).stdout.strip()
   assert "site-packages" in out and not out.startswith(str(ROOT) + os.sep)
 
