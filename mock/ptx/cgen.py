@@ -26,6 +26,7 @@ class _Emit:
     self.idx, self.k, self.params = idx, k, {n: i for i, (n, _) in enumerate(k.params)}
     self.labels = {x: i for i, x in enumerate(k.body) if isinstance(x, str)}
     self.barriers: list[int] = []
+    self.nsites = 0                                        # global access sites (each caches the range it hit last)
 
   def err(self, i:Inst, why:str) -> PTXError:
     return PTXError(f"kernel {self.k.name!r} line {i.line}: {why}: {i.text!r}. Next step: the modelled PTX subset is listed in docs/ptx.md")
@@ -120,7 +121,7 @@ class _Emit:
       *body,
       "done: *resume = -1; c->left = left; return 0;",
       "}",
-      f"int ptx_kernel_{self.idx}(PtxCtx *c) {{ return run_grid(c, th_{self.idx}, {len(regs)}, {int(bool(self.barriers))}); }}"])
+      f"int ptx_kernel_{self.idx}(PtxCtx *c) {{ return run_grid(c, th_{self.idx}, {len(regs)}, {int(bool(self.barriers))}, {self.nsites}); }}"])
 
 def _mov(e:_Emit, i:Inst) -> str:
   t = e.typ(i, i.op[-1]); d, a = e.args(i, 2)
@@ -147,7 +148,8 @@ def _mem(e:_Emit, i:Inst) -> str:
     if not is_ld: raise e.err(i, "st.param is not modelled")
     return e.wr(i, regs[0], t, _frombits(t, f"c->args[{e.addr(i, ad, 'param')}]"))
   a, size, ut = e.addr(i, ad, space), n * vec, utype(n * 8)
-  chk = ("GCHK" if space == "global" else "SCHK") + f"(a_, {size}, {1 if is_ld else 2}, {i.line});"
+  if space == "global": chk, e.nsites = f"GCHK(a_, {size}, {1 if is_ld else 2}, {i.line}, {e.nsites});", e.nsites + 1
+  else: chk = f"SCHK(a_, {size}, {1 if is_ld else 2}, {i.line});"
   ptr = "(void*)(uintptr_t)a_" if space == "global" else "(void*)(c->smem + a_)"
   if is_ld:
     return (f"{{ uint64_t a_ = {a}; {chk} {ut} v_[{vec}]; memcpy(v_, {ptr}, {size}); " +

@@ -16,13 +16,16 @@ __all__ = ["load", "Module", "ARCH", "CFLAGS", "DEFAULT_BUDGET"]
 # The compute capability both mocks report: half precision (>= sm_53) but no tensor cores (mma.sync needs >= sm_75), so
 # tinygrad's PTXRenderer emits only forms the engine models. MOCKGPU_SM overrides it (e.g. 35, as the upstream mocks report).
 ARCH = f"sm_{int(os.environ.get('MOCKGPU_SM', '70'))}"
-CFLAGS = ("-O1", "-fPIC", "-shared", "-std=gnu11", "-fno-strict-aliasing", "-fwrapv", "-ffp-contract=off", "-fno-fast-math", "-w")
+# -march=native makes fmaf a hardware instruction (baseline x86-64 calls libm's software fma: ~10x slower matmuls);
+# -ffp-contract=off keeps the compiler from fusing what PTX rounds twice (gcc's gnu11 default is to fuse)
+CFLAGS = ("-O2", "-march=native", "-mno-avx512f", "-fno-math-errno", "-fPIC", "-shared", "-std=gnu11", "-fno-strict-aliasing", "-fwrapv",
+          "-ffp-contract=off", "-fno-fast-math", "-w")
 DEFAULT_BUDGET = int(os.environ.get("MOCKGPU_PTX_BUDGET", str(1 << 40)))   # backward branches per launch (watchdog)
 RT = pathlib.Path(__file__).with_name("ptx_rt.h")
 
 class _Ctx(ctypes.Structure):
   _fields_ = [("args", ctypes.POINTER(ctypes.c_uint64)), ("nargs", ctypes.c_uint64), ("grid", ctypes.c_uint32*3), ("block", ctypes.c_uint32*3),
-              ("ranges", ctypes.POINTER(ctypes.c_uint64)), ("nranges", ctypes.c_uint64), ("lo", ctypes.c_uint64), ("hi", ctypes.c_uint64),
+              ("ranges", ctypes.POINTER(ctypes.c_uint64)), ("nranges", ctypes.c_uint64), ("sites", ctypes.c_void_p),
               ("smem", ctypes.c_void_p), ("smem_bytes", ctypes.c_uint64), ("left", ctypes.c_uint64),
               ("f_kind", ctypes.c_uint32), ("f_space", ctypes.c_uint32), ("f_size", ctypes.c_uint32), ("f_line", ctypes.c_uint32),
               ("f_addr", ctypes.c_uint64), ("f_tid", ctypes.c_uint32*3), ("f_ctaid", ctypes.c_uint32*3)]
@@ -33,12 +36,20 @@ def _key(src:str) -> str:
   parts = [src, cgen.GEN_VERSION, RT.read_text(), (pathlib.Path(cgen.__file__)).read_text(), compiler()[1], " ".join(CFLAGS)]
   return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
 
+KEEP = 2048     # compiled PTX modules kept in the cache (least recently used go first)
+
+def _prune(d:pathlib.Path):
+  libs = sorted(d.glob("ptx-*.so"), key=lambda p: p.stat().st_mtime, reverse=True)
+  for p in libs[KEEP:]: p.unlink(missing_ok=True)
+
 def _build(src:str, kernels:dict[str, Kernel]) -> pathlib.Path:
   d, key = cache_dir(), _key(src)
   so = d / f"ptx-{key}.so"
-  if so.exists(): return so
+  if so.exists():
+    os.utime(so)   # marks it used for _prune
+    return so
   code = "\n".join([f'#include "{RT}"', *(cgen.emit(k, i) for i, k in enumerate(kernels.values()))])
-  with open(d / f"ptx-{key}.lock", "w") as lk:
+  with open(lock:=d / f"ptx-{key}.lock", "w") as lk:
     fcntl.flock(lk, fcntl.LOCK_EX)
     if so.exists(): return so
     c = d / f"ptx-{key}.c"
@@ -51,6 +62,8 @@ def _build(src:str, kernels:dict[str, Kernel]) -> pathlib.Path:
                                f"{(r.stdout + r.stderr)[:3000]}\ngenerated C kept in {c}; report it with the PTX")
     os.replace(tmp.name, so)
     c.unlink()
+    lock.unlink(missing_ok=True)   # waiters hold the old inode and find `so`; later callers return before locking
+  _prune(d)
   return so
 
 class Module:
@@ -85,7 +98,7 @@ class Module:
     ranges = (ctypes.c_uint64 * max(1, 2*len(rs)))(*[v for r in rs for v in (r.start, r.end)])
     av = (ctypes.c_uint64 * max(1, len(args)))(*[x & (2**64-1) for x in args])
     smem = (ctypes.c_uint8 * max(1, k.shared_bytes + dyn_shared))()
-    ctx = _Ctx(av, len(args), (ctypes.c_uint32*3)(*grid), (ctypes.c_uint32*3)(*block), ranges, len(rs), 1, 0,
+    ctx = _Ctx(av, len(args), (ctypes.c_uint32*3)(*grid), (ctypes.c_uint32*3)(*block), ranges, len(rs), None,
                ctypes.addressof(smem), k.shared_bytes + dyn_shared, budget)
     if self._fns[name](ctypes.byref(ctx)) == 0: return
     self._fault(name, ctx, memory, budget)

@@ -9,7 +9,7 @@ typedef struct {
   const uint64_t *args; uint64_t nargs;          /* raw 64-bit parameter values, in .param order */
   uint32_t grid[3], block[3];
   const uint64_t *ranges; uint64_t nranges;      /* sorted [start, end) pairs the kernel may touch */
-  uint64_t lo, hi;                               /* last range hit */
+  uint64_t *sites;                               /* per global access site: the range it hit last (set by run_grid) */
   uint8_t *smem; uint64_t smem_bytes;
   uint64_t left;                                 /* watchdog: backward branches left in this launch */
   uint32_t f_kind, f_space, f_size, f_line;      /* fault: kind 1 read 2 write 3 watchdog 4 divergent barrier 5 host OOM */
@@ -47,30 +47,35 @@ static inline uint64_t f2u(double v, int bits) {
   return (uint64_t)v;
 }
 
-static inline int inrange(PtxCtx *c, uint64_t a, uint64_t n) {
-  if (a >= c->lo && a + n <= c->hi && a + n >= a) return 1;
+static int lookup(PtxCtx *c, uint64_t a, uint64_t n, uint64_t *site) {
   uint64_t lo = 0, hi = c->nranges;
   while (lo < hi) { uint64_t m = (lo + hi) / 2; if (c->ranges[2*m] <= a) lo = m + 1; else hi = m; }
   if (lo == 0) return 0;
   const uint64_t *r = &c->ranges[2*(lo-1)];
   if (a + n < a || a + n > r[1]) return 0;
-  c->lo = r[0]; c->hi = r[1];
+  site[0] = r[0]; site[1] = r[1];
   return 1;
+}
+static inline int inrange(PtxCtx *c, uint64_t a, uint64_t n, int s) {
+  uint64_t *site = &c->sites[2*s];
+  return (a >= site[0] && a + n <= site[1] && a + n >= a) || lookup(c, a, n, site);
 }
 
 #define FAULT(k, s, a, n, l) do { c->f_kind = (k); c->f_space = (s); c->f_addr = (a); c->f_size = (n); c->f_line = (l); c->left = left; return 1; } while (0)
-#define GCHK(a, n, k, l) do { if (!inrange(c, (a), (n))) FAULT(k, 1, a, n, l); } while (0)
+#define GCHK(a, n, k, l, s) do { if (!inrange(c, (a), (n), (s))) FAULT(k, 1, a, n, l); } while (0)
 #define SCHK(a, n, k, l) do { if ((a) + (n) > c->smem_bytes || (a) + (n) < (a)) FAULT(k, 2, a, n, l); } while (0)
 #define BACK(l) do { if (!left--) FAULT(3, 0, 0, 0, l); } while (0)
 
 /* The grid: blocks in x, y, z order; inside a block every thread runs until bar.sync or ret, then the next one (a round).
    Rounds repeat until every thread has returned; all waiting threads must wait at the same bar.sync. */
-static inline __attribute__((always_inline)) int run_grid(PtxCtx *c, ptx_thread_fn fn, int nregs, int has_bar) {
+static inline __attribute__((always_inline)) int run_grid(PtxCtx *c, ptx_thread_fn fn, int nregs, int has_bar, int nsites) {
   uint32_t bx = c->block[0], by = c->block[1], nt = c->block[0] * c->block[1] * c->block[2];
   int *resume = has_bar ? calloc(nt, sizeof(int)) : NULL;
   uint64_t *save = has_bar ? calloc((uint64_t)nt * (nregs ? nregs : 1), 8) : NULL;
+  uint64_t *sites = calloc(2 * (nsites ? nsites : 1), 8);   /* [0, 0): every site misses once */
   int rc = 0, zero = 0;
-  if (has_bar && (!resume || !save)) { c->f_kind = 5; rc = 1; goto out; }
+  c->sites = sites;
+  if (!sites || (has_bar && (!resume || !save))) { c->f_kind = 5; rc = 1; goto out; }
   for (uint32_t gz = 0; gz < c->grid[2]; gz++) for (uint32_t gy = 0; gy < c->grid[1]; gy++) for (uint32_t gx = 0; gx < c->grid[0]; gx++) {
     if (c->smem_bytes) memset(c->smem, 0, c->smem_bytes);
     if (has_bar) memset(resume, 0, nt * sizeof(int));
@@ -98,6 +103,6 @@ static inline __attribute__((always_inline)) int run_grid(PtxCtx *c, ptx_thread_
     }
   }
 out:
-  free(resume); free(save);
+  free(resume); free(save); free(sites); c->sites = NULL;
   return rc;
 }
