@@ -596,8 +596,8 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       if base_name in mat_h: row.append(mat_h[base_name]); continue
       if base_name.startswith(("V_WMMA_", "V_SWMMAC_", "V_MFMA_", "V_SMFMAC_")) and base_name not in PROSE_C:
         row.append("h_unsupported"); missing[key] = f"matrix op {base_name} of {arch.name} is not modelled (mockgpu.emu.matrix)"; continue
-      if f.name in IMAGE_FORMATS and name in bvh.BVH_OPS:   # ray tracing: emu/bvh.py, csrc/emu_bvh.h
-        handlers.append(bvh.c_handler(h, name)); row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);"); continue
+      if f.name in bvh.BVH_FORMATS and name in bvh.BVH_OPS:   # ray tracing: emu/bvh.py, csrc/emu_bvh.h
+        handlers.append(bvh.c_handler(h, name, f.name)); row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);"); continue
       if f.name in IMAGE_FORMATS:
         if (c := image(h, f"pc_{ename}" if f"pc_{ename}" in pcode_fns else None, name)) is None:
           row.append("h_image_unsupported"); missing[key] = "image sampling/gather/GET_LOD/MSAA/BVH are not modelled"; continue
@@ -636,7 +636,8 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
           "#include \"emu_buffer.h\"",
           "typedef void (*VHalf)(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);", "#include \"emu_prose.h\"",
           *(("#include \"emu_gfx.h\"",) if any(f.name in EXPORT_FORMATS for f in fmts) else ()),   # graphics encodings: RDNA only
-          *((image_defs(), "#include \"emu_image.h\"", bvh.c_defs(), "#include \"emu_bvh.h\"") if any(f.name in IMAGE_FORMATS for f in fmts) else ())]
+          *((image_defs(), "#include \"emu_image.h\"") if any(f.name in IMAGE_FORMATS for f in fmts) else ()),
+          *((bvh.c_defs(), "#include \"emu_bvh.h\"") if any(f.name in bvh.BVH_FORMATS for f in fmts) else ())]
   vopd = any(f.name == "VOPD" for f in fmts)
   main = "\n".join([*head, *decls, mat_c, decoder, f"#define HAS_VOPD {int(vopd)}", "static void h_vopd(Wave *w, const Inst *in);" if vopd else "",
                      *tables, "#include \"emu_sched.c\""])

@@ -1,9 +1,9 @@
-"""Python-backend twin of csrc/emu_bvh.h: RDNA3 IMAGE_BVH[64]_INTERSECT_RAY with the same T# decoding, node fetches
+"""Python-backend twin of csrc/emu_bvh.h: IMAGE_BVH[64]_INTERSECT_RAY (RDNA3 MIMG, RDNA4 VIMAGE) with the same T# decoding, node fetches
 (MemoryMap checks and fault records), f32 arithmetic (numpy float32: one rounding per operation) and messages."""
 from __future__ import annotations
 import ctypes, struct
 import numpy as np
-from mockgpu.emu.bvh import BVH_OPS, BVH_TYPE, INVALID_NODE, MISS, NODE_BYTES, NODE_TYPES, field
+from mockgpu.emu.bvh import BVH_OPS, BVH_TYPE, INVALID_NODE, MISS, NODE_BYTES, NODE_TYPES, field, groups, known_mask
 from mockgpu.emu.report import ST_FAULT, ST_INVALID, ST_UNSUPPORTED
 from mockgpu.pcode.softfloat import cvt, fmt_of
 
@@ -51,27 +51,29 @@ def _Stop(status: int, **kw):
   from mockgpu.emu.pybackend import Stop   # the backend's control-flow exception (pybackend imports this module)
   return Stop(status, **kw)
 
-def exec_bvh(c, w, f: dict, name: str):
-  """Execute IMAGE_BVH_INTERSECT_RAY / IMAGE_BVH64_INTERSECT_RAY (as csrc/emu_bvh.h); faults and errors raise Stop."""
-  if f["nsa"]: raise _Stop(ST_UNSUPPORTED, msg="IMAGE_BVH with NSA (non-sequential address VGPRs) is not modelled")
-  sr, npd = f["srsrc"], BVH_OPS[name]
+def exec_bvh(c, w, fmt: str, f: dict, name: str):
+  """Execute IMAGE_BVH_INTERSECT_RAY / IMAGE_BVH64_INTERSECT_RAY of encoding `fmt` (as csrc/emu_bvh.h and the handlers of
+  bvh.c_handler); faults and errors raise Stop."""
+  if fmt != "VIMAGE" and f["nsa"]: raise _Stop(ST_UNSUPPORTED, msg="IMAGE_BVH with NSA (non-sequential address VGPRs) is not modelled")
+  sr, npd = f["rsrc"] if fmt == "VIMAGE" else f["srsrc"], BVH_OPS[name]
   d = sum((w.s[sr + i] if sr + i < 128 else 0) << (32 * i) for i in range(4))
-  ty, grow = field(d, "type"), field(d, "box_grow")
+  ty, grow, unk = field(d, "type"), field(d, "box_grow"), d & ~known_mask()
   if ty != BVH_TYPE: raise _Stop(ST_INVALID, msg=f"BVH T# in s[{sr}:{sr + 3}] has TYPE={ty}, expected {BVH_TYPE} (BVH)")
+  if unk: raise _Stop(ST_UNSUPPORTED, msg=f"BVH T# in s[{sr}:{sr + 3}] sets bit {(unk & -unk).bit_length() - 1}, outside the modelled fields (docs/emu.md Ray tracing)")
   if grow: raise _Stop(ST_UNSUPPORTED, msg=f"BVH T# in s[{sr}:{sr + 3}]: BOX_GROWING_AMOUNT={grow} is not modelled (docs/emu.md Ray tracing)")
   if not field(d, "tri_return"):
     raise _Stop(ST_UNSUPPORTED, msg=f"BVH T# in s[{sr}:{sr + 3}]: TRIANGLE_RETURN_MODE=0 (triangle id / hit status) is not modelled, only 1 (i/j)")
-  base, size, sort, r, exe = field(d, "base") << 8, field(d, "size"), field(d, "box_sort"), f["vaddr"] - 256, w.exec
+  base, size, sort, g, exe = field(d, "base") << 8, field(d, "size"), field(d, "box_sort"), groups(fmt, npd, f), w.exec
   with np.errstate(all="ignore"):
     for L in range(c.wave_size):
       if not exe >> L & 1: continue
-      bv = lambda i: w.v[(r + i) & 255][L]
-      ptr = bv(0) | (bv(1) << 32 if npd == 2 else 0)
-      ext, o = _f(bv(npd)), [_f(bv(npd + 1 + a)) for a in range(3)]
+      bv = lambda k, i: w.v[(g[k] + i) & 255][L]
+      ptr = bv(0, 0) | (bv(0, 1) << 32 if npd == 2 else 0)
+      ext, o = _f(bv(1, 0)), [_f(bv(2, a)) for a in range(3)]
       if f["a16"]:
-        hs = [bv(npd + 4 + i // 2) >> (i % 2 * 16) for i in range(6)]
+        hs = [bv(3, i // 2) >> (i % 2 * 16) for i in range(6)]
         dr, inv = [_h(x) for x in hs[:3]], [_h(x) for x in hs[3:]]
-      else: dr, inv = [_f(bv(npd + 4 + a)) for a in range(3)], [_f(bv(npd + 7 + a)) for a in range(3)]
+      else: dr, inv = [_f(bv(3, a)) for a in range(3)], [_f(bv(4, a)) for a in range(3)]
       res, nt = [INVALID_NODE] * 4, ptr & 7
       if ptr >> 3 <= size:
         if nt not in NODE_BYTES:

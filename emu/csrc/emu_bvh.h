@@ -1,5 +1,5 @@
-/* emu_bvh.h: RDNA3 IMAGE_BVH_INTERSECT_RAY / IMAGE_BVH64_INTERSECT_RAY, the model of docs/emu.md "Ray tracing". T# fields,
- * node sizes and the miss result come from mockgpu.emu.bvh (generated above this header); pybvh.py is the Python twin.
+/* emu_bvh.h: IMAGE_BVH_INTERSECT_RAY / IMAGE_BVH64_INTERSECT_RAY (RDNA3 MIMG, RDNA4 VIMAGE), the model of docs/emu.md
+ * "Ray tracing". T# fields, node sizes and the miss result come from mockgpu.emu.bvh (generated above this header); pybvh.py is the Python twin.
  * Node fetches go through gptr(): the MemoryMap checks and fault records of global memory. Every float operation is one
  * f32 operation rounded to nearest even; the volatile result keeps gcc (-ffp-contract=fast by default, which ignores
  * `#pragma STDC FP_CONTRACT`) from fusing a multiply and an add into an FMA. */
@@ -13,6 +13,12 @@ static inline float bvh_div(float a, float b) { volatile float r = a / b; return
 static inline float bvh_min(float a, float b) { return a != a ? b : b != b ? a : b < a ? b : a; }   /* a NaN operand is ignored */
 static inline float bvh_max(float a, float b) { return a != a ? b : b != b ? a : b > a ? b : a; }
 
+#include <stdarg.h>
+static inline uint64_t bvh_field(const uint32_t *d, int lo, int wd) {   /* T# bits [lo, lo + wd) of the 4 dwords */
+  uint64_t v = 0;
+  for (int i = 0; i < wd; i++) v |= (uint64_t)(d[(lo + i) / 32] >> ((lo + i) % 32) & 1) << i;
+  return v;
+}
 static int bvh_fail(Wave *w, int st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int bvh_fail(Wave *w, int st, const char *fmt, ...) {
   char msg[200]; va_list ap; va_start(ap, fmt); vsnprintf(msg, sizeof(msg), fmt, ap); va_end(ap);
@@ -74,33 +80,40 @@ static void bvh_triangle(const uint8_t *p, const float *o, const float *dir, uin
   res[0] = bvh_u(t); res[1] = bvh_u(det); res[2] = bvh_u(v); res[3] = bvh_u(ww);
 }
 
-/* IMAGE_BVH[64]_INTERSECT_RAY: address VGPRs node pointer (np dwords), ray extent, origin xyz, direction xyz, inverse
- * direction xyz (A16: direction and inverse direction as f16 pairs {dx, dy}, {dz, ix}, {iy, iz}); four result VGPRs. */
-static void bvh_intersect(Wave *w, const Inst *in, int np) {
-  if (in->nsa) { bvh_fail(w, ST_UNSUPPORTED, "IMAGE_BVH with NSA (non-sequential address VGPRs) is not modelled"); return; }
+/* IMAGE_BVH[64]_INTERSECT_RAY with the T# in s[sr..sr+3] and the address VGPR groups g[0..4]: node pointer (np dwords),
+ * ray extent, origin xyz, direction xyz, inverse direction xyz (A16: direction and inverse direction as f16 pairs
+ * {dx, dy}, {dz, ix}, {iy, iz} from g[3]); the handler (bvh.c_handler) maps the encoding's address fields to the groups.
+ * Four result VGPRs from vdata. */
+static void bvh_intersect(Wave *w, const Inst *in, int np, int sr, const int *g) {
   uint32_t d[4];
-  for (int i = 0; i < 4; i++) d[i] = in->srsrc + i < NSREG ? w->s[in->srsrc + i] : 0;
-  int type = (int)tfield(d, 4, BVH_TS_TYPE), grow = (int)tfield(d, 4, BVH_TS_BOX_GROW);
-  if (type != BVH_TYPE) { bvh_fail(w, ST_INVALID, "BVH T# in s[%d:%d] has TYPE=%d, expected %d (BVH)", in->srsrc, in->srsrc + 3, type, BVH_TYPE); return; }
-  if (grow) { bvh_fail(w, ST_UNSUPPORTED, "BVH T# in s[%d:%d]: BOX_GROWING_AMOUNT=%d is not modelled (docs/emu.md Ray tracing)", in->srsrc, in->srsrc + 3, grow); return; }
-  if (!tfield(d, 4, BVH_TS_TRI_RETURN)) {
-    bvh_fail(w, ST_UNSUPPORTED, "BVH T# in s[%d:%d]: TRIANGLE_RETURN_MODE=0 (triangle id / hit status) is not modelled, only 1 (i/j)", in->srsrc, in->srsrc + 3);
+  for (int i = 0; i < 4; i++) d[i] = sr + i < NSREG ? w->s[sr + i] : 0;
+  int type = (int)bvh_field(d, BVH_TS_TYPE), grow = (int)bvh_field(d, BVH_TS_BOX_GROW);
+  if (type != BVH_TYPE) { bvh_fail(w, ST_INVALID, "BVH T# in s[%d:%d] has TYPE=%d, expected %d (BVH)", sr, sr + 3, type, BVH_TYPE); return; }
+  for (int i = 0; i < 4; i++)
+    if (d[i] & ~BVH_KNOWN[i]) {
+      bvh_fail(w, ST_UNSUPPORTED, "BVH T# in s[%d:%d] sets bit %d, outside the modelled fields (docs/emu.md Ray tracing)", sr, sr + 3,
+               32 * i + __builtin_ctz(d[i] & ~BVH_KNOWN[i]));
+      return;
+    }
+  if (grow) { bvh_fail(w, ST_UNSUPPORTED, "BVH T# in s[%d:%d]: BOX_GROWING_AMOUNT=%d is not modelled (docs/emu.md Ray tracing)", sr, sr + 3, grow); return; }
+  if (!bvh_field(d, BVH_TS_TRI_RETURN)) {
+    bvh_fail(w, ST_UNSUPPORTED, "BVH T# in s[%d:%d]: TRIANGLE_RETURN_MODE=0 (triangle id / hit status) is not modelled, only 1 (i/j)", sr, sr + 3);
     return;
   }
-  uint64_t base = tfield(d, 4, BVH_TS_BASE) << 8, size = tfield(d, 4, BVH_TS_SIZE);
-  int sort = (int)tfield(d, 4, BVH_TS_BOX_SORT), r = in->vaddr - 256;
+  uint64_t base = bvh_field(d, BVH_TS_BASE) << 8, size = bvh_field(d, BVH_TS_SIZE);
+  int sort = (int)bvh_field(d, BVH_TS_BOX_SORT);
   uint64_t ex = rd_exec(w);
   while (ex) {
     int L = __builtin_ctzll(ex); ex &= ex - 1;
-#define BV(i) w->v[((r + (i)) & 255) * MAXLANES + L]
-    uint64_t ptr = BV(0) | (np == 2 ? (uint64_t)BV(1) << 32 : 0);
-    float ext = bvh_f(BV(np)), o[3], dir[3], inv[3];
-    for (int a = 0; a < 3; a++) o[a] = bvh_f(BV(np + 1 + a));
+#define BV(k, i) w->v[((g[k] + (i)) & 255) * MAXLANES + L]
+    uint64_t ptr = BV(0, 0) | (np == 2 ? (uint64_t)BV(0, 1) << 32 : 0);
+    float ext = bvh_f(BV(1, 0)), o[3], dir[3], inv[3];
+    for (int a = 0; a < 3; a++) o[a] = bvh_f(BV(2, a));
     for (int a = 0; a < 3; a++) {
       if (in->a16) {
-        dir[a] = bvh_f((uint32_t)pc_cvt(BV(np + 4 + a / 2) >> (a % 2 * 16) & 0xffff, PC_F16, PC_F32, 0xf0));
-        inv[a] = bvh_f((uint32_t)pc_cvt(BV(np + 4 + (a + 3) / 2) >> ((a + 3) % 2 * 16) & 0xffff, PC_F16, PC_F32, 0xf0));
-      } else { dir[a] = bvh_f(BV(np + 4 + a)); inv[a] = bvh_f(BV(np + 7 + a)); }
+        dir[a] = bvh_f((uint32_t)pc_cvt(BV(3, a / 2) >> (a % 2 * 16) & 0xffff, PC_F16, PC_F32, 0xf0));
+        inv[a] = bvh_f((uint32_t)pc_cvt(BV(3, (a + 3) / 2) >> ((a + 3) % 2 * 16) & 0xffff, PC_F16, PC_F32, 0xf0));
+      } else { dir[a] = bvh_f(BV(3, a)); inv[a] = bvh_f(BV(4, a)); }
     }
 #undef BV
     uint32_t res[4] = {BVH_INVALID_NODE, BVH_INVALID_NODE, BVH_INVALID_NODE, BVH_INVALID_NODE};

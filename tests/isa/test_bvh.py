@@ -267,5 +267,46 @@ def test_bvh_range_faults_and_errors(backend):
   assert "IMAGE_BVH_INTERSECT_RAY" in r.disasm
   for T, ptr, what in [(tsharp(sc.base, 63, typ=9), sc.ptr(0, BOX32), "TYPE=9"), (tsharp(sc.base, 63), sc.ptr(0, 6), "type 6 (INSTANCE)"),
                        (tsharp(sc.base, 63, grow=3), sc.ptr(0, BOX32), "BOX_GROWING_AMOUNT=3"),
-                       (tsharp(sc.base, 63, tri_return=0), sc.ptr(0, TRI), "TRIANGLE_RETURN_MODE=0")]:
+                       (tsharp(sc.base, 63, tri_return=0), sc.ptr(0, TRI), "TRIANGLE_RETURN_MODE=0"),
+                       ([*tsharp(sc.base, 63)[:1], tsharp(sc.base, 63)[1] | 1 << 20, *tsharp(sc.base, 63)[2:]], sc.ptr(0, TRI), "sets bit 52")]:
     with pytest.raises(InvalidInstruction, match=re.escape(what)): sc.run([(ptr, 10, [0] * 3, d, _inv(d))], T, backend)
+
+# ---- RDNA4 (gfx1201): VIMAGE IMAGE_BVH[64]_INTERSECT_RAY, address groups in vaddr0..vaddr4 ----
+from tinygrad.runtime.autogen.amd.rdna4 import ins as R4
+from mockgpu.emu.api import run_code
+
+def run_r4(sc: Scene, rays, T, backend, bvh64=False, a16=False):
+  """As Scene.run with the gfx1201 encoding: the groups (node pointer, extent, origin, direction, inverse direction; A16:
+  the three packed direction dwords in vaddr3) are moved to scattered VGPRs v80, v70, v60, v50, v40 first."""
+  for i, r in enumerate(rays): sc.rays[12 * i:12 * i + 12] = ray_words(*r, bvh64=bvh64, a16=a16)
+  npd = 2 if bvh64 else 1
+  src, cnt = [10, 10 + npd, 11 + npd, 14 + npd, 17 + npd], [npd, 1, 3, 3, 3]
+  movs = [R4.v_mov_b32_e32(R4.v[d + i], R4.v[s0 + i]) for s0, d, n in zip(src, (80, 70, 60, 50, 40), cnt) for i in range(n)]
+  op = R4.image_bvh64_intersect_ray if bvh64 else R4.image_bvh_intersect_ray
+  prog = [*(R4.s_mov_b32(R4.s[4 + i], T[i]) for i in range(4)), R4.v_mul_u32_u24_e32(R4.v[1], 48, R4.v[0]),
+          *(R4.global_load_b128(vdst=R4.v[10 + 4 * k:13 + 4 * k], vaddr=R4.v[1:2], saddr=R4.s[0:1], ioffset=16 * k) for k in range(3)),
+          R4.s_wait_loadcnt(simm16=0), *movs,
+          op(vdata=R4.v[30:33], rsrc=4, vaddr0=80, vaddr1=70, vaddr2=60, vaddr3=50, vaddr4=40, dmask=15, r128=1, a16=int(a16)),
+          R4.s_wait_bvhcnt(simm16=0), R4.v_lshlrev_b32_e32(R4.v[2], 4, R4.v[0]),
+          R4.global_store_b128(vaddr=R4.v[2:3], vsrc=R4.v[30:33], saddr=R4.s[2:3], ioffset=0), R4.s_endpgm()]
+  run_code(b"".join(i.to_bytes() for i in prog), sc.bufs.mem, arch="gfx1201", block=(len(rays), 1, 1), user_sgprs=sc.bufs.sgprs(),
+           rsrc2=4 << 1, backend=backend)
+  return sc.out.reshape(32, 4)[:len(rays)].tolist()
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rdna4_vimage_bvh(backend):
+  sc = Scene()
+  V = [[0, 0, 2], [2, 0, 2], [0, 2, 2]]
+  sc.tri(192, V)
+  kids = [1, 2, 3, 4]
+  lo = [[-1, -1, 3], [-1, -1, 1], [5, 5, 5], [-1, -1, 2]]; hi = [[1, 2, 4], [1, 1, 1.5], [6, 6, 6], [1, 1, 2.5]]
+  sc.box(256, kids, lo, hi)
+  d, o = [.125, .25, 1], [.1, .2, -1]
+  rays = [(sc.ptr(192, TRI), 10, o, d, _inv(d)), (sc.ptr(256, BOX32), 10, o, d, _inv(d)), (sc.ptr(256, BOX32), 2.5, o, d, _inv(d))]
+  want = [ref_tri(V, o, d), ref_box(kids, lo, hi, o, _inv(d), 10), ref_box(kids, lo, hi, o, _inv(d), 2.5)]
+  assert run_r4(sc, rays, tsharp(sc.base, 63), backend) == want and want[1] == [2, 4, 1, INV] and want[2] == [2, INV, INV, INV]
+  abs64 = [((sc.base >> 3) + r[0],) + r[1:] for r in rays]
+  assert run_r4(sc, abs64, tsharp(0, (1 << 42) - 1), backend, bvh64=True) == want
+  d16 = np.array([.3, .2, 1.1], np.float16); i16 = (1 / d16.astype(np.float32)).astype(np.float16)
+  rays = [(sc.ptr(192, TRI), 10, o, d16, i16), (sc.ptr(256, BOX32), 10, o, d16, i16)]
+  assert run_r4(sc, rays, tsharp(sc.base, 63), backend, a16=True) == [ref_tri(V, o, d16.astype(np.float32)), ref_box(kids, lo, hi, o, i16.astype(np.float32), 10)]
