@@ -294,18 +294,20 @@ def c_format_handler(fmt, h: str, name: str) -> str:
 LDS_LOADS = ("GLOBAL", "SCRATCH", "MUBUF")   # the formats whose *_LOAD_LDS_* ops run here
 
 _LDS_WIDTH = {"U8": (1, False), "I8": (1, True), "U16": (2, False), "I16": (2, True), "B32": (4, False), "X": (0, False),   # RDNA names
-              "UBYTE": (1, False), "SBYTE": (1, True), "USHORT": (2, False), "SSHORT": (2, True), "DWORD": (4, False)}      # gfx9 names
+              "UBYTE": (1, False), "SBYTE": (1, True), "USHORT": (2, False), "SSHORT": (2, True), "DWORD": (4, False),       # gfx9 names
+              "DWORDX3": (12, False), "DWORDX4": (16, False)}                                                              # gfx950
 
 def lds_load_op(name: str) -> tuple[int, bool, bool] | None:
   """(bytes read, sign-extend, lane address instead of a VGPR: *_ADDTID_*) of a *_LOAD_LDS_* op; 0 bytes: FORMAT_X.
-  None for the multi-dword gfx950 forms (DWORDX3/X4), which are not modelled."""
+  The multi-dword gfx950 forms (DWORDX3/X4: 12/16 bytes) move each dword in turn."""
   if (w := _LDS_WIDTH.get(name.rsplit("_", 1)[1])) is None: return None
   return w[0], w[1], "ADDTID" in name
 
 def c_lds_handler(fmt, h: str, name: str) -> str:
   """C handler of a load into LDS: each active lane reads memory as the format addresses it (global: SGPR base + VGPR
   offset or a 64-bit VGPR address, *_ADDTID_*: SGPR base + lane * 4; scratch: the lane's private offset; buffer: through
-  the V#, out of range reads 0; FORMAT_X: the X channel converted) and writes the dword to LDS at M0 + offset + lane * 4"""
+  the V#, out of range reads 0; FORMAT_X: the X channel converted) and writes the dword to LDS at M0 + offset + lane * 4;
+  DWORDX3/X4 (GLOBAL, gfx950): the lane's 12/16 bytes, dword by dword (read, then write), to M0 + offset + lane * 12/16"""
   n, sx, tid = lds_load_op(name)
   L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0; w->c->atomic = 0;"]
   if fmt.name == "MUBUF":
@@ -326,6 +328,11 @@ def c_lds_handler(fmt, h: str, name: str) -> str:
     L.append(f"    v = p_rd(&s, (uint32_t)((sa ? w->s[in->saddr] : 0) + (in->sve ? va[L] : 0) + off), {n});")
   else:
     addr = "sbase + off + 4u * (uint32_t)L" if tid else "(sa ? sbase + va[L] : ((uint64_t)vah[L] << 32 | va[L])) + off"
+    if n > 4:
+      L += [f"    for (int k = 0; k < {n // 4}; k++) {{ v = g_rd(&s, {addr} + 4u * (uint32_t)k, 4); if (UNLIKELY(s.fault)) break;",
+            f"      l_wr(&s, (uint32_t)(w->s[ENC_M0] + ioff + {n}u * (uint32_t)L + 4u * (uint32_t)k), 4, (uint32_t)v); if (UNLIKELY(s.fault)) break; }}",
+            "    if (UNLIKELY(s.fault)) { pc_fault(w, &s); break; }", "  }", "  w->c->space = SP_GLOBAL;", "}"]
+      return "\n".join(L) + "\n"
     L.append(f"    v = g_rd(&s, {addr}, {n});")
   L += ["    if (UNLIKELY(s.fault)) { pc_fault(w, &s); break; }",
         f"    lds_put(&s, w, L, ioff, {'lds_ext(v, ' + str(n) + ', ' + str(int(sx)) + ')' if n else '(uint32_t)v'});",

@@ -36,7 +36,11 @@ PROSE_C = {
   "S_WAIT_EXPCNT": "h_nop", "S_WAIT_DSCNT": "h_nop", "S_WAIT_KMCNT": "h_nop", "S_WAIT_LOADCNT_DSCNT": "h_nop", "S_WAIT_STORECNT_DSCNT": "h_nop",
   "DS_SWIZZLE_B32": "h_ds_swizzle", "DS_APPEND": "h_ds_append", "DS_CONSUME": "h_ds_consume",
   "S_BARRIER_SIGNAL": "h_nop", "S_BARRIER_WAIT": "h_barrier", "V_MFMA_LD_SCALE_B32": "h_mfma_ld_scale",
+  "DS_READ_B64_TR_B4": "h_ds_read_tr_b4", "DS_READ_B64_TR_B8": "h_ds_read_tr_b8", "DS_READ_B64_TR_B16": "h_ds_read_tr_b16",
+  "DS_READ_B96_TR_B6": "h_ds_read_tr_b6",
 }
+# DS_READ_*_TR_* (gfx950 transposing LDS reads): element bits and dwords per lane (csrc/emu_prose.h ds_read_tr)
+DS_READ_TR = {"DS_READ_B64_TR_B4": (4, 2), "DS_READ_B64_TR_B8": (8, 2), "DS_READ_B64_TR_B16": (16, 2), "DS_READ_B96_TR_B6": (6, 3)}
 # Integer clamp (prose in the ISA: the clamp bit saturates an integer result to its type's range), for the VOP3/VOP3SD/VOP3P
 # ops that add: the exact result of the formula below is formed from the fetched sources (typed by the wheel's OPERANDS:
 # element width/count/signedness; V_DOT*_IU* take signedness from NEG[1:0] as their pseudocode does) and saturated to the
@@ -639,7 +643,9 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
           *((image_defs(), "#include \"emu_image.h\"") if any(f.name in IMAGE_FORMATS for f in fmts) else ()),
           *((bvh.c_defs(), "#include \"emu_bvh.h\"") if any(f.name in bvh.BVH_FORMATS for f in fmts) else ())]
   vopd = any(f.name == "VOPD" for f in fmts)
-  main = "\n".join([*head, *decls, mat_c, decoder, f"#define HAS_VOPD {int(vopd)}", "static void h_vopd(Wave *w, const Inst *in);" if vopd else "",
+  ds_tr = [f"static void {PROSE_C[n]}(Wave *w, const Inst *in) {{ ds_read_tr(w, in, {wd}, {nd}); }}" for n, (wd, nd) in DS_READ_TR.items()
+           if any(f.name == "DS" and n in f.enum.__members__ for f in fmts)]
+  main = "\n".join([*head, *decls, *ds_tr, mat_c, decoder, f"#define HAS_VOPD {int(vopd)}", "static void h_vopd(Wave *w, const Inst *in);" if vopd else "",
                      *tables, "#include \"emu_sched.c\""])
   parts = ["\n".join([*head, pcode_c, *handlers[k::chunks]]) for k in range(chunks)]
   return Generated((main, *parts), names, hbase, missing)

@@ -11,7 +11,7 @@ from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
 from mockgpu.emu.gen_c import PROSE_C, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, \
-  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32
+  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR
 from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS
 from mockgpu.emu.pygfx import exec_vinterp, lds_direct_load, lds_param_load, export
@@ -536,8 +536,8 @@ def exec_buffer(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops
   finally: w.atomic = False
 
 def exec_lds_load(c: Ctx, w: Wave, fm: Format, f: dict, name: str):
-  """GLOBAL/SCRATCH_LOAD_LDS_*, BUFFER_LOAD_LDS_*: the dword (extended) goes to LDS at M0 + offset + lane * 4, as
-  buffer.c_lds_handler generates it for the C backend."""
+  """GLOBAL/SCRATCH_LOAD_LDS_*, BUFFER_LOAD_LDS_*: the dword (extended) goes to LDS at M0 + offset + lane * 4 (DWORDX3/X4:
+  the lane's 12/16 bytes dword by dword to M0 + offset + lane * 12/16), as buffer.c_lds_handler generates it for the C backend."""
   n, sx, tid = buffer.lds_load_op(name)
   lane = [0]
   def rd(space, a, k):
@@ -567,6 +567,12 @@ def exec_lds_load(c: Ctx, w: Wave, fm: Format, f: dict, name: str):
     elif fm.name == "SCRATCH": v = rd("scratch", ((w.s[f["saddr"]] if sa else 0) + (w.v[a & (len(w.v) - 1)][L] if f["sve"] else 0) + off) & M32, n)
     else:
       addr = sbase + off + 4 * L if tid else (sbase + w.v[a & (len(w.v) - 1)][L] if sa else w.v[a & (len(w.v) - 1)][L] | w.v[(a + 1) & (len(w.v) - 1)][L] << 32) + off
+      if n > 4:
+        for k in range(n // 4):
+          v = rd("global", (addr + 4 * k) & M64, 4)
+          w.cur_size, m = 4, _Mem(w, "lds", lane)
+          for i in range(4): m[(w.s[c.arch.enc_m0] + ioff + n * L + 4 * k + i) & M32] = (v >> (8 * i)) & 0xff
+        continue
       v = rd("global", addr & M64, n)
     if n and n < 4 and sx: v = sext(v, 8 * n) & M32
     w.cur_size, m = 4, _Mem(w, "lds", lane)
@@ -633,6 +639,7 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
       for i in range(c.wave_size):
         if ex >> i & 1: j = swizzle_src(off, i); d[i] = src[j] if ex >> j & 1 else 0
     elif h in ("h_ds_append", "h_ds_consume"): ds_counter(c, w, f, 1 if h == "h_ds_append" else -1)
+    elif h.startswith("h_ds_read_tr"): ds_read_tr(c, w, f, *DS_READ_TR[name])
     return
   if (mop := matrix.ops(c.arch.family).get(name)) is not None:
     cb = matrix.ETYPES[mop.c][0]
@@ -677,6 +684,23 @@ def ds_counter(c: Ctx, w: Wave, f: dict, sign: int):
   finally: w.atomic = False
   for L in range(c.wave_size):
     if ex >> L & 1: w.v[f["vdst"] - 256][L] = old
+
+def ds_read_tr(c: Ctx, w: Wave, f: dict, width: int, ndw: int):
+  """DS_READ_*_TR_*: each active lane reads ndw dwords at ADDR + OFFSET; in every 16-lane group the result is the transpose
+  of the 16-element rows they form (csrc/emu_prose.h ds_read_tr)."""
+  E, ex, off, lane = ndw * 32 // width, w.exec, f["offset0"] | f["offset1"] << 8, [0]
+  src, m = [0] * c.wave_size, _Mem(w, "lds", lane)
+  for L in range(c.wave_size):
+    if not ex >> L & 1: continue
+    lane[0], a = L, w.v[(f["addr"] - 256) & (len(w.v) - 1)][L] + off
+    for k in range(ndw):
+      w.cur_size = 4
+      src[L] |= sum(m.get((a + 4 * k + i) & M32) << (8 * i) for i in range(4)) << (32 * k)
+  for i in range(c.wave_size):
+    if not ex >> i & 1: continue
+    g, li = i & ~15, i & 15
+    out = sum(((src[g + 16 // E * j + li // E] >> (li % E * width)) & ((1 << width) - 1)) << (j * width) for j in range(E))
+    _vput(w, f["vdst"] - 256, i, 32 * ndw, out)
 
 def _capture(c: Ctx, w: Wave):
   if w.id == 0 and c.wg == (0, 0, 0) and c.capture:

@@ -120,5 +120,30 @@ static void ds_counter(Wave *w, const Inst *in, int sign) {
   if (s.fault) return;
   for (; ex; ex &= ex - 1) w->v[(in->vdst - 256) * MAXLANES + __builtin_ctzll(ex)] = old;
 }
+/* DS_READ_B64_TR_B4/B8/B16, DS_READ_B96_TR_B6 (gfx950): every active lane reads its 64 (96) bits at ADDR + OFFSET. In each
+ * group of 16 lanes those hold a matrix with rows of 16 elements, row r in lanes R*r .. R*r+R-1 (E = 64/width elements per
+ * lane, 16 for B6; R = 16/E lanes per row; element e of a lane at bits e*width). The result is its transpose: element j of
+ * lane i is element i%E of lane R*j + i/E of the group, i.e. lane i gets column i (an inactive source lane gives 0).
+ * Per-op wrappers with (width, dwords) from gen_c.DS_READ_TR; Python twin: pybackend.ds_read_tr */
+static inline uint32_t tr_get(const uint32_t *d, int pos, int width) { return (uint32_t)(((d[pos / 32] | (uint64_t)d[pos / 32 + 1] << 32) >> (pos % 32)) & ((1u << width) - 1)); }
+static void ds_read_tr(Wave *w, const Inst *in, int width, int ndw) {
+  const int E = ndw * 32 / width, R = 16 / E;
+  uint32_t src[MAXLANES][4], off = (uint32_t)(in->offset0 | in->offset1 << 8);
+  uint64_t ex = rd_exec(w);
+  PcState s; s.user = w; s.fault = 0; w->c->space = SP_LDS; w->c->atomic = 0;
+  memset(src, 0, sizeof(src));
+  for (uint64_t e = ex; e; e &= e - 1) {
+    int L = __builtin_ctzll(e); uint32_t a = w->v[((in->addr - 256) & (NVREG - 1)) * MAXLANES + L] + off; s.laneId = (uint64_t)L;
+    for (int k = 0; k < ndw; k++) { src[L][k] = (uint32_t)l_rd(&s, (uint64_t)a + 4u * (uint32_t)k, 4); if (UNLIKELY(s.fault)) { pc_fault(w, &s); return; } }
+  }
+  for (uint64_t e = ex; e; e &= e - 1) {
+    int i = __builtin_ctzll(e), g = i & ~15, li = i & 15; uint64_t out[2] = {0, 0};
+    for (int j = 0; j < E; j++) {
+      uint64_t x = tr_get(src[g + R * j + li / E], (li % E) * width, width); int p = j * width;
+      out[p / 64] |= x << (p % 64); if (p % 64 + width > 64) out[1] |= x >> (64 - p % 64);
+    }
+    for (int k = 0; k < ndw; k++) w->v[((in->vdst - 256 + k) & (NVREG - 1)) * MAXLANES + i] = (uint32_t)(out[k / 2] >> (32 * (k % 2)));
+  }
+}
 static void h_ds_append(Wave *w, const Inst *in) { ds_counter(w, in, 1); }
 static void h_ds_consume(Wave *w, const Inst *in) { ds_counter(w, in, -1); }

@@ -200,3 +200,47 @@ def test_packed_f32_and_bitop3(backend):
   np.testing.assert_array_equal(vreg(st, 9).view(np.float32), -b + 2)
   x, y, z = (vreg(st, r) for r in (2, 3, 4))
   np.testing.assert_array_equal(vreg(st, 10), (x & y) | (x & z) | (y & z))
+
+# gfx950 GLOBAL_LOAD_LDS_DWORDX3/X4: lane L's 12/16 bytes go to LDS at M0 + offset + L * 12/16 (the dword form's layout with
+# the lane's whole load as the unit)
+@BACKENDS
+@pytest.mark.parametrize("op,nb", [("global_load_lds_dwordx4", 16), ("global_load_lds_dwordx3", 12)])
+def test_global_load_lds_multi_dword(backend, op, nb):
+  src = (np.arange(N * 4 + 4, dtype=np.uint64) * 2654435761 % 2**32).astype(np.uint32)
+  perm = np.random.default_rng(3).permutation(N)   # lane L loads from byte 16 * perm[L] + offset of src
+  M0B, OFS = 64, 16
+  bf = Bufs(src, (perm * 16).astype(np.uint32))
+  prog = [C.v_lshlrev_b32_e32(v[1], 2, v[0]), C.global_load_dword(vdst=v[2], addr=v[1], saddr=s[2:3]), C.s_waitcnt(simm16=0),
+          C.s_mov_b32(M0, M0B), getattr(C, op)(addr=v[2], saddr=s[0:1], offset=OFS), C.s_waitcnt(simm16=0),
+          *(C.ds_read_b32(vdst=v[10 + k], addr=v[1], offset0=(M0B + OFS + 256 * k) & 255, offset1=(M0B + OFS + 256 * k) >> 8) for k in range(nb // 4)),
+          C.s_waitcnt(simm16=0)]
+  st = run9(prog, bf, backend=backend, lds_bytes=2048).state
+  want = np.concatenate([src[4 * p + OFS // 4:4 * p + OFS // 4 + nb // 4] for p in perm])   # the LDS dwords from M0 + offset on
+  np.testing.assert_array_equal(np.concatenate([vreg(st, 10 + k) for k in range(nb // 4)]), want)
+
+# gfx950 DS_READ_B64_TR_B4/B8/B16, DS_READ_B96_TR_B6: in each group of 16 lanes the lanes' 64 (96) bits, taken in lane order,
+# are a matrix of rows of 16 elements; lane i receives column i (element j = row j)
+def tr_elems(words, width, ndw):
+  big = int(sum(int(x) << (32 * k) for k, x in enumerate(words)))
+  return [(big >> (width * e)) & ((1 << width) - 1) for e in range(32 * ndw // width)]
+
+@BACKENDS
+@pytest.mark.parametrize("op,width,ndw,exec_lo", [("ds_read_b64_tr_b16", 16, 2, 0xffffffff), ("ds_read_b64_tr_b16", 16, 2, 0xfffffffd),
+                                                  ("ds_read_b64_tr_b8", 8, 2, 0xffffffff), ("ds_read_b64_tr_b4", 4, 2, 0xffffffff),
+                                                  ("ds_read_b96_tr_b6", 6, 3, 0xffffffff)])
+def test_ds_read_transpose(backend, op, width, ndw, exec_lo):
+  rng = np.random.default_rng(width)
+  data = rng.integers(0, 2**32, (N, ndw), dtype=np.uint64).astype(np.uint32)   # LDS slot p (bytes 16p..) holds data[p]
+  perm = rng.permutation(N)   # lane L reads slot perm[L]
+  st = lanes([C.v_lshlrev_b32_e32(v[20], 4, v[0]), *(C.ds_write_b32(addr=v[20], data0=v[2 + k], offset0=4 * k) for k in range(ndw)),
+              C.s_waitcnt(simm16=0), C.s_mov_b32(C.EXEC_LO, exec_lo),
+              getattr(C, op)(vdst=v[30:29 + ndw], addr=v[2 + ndw]), C.s_waitcnt(simm16=0)],
+             *(np.ascontiguousarray(data[:, k]) for k in range(ndw)), (perm * 16).astype(np.uint32), backend=backend, lds_bytes=1024)
+  active = [exec_lo >> L & 1 if L < 32 else 1 for L in range(N)]
+  src = [tr_elems(data[perm[L]], width, ndw) if active[L] else [0] * (32 * ndw // width) for L in range(N)]   # inactive lanes give 0
+  for g in range(0, N, 16):
+    flat = [e for L in range(g, g + 16) for e in src[L]]   # rows of 16 elements
+    for i in range(16):
+      if not active[g + i]: continue
+      col = sum(flat[16 * j + i] << (width * j) for j in range(32 * ndw // width))
+      assert [int(vreg(st, 30 + k)[g + i]) for k in range(ndw)] == [(col >> (32 * k)) & 0xffffffff for k in range(ndw)], (g + i)
