@@ -1,7 +1,7 @@
 """Emulator throughput benchmarks (printed by `python -m mockgpu.emu bench`, never asserted in tests).
 
-(a) a VALU/SALU loop kernel assembled with the wheel's DSL, (b) the kernel tinygrad emits for a 256x256 f32 matmul on
-gfx1100 (fixtures/kernels). Cold = first dispatch in this process (library load from the disk cache and decode-cache
+(a) a VALU/SALU loop kernel assembled with the wheel's DSL on gfx1100 (wave32) and, the same instructions in gfx9 spelling,
+on gfx950 (wave64), (b) the kernel tinygrad emits for a 256x256 f32 matmul on gfx1100 (fixtures/kernels). Cold = first dispatch in this process (library load from the disk cache and decode-cache
 fill; a one-time build, if it happens, is reported on its own line); warm = best of the following dispatches, by wall time
 and by the CPU time the process actually got (the two agree on an idle machine; on a busy one the CPU figure is the
 throughput of the emulator itself)."""
@@ -14,11 +14,14 @@ from mockgpu.emu.memory import MemoryMap
 
 __all__ = ["loop_kernel", "bench_loop", "bench_matmul", "main"]
 
-def loop_kernel(iters: int = 20000) -> bytes:
-  """4 VALU + 3 SALU instructions per iteration (float add/fma, integer add, move, counter, compare, branch)."""
-  from tinygrad.runtime.autogen.amd.rdna3.ins import (s_mov_b32, s_add_u32, s_cmp_lg_u32, s_cbranch_scc1, s_endpgm, v_add_f32_e32,
-                                                     v_fmac_f32_e32, v_add_nc_u32_e32, v_mov_b32_e32, s, v)
-  body = [v_add_f32_e32(v[1], v[1], v[2]), v_fmac_f32_e32(v[5], 1.0, v[1]), v_add_nc_u32_e32(v[3], v[3], v[0]), v_mov_b32_e32(v[4], v[1]),
+def loop_kernel(iters: int = 20000, family: str = "rdna3") -> bytes:
+  """4 VALU + 3 SALU instructions per iteration (float add/fma, integer add, move, counter, compare, branch); family rdna3
+  or cdna (the integer add is V_ADD_U32 there)."""
+  import importlib
+  I = importlib.import_module(f"tinygrad.runtime.autogen.amd.{family}.ins")
+  s_mov_b32, s_add_u32, s_cmp_lg_u32, s_cbranch_scc1, s_endpgm, s, v = I.s_mov_b32, I.s_add_u32, I.s_cmp_lg_u32, I.s_cbranch_scc1, I.s_endpgm, I.s, I.v
+  iadd = I.v_add_nc_u32_e32 if family != "cdna" else I.v_add_u32_e32
+  body = [I.v_add_f32_e32(v[1], v[1], v[2]), I.v_fmac_f32_e32(v[5], 1.0, v[1]), iadd(v[3], v[3], v[0]), I.v_mov_b32_e32(v[4], v[1]),
           s_add_u32(s[4], s[4], -1), s_cmp_lg_u32(s[4], 0)]
   nwords = sum(len(i.to_bytes()) for i in body) // 4 + 1
   insts = [s_mov_b32(s[4], iters), *body, s_cbranch_scc1(simm16=(-nwords) & 0xffff), s_endpgm()]
@@ -32,9 +35,11 @@ def _measure(fn, reps: int) -> tuple[Stats, float, float, float]:
     c0 = time.process_time(); warm = min(warm, fn().seconds); cpu = min(cpu, time.process_time() - c0)
   return st, cold, warm, cpu
 
-def bench_loop(reps: int = 3, backend: str = "c") -> tuple[Stats, float, float, float]:
-  code = loop_kernel()
-  return _measure(lambda: run_code(code, block=(256, 1, 1), grid=(8, 1, 1), backend=backend), reps)
+def bench_loop(reps: int = 3, backend: str = "c", arch: str = "gfx1100") -> tuple[Stats, float, float, float]:
+  """The loop kernel on 8 workgroups of 256 threads (gfx1100: 8 wave32 each; gfx950: 4 wave64 each)."""
+  a = get_arch(arch)
+  code = loop_kernel(family=a.family)
+  return _measure(lambda: run_code(code, arch=arch, wave64=32 not in a.wave_sizes, block=(256, 1, 1), grid=(8, 1, 1), backend=backend), reps)
 
 def bench_matmul(reps: int = 3, backend: str = "c") -> tuple[Stats, float, float, float]:
   from mockgpu.emu.codeobj import load_elf
@@ -54,11 +59,13 @@ def bench_matmul(reps: int = 3, backend: str = "c") -> tuple[Stats, float, float
 def main(reps: int = 3, backend: str = "c") -> int:
   from mockgpu.emu.build import build
   if backend == "c":
-    lib = build(get_arch("gfx1100"))
-    print(f"library: {lib.path.name} ({'built now in %.1f s' % lib.build_seconds if lib.built else 'from the cache'})")
+    for arch in ("gfx1100", "gfx950"):
+      lib = build(get_arch(arch))
+      print(f"library: {lib.path.name} ({'built now in %.1f s' % lib.build_seconds if lib.built else 'from the cache'})")
   load = os.getloadavg()[0]
   print(f"machine: {os.cpu_count()} cpus, load average {load:.2f}" + ("  (busy: figures are lower than on an idle machine)" if load > (os.cpu_count() or 1) else ""))
-  for name, fn in (("loop (VALU/SALU)", bench_loop), ("matmul 256x256 f32 (tinygrad, LLVM)", bench_matmul)):
+  for name, fn in (("loop (VALU/SALU)", bench_loop), ("loop gfx950 wave64 (VALU/SALU)", lambda r, b: bench_loop(r, b, "gfx950")),
+                   ("matmul 256x256 f32 (tinygrad, LLVM)", bench_matmul)):
     st, cold, warm, cpu = fn(reps, backend)
     print(f"{name:38s} {st.instructions:>10d} wave-inst  cold {st.instructions / cold / 1e6:8.2f} M/s ({cold * 1e3:7.1f} ms)  "
           f"warm {st.instructions / warm / 1e6:8.2f} M/s ({warm * 1e3:7.1f} ms)  warm per CPU-second {st.instructions / max(cpu, 1e-9) / 1e6:8.2f} M/s")

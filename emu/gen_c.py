@@ -38,6 +38,9 @@ PROSE_C = {
   "S_BARRIER_SIGNAL": "h_nop", "S_BARRIER_WAIT": "h_barrier", "V_MFMA_LD_SCALE_B32": "h_mfma_ld_scale",
   "DS_READ_B64_TR_B4": "h_ds_read_tr_b4", "DS_READ_B64_TR_B8": "h_ds_read_tr_b8", "DS_READ_B64_TR_B16": "h_ds_read_tr_b16",
   "DS_READ_B96_TR_B6": "h_ds_read_tr_b6",
+  "S_MEMTIME": "h_memtime", "S_MEMREALTIME": "h_memtime", "S_DCACHE_WB": "h_nop", "S_DCACHE_WB_VOL": "h_nop", "S_DCACHE_INV_VOL": "h_nop",
+  "S_DCACHE_DISCARD": "h_nop", "S_DCACHE_DISCARD_X2": "h_nop", "S_ATC_PROBE": "h_nop", "S_ATC_PROBE_BUFFER": "h_nop", "S_WAKEUP": "h_nop",
+  "V_CLREXCP": "h_nop", "S_SET_VALU_COEXEC_MODE": "h_nop", "S_RFE_RESTORE_B64": "h_rfe_restore", "V_SCREEN_PARTITION_4SE_B32": "h_screen_partition",
 }
 # DS_READ_*_TR_* (gfx950 transposing LDS reads): element bits and dwords per lane (csrc/emu_prose.h ds_read_tr)
 DS_READ_TR = {"DS_READ_B64_TR_B4": (4, 2), "DS_READ_B64_TR_B8": (8, 2), "DS_READ_B64_TR_B16": (16, 2), "DS_READ_B96_TR_B6": (6, 3)}
@@ -63,7 +66,10 @@ MODS_ON_BITS = ("V_CNDMASK_B32", "V_CNDMASK_B16")
 HWREGS = ("SH_MEM_BASES", "SHADER_CYCLES", "SHADER_CYCLES_LO", "SHADER_CYCLES_HI")   # S_GETREG ids the C needs (-1: absent)
 # Ops without pseudocode in the wheel whose ISA description is a plain register move (CDNA AccVGPR moves): they execute
 # V_MOV_B32's pseudocode with their own operands; the decoder has already resolved AccVGPR operands to unified slots.
-SEMANTICS_ALIAS = {"V_ACCVGPR_READ": "VOP1Op_V_MOV_B32_E32", "V_ACCVGPR_WRITE": "VOP1Op_V_MOV_B32_E32", "V_ACCVGPR_MOV_B32": "VOP1Op_V_MOV_B32_E32"}
+# gfx9's V_EXP/LOG_LEGACY_F32 ("power / base 2 logarithm with legacy semantics"; the wheel has no pseudocode, the guides
+# specify no difference but an older, less exact approximation) run the IEEE ops' pseudocode: same special values and MODE.
+SEMANTICS_ALIAS = {"V_ACCVGPR_READ": "VOP1Op_V_MOV_B32_E32", "V_ACCVGPR_WRITE": "VOP1Op_V_MOV_B32_E32", "V_ACCVGPR_MOV_B32": "VOP1Op_V_MOV_B32_E32",
+                   "V_EXP_LEGACY_F32": "VOP1Op_V_EXP_F32_E32", "V_LOG_LEGACY_F32": "VOP1Op_V_LOG_F32_E32"}
 # gfx9 (ArchSpec.d16_zero_hi): 16-bit VALU results zero bits 31:16, except these ops, whose VOP3 op_sel[3] picks the half
 # written and which preserve the other half (the gfx9 "op_sel" forms of the mads/fmas)
 D16_PRESERVE = ("V_MAD_F16", "V_MAD_U16", "V_MAD_I16", "V_FMA_F16", "V_DIV_FIXUP_F16", "V_MAC_F16", "V_MADAK_F16", "V_MADMK_F16")

@@ -608,6 +608,11 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
     if h == "h_endpgm": w.state = "done"; _capture(c, w)
     elif h == "h_barrier": w.state = "barrier"
     elif h == "h_code_end": raise Stop(ST_INVALID, msg="executed S_CODE_END (padding after the kernel's last instruction)")
+    elif h == "h_memtime": sdst_write(w, f["sdata"], c.icount, 64)
+    elif h == "h_rfe_restore":
+      raise Stop(ST_INVALID, msg="S_RFE_RESTORE_B64 returns from a trap handler, and none is installed (TBA/TMA read 0): no wave can be in one")
+    elif h == "h_screen_partition":
+      raise Stop(ST_UNSUPPORTED, msg="V_SCREEN_PARTITION_4SE_B32 maps screen tiles to shader engines for graphics; a compute dispatch has no screen")
     elif h == "h_mfma_ld_scale":
       raise Stop(ST_INVALID, msg="V_MFMA_LD_SCALE_B32 without its F8F6F4 MFMA: it is only the first half of a VOP3PX2 V_MFMA_SCALE_*")
     elif h == "h_trap": raise Stop(ST_TRAP, kind=1, addr=f["simm16"] & 0xff, msg="S_TRAP executed and no trap handler is installed")

@@ -47,6 +47,14 @@ static void h_sendmsg_rtn64(Wave *w, const Inst *in) { sendmsg_rtn(w, in, 64); }
 static void h_mfma_ld_scale(Wave *w, const Inst *in) {
   (void)in; set_status(w, ST_INVALID, "V_MFMA_LD_SCALE_B32 without its F8F6F4 MFMA: it is only the first half of a VOP3PX2 V_MFMA_SCALE_*");
 }
+/* S_MEMTIME / S_MEMREALTIME (gfx9 SMEM): SDATA[1:0] = the emulated clock of GET_REALTIME (deterministic) */
+static void h_memtime(Wave *w, const Inst *in) { sdst_write(w, in->sdata, w->c->icount, 64); }
+static void h_rfe_restore(Wave *w, const Inst *in) {
+  (void)in; set_status(w, ST_INVALID, "S_RFE_RESTORE_B64 returns from a trap handler, and none is installed (TBA/TMA read 0): no wave can be in one");
+}
+static void h_screen_partition(Wave *w, const Inst *in) {
+  (void)in; set_status(w, ST_UNSUPPORTED, "V_SCREEN_PARTITION_4SE_B32 maps screen tiles to shader engines for graphics; a compute dispatch has no screen");
+}
 static void h_barrier(Wave *w, const Inst *in) { (void)in; w->state = W_BARRIER; }
 static void h_endpgm(Wave *w, const Inst *in) {
   (void)in;

@@ -244,3 +244,39 @@ def test_ds_read_transpose(backend, op, width, ndw, exec_lo):
       if not active[g + i]: continue
       col = sum(flat[16 * j + i] << (width * j) for j in range(32 * ndw // width))
       assert [int(vreg(st, 30 + k)[g + i]) for k in range(ndw)] == [(col >> (32 * k)) & 0xffffffff for k in range(ndw)], (g + i)
+
+@BACKENDS
+def test_memtime_is_the_emulated_clock(backend):
+  # S_MEMTIME / S_MEMREALTIME read the deterministic clock: wave-instructions the dispatch executed so far, this one included
+  st = run9([C.s_nop(simm16=0), C.s_memtime(sdata=s[10:11]), C.s_memrealtime(sdata=s[12:13])], backend=backend).state
+  assert st.sgprs[10:14] == (2, 0, 3, 0)
+
+@BACKENDS
+def test_cache_and_hint_ops_are_no_ops(backend):
+  # no data cache, translation cache, sleeping wave, exception state or VALU/MFMA co-issue is modelled: nothing changes
+  ops = [C.s_dcache_wb(), C.s_dcache_wb_vol(), C.s_dcache_inv_vol(), C.s_dcache_discard(sbase=s[0:1], soffset=s[4]),
+         C.s_dcache_discard_x2(sbase=s[0:1], soffset=s[4]), C.s_atc_probe(sbase=s[0:1], sdata=s[0], offset=0),
+         C.s_atc_probe_buffer(sbase=s[0:3], sdata=s[0], offset=0), C.s_wakeup(), C.v_clrexcp_e32(), C.v_clrexcp_e64(),
+         C.s_set_valu_coexec_mode(simm16=1)]
+  base = run9([C.s_mov_b32(s[20], 5)], backend=backend)
+  st = run9(ops + [C.s_mov_b32(s[20], 5)], backend=backend)
+  assert st.state.sgprs == base.state.sgprs and st.state.vgprs == base.state.vgprs and st.instructions == base.instructions + len(ops)
+
+@BACKENDS
+@pytest.mark.parametrize("e64", [False, True])
+def test_exp_log_legacy(backend, e64):
+  # modelled as V_EXP_F32 / V_LOG_F32 (the ISA gives the legacy ops no other definition): exact cases from numpy
+  x = np.array([-3, -1, 0, 1, 5, 10, -np.inf, np.inf] * 8, np.float32)
+  y = np.array([0.125, 0.5, 1, 2, 1024, 2.0**-20, 0, np.inf, -1, np.nan, -0.0, 2.0**100] * 5 + [4] * 4, np.float32)
+  ex, lg = (C.v_exp_legacy_f32_e64, C.v_log_legacy_f32_e64) if e64 else (C.v_exp_legacy_f32_e32, C.v_log_legacy_f32_e32)
+  st = lanes([ex(v[5], v[2]), lg(v[6], v[3])], x, y, backend=backend)
+  with np.errstate(divide="ignore", invalid="ignore"): want_lg = np.log2(y)
+  np.testing.assert_array_equal(vreg(st, 5).view(np.float32), np.exp2(x))
+  np.testing.assert_array_equal(vreg(st, 6).view(np.float32), want_lg)
+
+@BACKENDS
+@pytest.mark.parametrize("inst,match", [(C.s_rfe_restore_b64(ssrc0=s[0:1], ssrc1=s[2]), "S_RFE_RESTORE_B64.*trap handler"),
+                                        (C.v_screen_partition_4se_b32_e32(v[1], v[2]), "V_SCREEN_PARTITION_4SE_B32.*graphics")])
+def test_trap_return_and_graphics_ops_are_reported(backend, inst, match):
+  from mockgpu.emu.errors import InvalidInstruction
+  with pytest.raises(InvalidInstruction, match=match): run9([inst], backend=backend)
