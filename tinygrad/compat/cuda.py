@@ -7,9 +7,11 @@ is synchronous (the stream is always idle). Bad calls return the CUDA error code
 explains it (with the fault report of a failed launch); a kernel fault is sticky, as on a real context."""
 from __future__ import annotations
 import ctypes, itertools, time
+from tinygrad.runtime.autogen import libc
 from mockgpu.emu.errors import EmuError
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.mock.errors import PTXError
+from mockgpu.mock.gpu import host_mmap
 from mockgpu.mock.ptx import engine
 
 __all__ = ["cuInit", "cuDeviceGet", "cuDeviceGetCount", "cuDeviceComputeCapability", "cuDeviceCanAccessPeer", "cuCtxCreate_v2",
@@ -31,7 +33,7 @@ _TEXT = {0: "no error", 1: "invalid argument", 3: "initialization error", 101: "
          801: "operation not supported"}
 
 memory = MemoryMap()                     # device allocations (the ranges kernels and copies may touch)
-_bufs: dict[int, ctypes.Array] = {}      # device and host allocations by address (keeps them alive)
+_bufs: dict[int, int] = {}               # device and host allocations: address -> size (anonymous mappings)
 _host: set[int] = set()
 _modules: dict[int, engine.Module] = {}
 _funcs: dict[int, tuple[engine.Module, str]] = {}
@@ -87,9 +89,8 @@ def cuCtxEnablePeerAccess(ctx, flags) -> int: return _fail(NOT_SUPPORTED, "cuCtx
 def _alloc(out, size:int, call:str, host:bool) -> int:
   if (rc:=_ready(call)): return rc
   if not isinstance(size, int) or size <= 0: return _fail(INVALID_VALUE, f"{call} bytesize={size}, must be > 0")
-  buf = (ctypes.c_uint8 * size)()
-  addr = ctypes.addressof(buf)
-  _bufs[addr] = buf
+  addr = host_mmap(0, size)   # lazily zeroed pages, like fresh device memory of a real allocator
+  _bufs[addr] = size
   if host: _host.add(addr)
   else: memory.add(addr, size, f"cuMemAlloc#{len(_bufs)} ({size} bytes)")
   _out(out, addr)
@@ -99,7 +100,7 @@ def cuMemHostAlloc(pp, size, flags) -> int: return _alloc(pp, size, "cuMemHostAl
 def _free(p, call:str, host:bool) -> int:
   a = _val(p)
   if a not in _bufs or (a in _host) != host: return _fail(INVALID_VALUE, f"{call}({a:#x}): not an allocation of {'cuMemHostAlloc' if host else 'cuMemAlloc_v2'}")
-  del _bufs[a]
+  libc.munmap(a, _bufs.pop(a))
   if host: _host.discard(a)
   else: memory.remove(a)
   return SUCCESS
