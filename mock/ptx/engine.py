@@ -15,7 +15,10 @@ __all__ = ["load", "Module", "ARCH", "CFLAGS", "DEFAULT_BUDGET"]
 
 # The compute capability both mocks report: half precision (>= sm_53) but no tensor cores (mma.sync needs >= sm_75), so
 # tinygrad's PTXRenderer emits only forms the engine models. MOCKGPU_SM overrides it (e.g. 35, as the upstream mocks report).
-ARCH = f"sm_{int(os.environ.get('MOCKGPU_SM', '70'))}"
+def _arch(sm:str) -> str:
+  if not sm.isdigit() or not 30 <= int(sm) < 200: raise PTXError(f"MOCKGPU_SM={sm!r}: expected a compute capability like 70 (sm_70) or 35")
+  return f"sm_{sm}"
+ARCH = _arch(os.environ.get("MOCKGPU_SM", "70"))
 # -march=native makes fmaf a hardware instruction (baseline x86-64 calls libm's software fma: ~10x slower matmuls);
 # -ffp-contract=off keeps the compiler from fusing what PTX rounds twice (gcc's gnu11 default is to fuse)
 CFLAGS = ("-O2", "-march=native", "-mno-avx512f", "-fno-math-errno", "-fPIC", "-shared", "-std=gnu11", "-fno-strict-aliasing", "-fwrapv",
