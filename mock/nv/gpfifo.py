@@ -49,7 +49,7 @@ class Channel:
     if self.error is not None: return False
     progress = False
     try:
-      while self.get != (put:=ctypes.c_uint32.from_address(self.userd + self.gpput).value % self.entries):
+      while self.get != (put:=int.from_bytes(self._read(self.userd + self.gpput, 4, "USERD GPPut"), "little") % self.entries):
         entry = self._u64(self.ring + 8 * self.get, "GP entry")
         addr, n = entry & ((1 << 40) - 4), (entry >> 42) & 0x1FFFFF
         words = (ctypes.c_uint32 * n).from_buffer_copy(self._read(addr, 4 * n, "pushbuffer segment")) if n else []
@@ -64,7 +64,7 @@ class Channel:
           self.pos += 1 + cnt
           progress = True
         self.get, self.pos, progress = (self.get + 1) % self.entries, 0, True
-        ctypes.c_uint32.from_address(self.userd + self.gpget).value = self.get
+        self._write(self.userd + self.gpget, self.get.to_bytes(4, "little"), "USERD GPGet")
     except (MockGPUError, OSError) as e: self._stop(e)
     return progress
 
