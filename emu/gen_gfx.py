@@ -15,7 +15,7 @@ IMAGE_FORMATS = ("MIMG",)             # RDNA3; RDNA4 VIMAGE/VSAMPLE are not mode
 
 def image_kind(name: str) -> tuple[str, int, int] | None:
   """("load" | "store", mip, pck: 0 convert / 1 raw / 2 raw sign-extended), ("atomic", 0, 0), ("resinfo", 0, 0), or None
-  for the MIMG ops that are not modelled (sampling, gather, GET_LOD, MSAA_LOAD, BVH)."""
+  for the MIMG ops that are not modelled (sampling, gather, GET_LOD, MSAA_LOAD; BVH intersection is emu/bvh.py)."""
   if name.startswith("IMAGE_ATOMIC_"): return ("atomic", 0, 0)
   if name == "IMAGE_GET_RESINFO": return ("resinfo", 0, 0)
   if (m := re.fullmatch(r"IMAGE_(LOAD|STORE)(_MIP)?(_PCK)?(_SGN)?", name)):

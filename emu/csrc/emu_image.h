@@ -197,5 +197,5 @@ static void img_resinfo(Wave *w, const Inst *in) {
 }
 static void h_image_unsupported(Wave *w, const Inst *in) {
   (void)in;
-  set_status(w, ST_UNSUPPORTED, "MIMG sampling, gather, GET_LOD, MSAA_LOAD and BVH ray intersection are not modelled (docs/emu.md Images)");
+  set_status(w, ST_UNSUPPORTED, "MIMG sampling, gather, GET_LOD and MSAA_LOAD are not modelled (docs/emu.md Images)");
 }
