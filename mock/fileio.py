@@ -9,11 +9,13 @@ from __future__ import annotations
 import errno, os, sys
 from tinygrad.runtime.support.hcq import FileIOInterface
 from mockgpu.mock.sysfs import Device, Dir
+from mockgpu.tinygrad.errors import NotSupportedYet
 
 __all__ = ["MockFileIOInterface"]
 
 _MODEL_PREFIXES = ("/dev/kfd", "/dev/dri/renderD", "/sys/devices/virtual/kfd", "/sys/class/drm/renderD")
 _NV_PATHS = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia0")
+_PCI_PREFIXES = ("/sys/bus/pci", "/dev/vfio")
 
 def _nv():
   from mockgpu.mock.nv.rm import driver
@@ -27,6 +29,8 @@ class MockFileIOInterface(FileIOInterface):
   """FileIOInterface over the mock KFD. Same signatures as tinygrad's class (hcq.py)."""
   def __init__(self, path:str="", flags:int=os.O_RDONLY, fd:int|None=None):
     self.path, self.node, self.nv = path, None, None
+    if path.startswith(_PCI_PREFIXES):   # tinygrad's AM driver (PCIIface): never probe the host's real PCI devices under a mock
+      raise NotSupportedYet("MOCKPCI+AMD", f"the mock has no PCI bus ({path}); use DEV=MOCKKFD+AMD for an emulated AMD GPU")
     if fd is None and path in _NV_PATHS:
       self.nv = _nv().open(path)
       self.node, self.fd = self.nv, self.nv.fd

@@ -56,6 +56,10 @@ def test_mockusb_is_a_clear_error(tmp_path):
   out = run_py("from tinygrad import Device; Device['AMD']", tmp_path, DEV="MOCKUSB+AMD")
   assert out.returncode != 0 and "MOCKUSB+AMD is not supported yet" in out.stderr
 
+def test_mockpci_is_a_clear_error_and_never_probes_host_pci(tmp_path):
+  out = run_py("from tinygrad import Device; Device['AMD']", tmp_path, DEV="MOCKPCI+AMD")
+  assert out.returncode != 0 and "MOCKPCI+AMD is not supported yet" in out.stderr and "/sys/bus/pci/devices" in out.stderr
+
 def test_synthetic_test_package_only_when_none_exists(monkeypatch):
   finder = activate.MockGPUFinder()
   assert finder.find_spec("test") is None   # the stdlib (or a checkout) provides one
