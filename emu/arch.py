@@ -50,7 +50,7 @@ ARCHS: dict[str, ArchSpec] = {a.name: a for a in (
   ArchSpec("gfx1201", "rdna4", (32, 64), 106, 256, 0, 65536, 1024, True, 125, 124, 233, 250, -1, vsharp=("_GFX11", "_GFX12"), rsrc1_dx10_ieee=False,
            notes="RDNA4: VIMAGE/VSAMPLE not modelled except BVH intersection (docs/emu.md)"),
   ArchSpec("gfx950", "cdna", (64,), 102, 256, 256, 163840, 1024, False, 124, -1, -1, 250, 249, vsharp=("", ""), true16=False,
-           d16_zero_hi=True, dpp_gfx9=True, notes="CDNA: MUBUF/MTBUF and MFMA not modelled (docs/emu.md)"),
+           d16_zero_hi=True, dpp_gfx9=True, notes="CDNA gfx950, wave64 only (what is not modelled: docs/emu.md)"),
 )}
 
 def get_arch(name: str) -> ArchSpec:

@@ -12,7 +12,10 @@ __all__ = ["Library", "cache_dir", "compiler", "build", "prune", "CFLAGS", "KEEP
 HERE = pathlib.Path(__file__).resolve().parent
 CSRC = HERE / "csrc"
 PCODE_DIR = HERE.parent / "pcode"
-CFLAGS = ("-O2", "-march=native", "-mno-avx512f", "-fno-math-errno", "-fPIC", "-std=gnu11", "-fno-strict-aliasing", "-fwrapv", "-w")
+# -ffp-contract=off: gcc's GNU C default (fast) fuses a*b+c into an FMA once -march=native offers one, which changes f32/f64
+# results the pseudocode rounds twice; every float operation must round exactly as written
+CFLAGS = ("-O2", "-march=native", "-mno-avx512f", "-fno-math-errno", "-ffp-contract=off", "-fPIC", "-std=gnu11", "-fno-strict-aliasing",
+          "-fwrapv", "-w")
 
 @dataclass(frozen=True)
 class Library:
@@ -40,7 +43,7 @@ def compiler() -> tuple[list[str], str]:
   except (OSError, subprocess.SubprocessError, IndexError) as e: raise BackendUnavailable(f"C compiler {cmd!r} does not run: {e}") from e
   return cmd, f"{shutil.which(cmd[0])}|{ver}"
 
-KEEP = 6   # libraries kept per arch: several checkouts or versions of mockgpu may share one cache
+KEEP = 12   # libraries kept per arch: several checkouts or versions of mockgpu may share one cache
 
 def prune(arch_name: str, keep: int = KEEP) -> list[pathlib.Path]:
   """Delete all but the `keep` most recently used libraries of `arch_name` (with their sources, metadata and lock files)
@@ -112,6 +115,8 @@ def build(arch: ArchSpec, force: bool = False) -> Library:
       raise BackendUnavailable(f"compiling the {arch.name} emulator failed ({' '.join(cmd)}): {next(t for rc, t in outs if rc)[:3000]}\n"
                                f"generated sources kept in {d}; report them with the compiler output")
     os.replace(tmp.name, so)
+    if not os.environ.get("MOCKGPU_KEEP_SOURCES"):
+      for c in srcs: c.unlink()
     meta.write_text(json.dumps({"handlers": gen.handlers, "hbase": gen.hbase, "missing": gen.missing}))
     prune(arch.name)
     return Library(so, gen.handlers, gen.hbase, gen.missing, True, time.perf_counter() - t0)

@@ -228,6 +228,12 @@ def _srcm(bits: int, packed: bool) -> str:
   if packed: return "SRCPK"
   return {16: "SRC16", 32: "SRC32", 64: "SRC64"}.get(bits, "SRC32")
 
+def _fast_lanes(arch: ArchSpec) -> int:
+  """Lanes of the full-EXEC fast path (a fixed-count loop the compiler vectorises): the arch's only wave size, else 32."""
+  return arch.wave_sizes[0] if len(arch.wave_sizes) == 1 else 32
+
+def _full(n: int) -> str: return "0xffffffffull" if n == 32 else "~0ull"
+
 def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: ArchSpec, text: str) -> str:
   sb, sf, db, dfw = _opinfo(ops, f.name, name)
   fmt = f.name
@@ -288,14 +294,15 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
     if ic: body.append(f"if (o.clamp) s.D0.q[0] = icv;" if db == 64 else "if (o.clamp) s.D0.d[0] = (uint32_t)icv;")
     fast = not ("S0" in u.writes and sb[0]) and not u.lane_vgpr and not cmp   # compares: one loop (build time)
     if fast:   # all lanes active, no output modifiers: a straight loop into a local buffer, then one write-back pass
-      L.append(f"  if (LIKELY(o.exec == 0xffffffffull && w->c->wave_size == 32 && !o.post && {_PLAIN})) {{")
-      L.append(f"    uint32_t outl[32], outh[32]; (void)outh; {_PLAIN_SET}")
+      n = _fast_lanes(wave)
+      L.append(f"  if (LIKELY(o.exec == {_full(n)} && w->c->wave_size == {n} && !o.post && {_PLAIN})) {{")
+      L.append(f"    uint32_t outl[{n}], outh[{n}]; (void)outh; {_PLAIN_SET}")
       inner = ["s.laneId = (uint64_t)L;", *body] + ([f"outl[L] = s.D0.d[0]{' & 0xffff' if zh else ''};" + (" outh[L] = s.D0.d[1];" if db == 64 else "")] if has_dst else [])
-      L.append("    for (int L = 0; L < 32; L++) { " + " ".join(inner) + " }")
+      L.append(f"    for (int L = 0; L < {n}; L++) {{ " + " ".join(inner) + " }")
       L.append(f"    {_CHECK}")
       if has_dst:
         val = "(uint64_t)outh[L] << 32 | outl[L]" if db == 64 else "outl[L]"
-        L.append("    memcpy(dd, outl, 128);" if dm == "32" else f"    for (int L = 0; L < 32; L++) DST{dm}(o, L, {val});")
+        L.append(f"    memcpy(dd, outl, {4 * n});" if dm == "32" else f"    for (int L = 0; L < {n}; L++) DST{dm}(o, L, {val});")
       L.append("  } else {")
     L.append("  uint64_t ex = o.exec;")
     L.append("  while (ex) {")
