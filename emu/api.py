@@ -12,9 +12,12 @@ from mockgpu.emu.arch import ArchSpec, get_arch
 from mockgpu.emu.errors import UnsupportedDispatch, BackendUnavailable
 from mockgpu.emu.memory import MemoryMap
 
-__all__ = ["Dispatch", "Stats", "WaveState", "run", "run_code", "warm_up", "DEFAULT_BUDGET", "DEFAULT_RSRC1"]
+__all__ = ["Dispatch", "Stats", "WaveState", "run", "run_code", "warm_up", "DEFAULT_BUDGET", "DEFAULT_RESIDENT", "DEFAULT_RSRC1"]
 
 DEFAULT_BUDGET = int(os.environ.get("MOCKGPU_EMU_BUDGET", str(4_000_000_000)))
+# workgroups resident at once: a new one is launched only while every resident one waits (GWS, ordered count), so this
+# bounds how many a cross-workgroup barrier can gather (and the emulator memory: one set of wave registers/LDS each)
+DEFAULT_RESIDENT = int(os.environ.get("MOCKGPU_EMU_RESIDENT", "64"))
 # RSRC1 of a Dispatch that names none: FLOAT_MODE = round to nearest even, f32 and f16/f64 denormals kept (MODE 0xf0)
 DEFAULT_RSRC1 = 3 << kd.COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_32_SHIFT | 3 << kd.COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_16_64_SHIFT
 
@@ -91,7 +94,7 @@ def check_dispatch(d: Dispatch) -> ArchSpec:
   return a
 
 def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, timeout: float | None = None, backend: str = "c",
-        op_counts: bool = False, capture: bool = False) -> Stats:
+        op_counts: bool = False, capture: bool = False, resident: int | None = None) -> Stats:
   """Execute a whole dispatch synchronously (all workgroups, all waves, barriers) and return its statistics.
 
   Args:
@@ -103,19 +106,23 @@ def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, tim
     backend: "c" (generated C, compiled once per arch and cached) or "python" (reference, slow).
     op_counts: also count executed wave-instructions per opcode (Stats.op_counts).
     capture: record the registers of workgroup 0 / wave 0 at S_ENDPGM (Stats.state).
+    resident: most workgroups resident at once (default MOCKGPU_EMU_RESIDENT or 64); more are launched only while all
+      resident ones wait on GWS / ordered count (docs/emu.md, "Scheduling").
   Returns: Stats.
   Raises: GPUFault (memory violation, with a FaultReport), InvalidInstruction, WaveTrap (S_TRAP / a halted wave), WatchdogExpired,
-    UnsupportedDispatch, BackendUnavailable (no C compiler / arch not supported by the backend)."""
+    Deadlock (every resident wave blocked on GWS / ordered count), UnsupportedDispatch, BackendUnavailable (no C compiler / arch not supported by the backend)."""
   arch = check_dispatch(dispatch)
   budget = DEFAULT_BUDGET if budget is None else budget
+  resident = DEFAULT_RESIDENT if resident is None else resident
+  if resident < 1: raise UnsupportedDispatch(f"resident={resident}: at least one workgroup must be resident")
   if backend == "c":
     try: from mockgpu.emu import cbackend
     except ImportError as e: raise BackendUnavailable(f"the C backend is not available in this build ({e}); use backend='python'") from e
-    return cbackend.run(arch, dispatch, memory, budget=budget, timeout=timeout, op_counts=op_counts, capture=capture)
+    return cbackend.run(arch, dispatch, memory, budget=budget, timeout=timeout, op_counts=op_counts, capture=capture, resident=resident)
   if backend == "python":
     try: from mockgpu.emu import pybackend
     except ImportError as e: raise BackendUnavailable(f"the Python backend is not available in this build ({e}); use backend='c'") from e
-    return pybackend.run(arch, dispatch, memory, budget=budget, timeout=timeout, op_counts=op_counts, capture=capture)
+    return pybackend.run(arch, dispatch, memory, budget=budget, timeout=timeout, op_counts=op_counts, capture=capture, resident=resident)
   raise BackendUnavailable(f"backend={backend!r}: choose 'c' or 'python'")
 
 def warm_up(arch: str, backend: str = "c") -> str:
@@ -135,7 +142,7 @@ def run_code(code: bytes, memory: MemoryMap | None = None, *, arch: str = "gfx11
 
   Returns: Stats. Raises: whatever run() raises."""
   memory = MemoryMap() if memory is None else memory
-  run_keys = {"budget", "timeout", "backend", "op_counts", "capture"}
+  run_keys = {"budget", "timeout", "backend", "op_counts", "capture", "resident"}
   rkw = {k: kw.pop(k) for k in list(kw) if k in run_keys}
   buf = ctypes.create_string_buffer(len(code) + 512)
   addr = (ctypes.addressof(buf) + 255) & ~255

@@ -19,12 +19,13 @@ class EmuArgs(ctypes.Structure):
     ("grid", ctypes.c_uint32 * 3), ("block", ctypes.c_uint32 * 3), ("user_sgprs", ctypes.c_uint32 * 32), ("nuser", ctypes.c_uint32),
     ("rsrc1", ctypes.c_uint32), ("rsrc2", ctypes.c_uint32), ("rsrc3", ctypes.c_uint32), ("mode", ctypes.c_uint32),
     ("wave_size", ctypes.c_uint32), ("lds_bytes", ctypes.c_uint32), ("scratch_per_lane", ctypes.c_uint32), ("tgid_in_ttmp", ctypes.c_uint32),
+    ("resident", ctypes.c_uint32), ("pad0", ctypes.c_uint32),
     ("budget", ctypes.c_uint64), ("timeout", ctypes.c_double), ("op_counts", ctypes.POINTER(ctypes.c_uint64)),
     ("cap_sgpr", ctypes.POINTER(ctypes.c_uint32)), ("cap_vgpr", ctypes.POINTER(ctypes.c_uint32)), ("cap_misc", ctypes.c_uint64 * 7),
     ("instructions", ctypes.c_uint64), ("waves", ctypes.c_uint64), ("workgroups", ctypes.c_uint64),
     *[(n, ctypes.c_int32) for n in ("status", "f_kind", "f_space", "f_size", "f_lane", "f_wave", "f_fmt", "f_op", "f_len", "f_pad")],
     ("f_addr", ctypes.c_uint64), ("f_pc", ctypes.c_uint64), ("f_limit", ctypes.c_uint64),
-    ("f_wg", ctypes.c_uint32 * 3), ("f_raw", ctypes.c_uint32 * 4), ("f_msg", ctypes.c_char * 160)]
+    ("f_wg", ctypes.c_uint32 * 3), ("f_raw", ctypes.c_uint32 * 4), ("f_msg", ctypes.c_char * 160), ("f_info", ctypes.c_int64 * 6)]
 
 @functools.cache
 def load(arch: ArchSpec) -> tuple[ctypes.CDLL, Library]:
@@ -34,7 +35,8 @@ def load(arch: ArchSpec) -> tuple[ctypes.CDLL, Library]:
   dll.emu_run.argtypes, dll.emu_run.restype = [ctypes.POINTER(EmuArgs), ctypes.c_uint64], ctypes.c_int
   return dll, lib
 
-def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout: float | None, op_counts: bool, capture: bool) -> Stats:
+def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout: float | None, op_counts: bool, capture: bool,
+        resident: int) -> Stats:
   """Run `d` on the C backend. See mockgpu.emu.api.run for the contract."""
   dll, lib = load(arch)
   rs = memory.ranges()
@@ -52,7 +54,7 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   a.user_sgprs[:len(us)] = us
   a.nuser, a.rsrc1, a.rsrc2, a.rsrc3, a.mode = len(us), d.rsrc1, d.rsrc2, d.rsrc3, arch.initial_mode(d.rsrc1)
   a.wave_size, a.lds_bytes, a.scratch_per_lane, a.tgid_in_ttmp = d.wave_size, d.lds_size, d.scratch_bytes_per_lane, int(arch.tgid_in_ttmp)
-  a.budget, a.timeout = budget, float(timeout or 0.0)
+  a.budget, a.timeout, a.resident = budget, float(timeout or 0.0), min(resident, 1 << 31)
   counts = (ctypes.c_uint64 * len(lib.handlers))() if op_counts else None
   if counts is not None: a.op_counts = counts
   if capture:
@@ -63,7 +65,8 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   dt = time.perf_counter() - t0
   raise_status(arch, st, code_addr=d.code_addr, memory=memory, budget=budget, timeout=timeout, pc=a.f_pc,
                raw=bytes(a.f_raw)[:max(0, min(a.f_len, 16))], fmt=a.f_fmt, op=a.f_op, wave=a.f_wave, wg=tuple(a.f_wg), kind=a.f_kind,
-               space=a.f_space, addr=a.f_addr, size=a.f_size, lane=a.f_lane, limit=a.f_limit, msg=a.f_msg.decode(errors="replace"))
+               space=a.f_space, addr=a.f_addr, size=a.f_size, lane=a.f_lane, limit=a.f_limit, msg=a.f_msg.decode(errors="replace"),
+               info=tuple(a.f_info))
   oc = {lib.handlers[i]: int(n) for i, n in enumerate(counts) if n} if counts is not None else None
   state = None
   if capture and a.cap_misc[5]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from mockgpu.errors import MockGPUError
 
-__all__ = ["EmuError", "GPUFault", "FaultReport", "InvalidInstruction", "WaveTrap", "WatchdogExpired", "UnsupportedDispatch", "BackendUnavailable"]
+__all__ = ["EmuError", "GPUFault", "FaultReport", "InvalidInstruction", "WaveTrap", "WatchdogExpired", "Deadlock", "UnsupportedDispatch", "BackendUnavailable"]
 
 class EmuError(MockGPUError):
   """Base class of every error the emulator raises."""
@@ -15,7 +15,8 @@ class FaultReport:
   """Where and how a wave faulted. `pc` is the byte offset from the dispatch's code address, `pc_addr` the absolute address.
 
   kind: "read" | "write" | "atomic" | "fetch" (instruction fetch) | "invalid" | "watchdog" | "trap" (S_TRAP) | "halt"
-  (S_SETHALT / S_SENDMSGHALT). space: "global" | "lds" | "scratch" | "code" | "none". Traps carry `extra["trap_id"]`. `nearest` is (name, start, size) of the closest registered
+  (S_SETHALT / S_SENDMSGHALT) | "deadlock". space: "global" | "lds" | "scratch" | "code" | "gds" (ordered-count memory) |
+  "none". Traps carry `extra["trap_id"]`; deadlocks the `Deadlock` fields. `nearest` is (name, start, size) of the closest registered
   allocation (global faults only) and `offset` the fault address minus its start (negative: below it)."""
   kind: str
   space: str
@@ -78,6 +79,21 @@ class WatchdogExpired(EmuError):
     super().__init__(f"watchdog: budget of {budget} wave-instructions exceeded at pc={report.pc:#x} (abs {report.pc_addr:#x}) "
                      f"wave={report.wave} workgroup={report.workgroup} inst={report.disasm!r}. Next step: raise `budget` "
                      f"(api.run(..., budget=N) or MOCKGPU_EMU_BUDGET) if the kernel is just long, else look for a loop that never exits")
+
+class Deadlock(EmuError):
+  """Every resident wave waits (GWS semaphore or barrier, ordered count) and no workgroup is left to launch, or the resident
+  limit is reached. `report` names the first blocked wave's instruction (pc, disasm, wave, workgroup) and its `extra`: "op"
+  (e.g. "DS_GWS_SEMA_P"), "wait" ("semaphore" / "barrier" / "ordered"), "gws_id" and "counter" (the resource's signed
+  counter) or "ordered_index" and "waiting_for_wave" (creation ordinal of the earlier wave holding the turn),
+  "blocked_waves", "resident_workgroups", "message"."""
+  def __init__(self, report: FaultReport):
+    self.report = report
+    e = report.extra
+    what = f"gws_id={e['gws_id']} counter={e['counter']}" if "gws_id" in e else f"ordered_index={e['ordered_index']} waiting_for_wave={e['waiting_for_wave']}"
+    super().__init__(f"deadlock: {e['op']} ({e['wait']}) {what} at pc={report.pc:#x} (abs {report.pc_addr:#x}) arch={report.arch} "
+                     f"wave={report.wave} workgroup={report.workgroup}; {e['blocked_waves']} waves blocked, {e['message']}. Next step: "
+                     f"check the GWS initial values (DS_GWS_INIT) against the number of waves that arrive or signal, or raise "
+                     f"run(..., resident=N) if the kernel needs more workgroups resident at once")
 
 class UnsupportedDispatch(EmuError):
   """The dispatch asks for something this emulator does not model (unknown arch, zero-sized grid, too many threads...)."""

@@ -23,7 +23,7 @@ GEN_VERSION = "1"
 PROSE_C = {
   "S_ENDPGM": "h_endpgm", "S_BARRIER": "h_barrier", "S_CODE_END": "h_code_end", "S_TRAP": "h_trap",
   "S_WAITCNT": "h_nop", "S_WAITCNT_VSCNT": "h_nop", "S_WAITCNT_VMCNT": "h_nop", "S_WAITCNT_EXPCNT": "h_nop",
-  "S_WAITCNT_LGKMCNT": "h_nop", "S_WAITCNT_DEPCTR": "h_nop", "S_DELAY_ALU": "h_nop", "S_SLEEP": "h_nop", "S_SETPRIO": "h_nop",
+  "S_WAITCNT_LGKMCNT": "h_nop", "S_WAITCNT_DEPCTR": "h_nop", "S_DELAY_ALU": "h_nop", "S_SLEEP": "h_sleep", "S_SETPRIO": "h_nop",
   "S_CLAUSE": "h_nop", "S_NOP": "h_nop", "S_SET_INST_PREFETCH_DISTANCE": "h_nop", "S_SENDMSG": "h_sendmsg", "S_ICACHE_INV": "h_nop",
   "S_DCACHE_INV": "h_nop", "S_GL1_INV": "h_nop", "S_TTRACEDATA": "h_nop", "S_TTRACEDATA_IMM": "h_nop", "S_WAIT_IDLE": "h_nop",
   "S_INCPERFLEVEL": "h_nop", "S_DECPERFLEVEL": "h_nop", "S_WAIT_EVENT": "h_nop", "S_SENDMSGHALT": "h_sendmsghalt", "S_SETHALT": "h_sethalt", "S_SETKILL": "h_setkill",
@@ -41,6 +41,8 @@ PROSE_C = {
   "S_MEMTIME": "h_memtime", "S_MEMREALTIME": "h_memtime", "S_DCACHE_WB": "h_nop", "S_DCACHE_WB_VOL": "h_nop", "S_DCACHE_INV_VOL": "h_nop",
   "S_DCACHE_DISCARD": "h_nop", "S_DCACHE_DISCARD_X2": "h_nop", "S_ATC_PROBE": "h_nop", "S_ATC_PROBE_BUFFER": "h_nop", "S_WAKEUP": "h_nop",
   "V_CLREXCP": "h_nop", "S_SET_VALU_COEXEC_MODE": "h_nop", "S_RFE_RESTORE_B64": "h_rfe_restore", "V_SCREEN_PARTITION_4SE_B32": "h_screen_partition",
+  "DS_GWS_INIT": "h_gws_init", "DS_GWS_SEMA_V": "h_gws_sema_v", "DS_GWS_SEMA_BR": "h_gws_sema_br", "DS_GWS_SEMA_P": "h_gws_sema_p",
+  "DS_GWS_SEMA_RELEASE_ALL": "h_gws_release_all", "DS_GWS_BARRIER": "h_gws_barrier", "DS_ORDERED_COUNT": "h_ds_ordered",
 }
 # DS_READ_*_TR_* (gfx950 transposing LDS reads): element bits and dwords per lane (csrc/emu_prose.h ds_read_tr)
 DS_READ_TR = {"DS_READ_B64_TR_B4": (4, 2), "DS_READ_B64_TR_B8": (8, 2), "DS_READ_B64_TR_B16": (16, 2), "DS_READ_B96_TR_B6": (6, 3)}

@@ -19,7 +19,7 @@ from mockgpu.emu.pyimage import exec_mimg
 from mockgpu.emu.bvh import BVH_FORMATS, BVH_OPS
 from mockgpu.emu.pybvh import exec_bvh
 from mockgpu.emu.memory import MemoryMap
-from mockgpu.emu.report import raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT, ST_TRAP
+from mockgpu.emu.report import raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT, ST_TRAP, ST_DEADLOCK
 
 __all__ = ["run"]
 
@@ -28,6 +28,8 @@ FC64 = [0x3fe0000000000000, 0xbfe0000000000000, 0x3ff0000000000000, 0xbff0000000
 FC32 = [0x3f000000, 0xbf000000, 0x3f800000, 0xbf800000, 0x40000000, 0xc0000000, 0x40800000, 0xc0800000, 0x3e22f983]
 FC16 = [0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118]
 M32, M64 = 0xffffffff, (1 << 64) - 1
+NGWS, GDS_BYTES = 64, 4096   # GWS resources, ordered-count memory (csrc/emu_core.h)
+WK_SEMA, WK_BARRIER, WK_ORDERED = 1, 2, 3
 APERTURE_SHARED, APERTURE_PRIVATE = 1 << 48, 2 << 48   # the flat apertures, as csrc/emu_ops.h (SH_MEM_BASES in 64-bit mode)
 SH_MEM_BASES = (APERTURE_SHARED >> 48) << 16 | APERTURE_PRIVATE >> 48
 
@@ -134,6 +136,7 @@ class _SRegs:
 class Wave:
   def __init__(self, ctx, wid):
     self.c, self.id, self.s, self.scc, self.pc, self.pc0, self.state = ctx, wid, [0] * 128, 0, 0, 0, "run"
+    self.wait_kind, self.wait_arg, self.wait_tag, self.wait_pc, self.ordinal, self.released = 0, 0, 0, 0, 0, 0   # as csrc/emu_core.h
     self.v = [[0] * 64 for _ in range(ctx.arch.nvregs)]
     self.ranges, self.lds, self.scratch_lane = ctx.ranges, ctx.lds, ctx.scratch_lane
     self.scratch = bytearray(max(1, ctx.scratch_lane * 64))
@@ -150,12 +153,18 @@ class Wave:
     self.s[106] = v & M32
     if self.c.wave_size == 64: self.s[107] = (v >> 32) & M32
 
+class Slot:
+  """A resident workgroup: its id, waves, LDS and the creation ordinal of its wave 0 (csrc/emu_core.h Slot)."""
+  def __init__(self, lds_size: int): self.lds, self.live, self.waves, self.wg, self.ordinal0 = bytearray(lds_size), False, [], (0, 0, 0), 0
+
 class Ctx:
   def __init__(self, arch, d: Dispatch, memory: MemoryMap, budget, timeout):
     self.arch, self.d, self.ranges, self.budget, self.timeout = arch, d, memory.ranges(), budget, timeout
     self.wave_size, self.wave_mask = d.wave_size, (1 << d.wave_size) - 1
-    self.lds, self.scratch_lane = bytearray(d.lds_size), d.scratch_bytes_per_lane
+    self.lds, self.scratch_lane = None, d.scratch_bytes_per_lane   # lds: the running workgroup's (Slot.lds)
     self.icount, self.wg, self.cache, self.t0 = 0, (0, 0, 0), {}, time.perf_counter()
+    self.slots, self.res, self.progress, self.cur = [], [], False, None   # the resident workgroups (Slot), as csrc/emu_sched.c
+    self.gws_cnt, self.gws_flag, self.gws_rel, self.gds = [0] * NGWS, [0] * NGWS, [0] * NGWS, [0] * (GDS_BYTES // 4)
     self.fmts, self.ops, self.names = formats(arch.family), operands(arch.family), handler_names(arch)
     from mockgpu.pcode.tables import entries
     self.ents = entries(arch.family)
@@ -645,6 +654,9 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
         if ex >> i & 1: j = swizzle_src(off, i); d[i] = src[j] if ex >> j & 1 else 0
     elif h in ("h_ds_append", "h_ds_consume"): ds_counter(c, w, f, 1 if h == "h_ds_append" else -1)
     elif h.startswith("h_ds_read_tr"): ds_read_tr(c, w, f, *DS_READ_TR[name])
+    elif h == "h_sleep": w.state = "sleep"
+    elif h.startswith("h_gws_"): gws(c, w, f, h)
+    elif h == "h_ds_ordered": ds_ordered(c, w, f)
     return
   if (mop := matrix.ops(c.arch.family).get(name)) is not None:
     cb = matrix.ETYPES[mop.c][0]
@@ -707,6 +719,56 @@ def ds_read_tr(c: Ctx, w: Wave, f: dict, width: int, ndw: int):
     out = sum(((src[g + 16 // E * j + li // E] >> (li % E * width)) & ((1 << width) - 1)) << (j * width) for j in range(E))
     _vput(w, f["vdst"] - 256, i, 32 * ndw, out)
 
+# ---------------- GWS and ordered count (csrc/emu_prose.h has the model's description) ----------------
+def gws(c: Ctx, w: Wave, f: dict, h: str):
+  """DS_GWS_*: resource (M0[21:16] + OFFSET0[5:0]) mod 64; value = DATA0 of the first active lane (lane 0 without one)."""
+  r, ex = ((w.s[c.arch.enc_m0] >> 16 & 63) + (f["offset0"] & 63)) % NGWS, w.exec
+  val = w.v[f["data0"] - 256][(ex & -ex).bit_length() - 1 if ex else 0]
+  cnt = sext(c.gws_cnt[r], 32)
+  if h == "h_gws_init": c.gws_cnt[r], c.gws_flag[r] = val, 0
+  elif h == "h_gws_sema_v": c.gws_cnt[r] = (cnt + 1) & M32
+  elif h == "h_gws_sema_br": c.gws_cnt[r] = (cnt + val) & M32
+  elif h == "h_gws_release_all": c.gws_rel[r] = (c.gws_rel[r] + 1) & M32
+  elif h == "h_gws_sema_p":
+    if cnt > 0: c.gws_cnt[r] = cnt - 1
+    else: _block(w, WK_SEMA, r, c.gws_rel[r])
+  elif cnt <= 0: c.gws_flag[r] ^= 1; c.gws_cnt[r] = val   # h_gws_barrier: the last wave to arrive
+  else: c.gws_cnt[r] = cnt - 1; _block(w, WK_BARRIER, r, c.gws_flag[r])
+
+def _block(w: Wave, kind: int, arg: int, tag: int): w.state, w.wait_kind, w.wait_arg, w.wait_tag, w.wait_pc = "wait", kind, arg, tag, w.pc0
+
+def ordered_blocker(c: Ctx, w: Wave, idx: int) -> int | None:
+  """Creation ordinal of the earliest wave created before `w` that has neither released ordered index `idx` nor ended."""
+  return min((v.ordinal for s in c.res for v in s.waves if v.ordinal < w.ordinal and v.state != "done" and not v.released >> idx & 1), default=None)
+
+def _ordered_op(c: Ctx, w: Wave, f: dict):
+  o1, base, ex = f["offset1"], w.s[c.arch.enc_m0] & 0xffff, w.exec
+  for i in range(((o1 >> 6) & 3) + 1):
+    if ex >> i & 1:
+      k, val = (base >> 2) + i, w.v[f["data0"] - 256][i]
+      old = c.gds[k]; c.gds[k] = val if o1 >> 4 & 1 else (old + val) & M32; w.v[f["vdst"] - 256][i] = old
+  if o1 & 1: w.released |= 1 << (f["offset0"] >> 2 & 63)
+
+def ds_ordered(c: Ctx, w: Wave, f: dict):
+  """DS_ORDERED_COUNT: wait for the wave's turn on OFFSET0[7:2], then add/swap DATA0 of lanes < count into M0[15:0] + 4 * lane."""
+  base, ex = w.s[c.arch.enc_m0] & 0xffff, w.exec
+  for i in range(((f["offset1"] >> 6) & 3) + 1):
+    if ex >> i & 1 and (base & 3 or base + 4 * i + 4 > GDS_BYTES):
+      raise Stop(ST_FAULT, kind=3, space=6, addr=base + 4 * i, size=4, lane=i, limit=GDS_BYTES, msg="DS_ORDERED_COUNT outside the ordered-count memory")
+  idx = f["offset0"] >> 2 & 63
+  if ordered_blocker(c, w, idx) is not None: _block(w, WK_ORDERED, idx, 0)
+  else: _ordered_op(c, w, f)
+
+def _wait_ready(c: Ctx, w: Wave) -> bool:
+  r = w.wait_arg
+  if w.wait_kind == WK_SEMA:
+    if c.gws_rel[r] != w.wait_tag: return True
+    if sext(c.gws_cnt[r], 32) > 0: c.gws_cnt[r] -= 1; return True
+    return False
+  if w.wait_kind == WK_BARRIER: return c.gws_flag[r] != w.wait_tag
+  if ordered_blocker(c, w, r) is not None: return False
+  _ordered_op(c, w, c.cache[w.wait_pc][1]); return True
+
 def _capture(c: Ctx, w: Wave):
   if w.id == 0 and c.wg == (0, 0, 0) and c.capture:
     ws = c.wave_size
@@ -726,7 +788,8 @@ def _fetch(c: Ctx, w: Wave):
   c.cache[w.pc] = (r[0], r[1], raw[:r[1]["size"]])
   return c.cache[w.pc]
 
-def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout: float | None, op_counts: bool, capture: bool) -> Stats:
+def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout: float | None, op_counts: bool, capture: bool,
+        resident: int) -> Stats:
   """Run `d` on the Python reference backend (see mockgpu.emu.api.run)."""
   from mockgpu.emu.cbackend import GPUFault, FaultReport
   c = Ctx(arch, d, memory, budget, timeout)
@@ -738,45 +801,81 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   names, hbase = c.names
   nt = d.block[0] * d.block[1] * d.block[2]
   nw = (nt + c.wave_size - 1) // c.wave_size
-  t0, nwaves, nwg = time.perf_counter(), 0, 0
-  w = None
+  total = d.grid[0] * d.grid[1] * d.grid[2]
+  maxres = min(resident, total)
+  t0, stats = time.perf_counter(), [0, 0]   # waves, workgroups
+
+  def run_wave(w: Wave):
+    while w.state == "run":
+      w.pc0 = w.pc
+      fi, f, raw = _fetch(c, w)
+      c.icount += 1
+      if c.icount > budget: c.icount -= 1; raise Stop(ST_WATCHDOG, raw=raw, fi=fi, f=f)
+      if timeout and time.perf_counter() - t0 > timeout: raise Stop(ST_TIMEOUT, raw=raw, fi=fi, f=f)
+      if op_counts:
+        key = names[hbase[c.fmts[fi].name] + (f.get("opx") or f.get("op", 0))]
+        counts[key] = counts.get(key, 0) + 1
+      w.pc += f["size"]
+      try: exec_inst(c, w, fi, f)
+      except Stop as e: e.kw.setdefault("raw", raw); e.kw.setdefault("fi", fi); e.kw.setdefault("f", f); raise
+
+  def use(s: Slot): c.wg, c.lds = s.wg, s.lds
+
+  def wg_pass(s: Slot) -> bool:   # as csrc/emu_sched.c wg_pass
+    while True:
+      ran = False
+      for w in s.waves:
+        if w.state in ("wait", "sleep") and (w.state == "sleep" or _wait_ready(c, w)): w.state = "run"
+        if w.state == "run": ran = True; c.cur = w; run_wave(w)
+      c.progress |= ran
+      states = [v.state for v in s.waves]
+      if all(x == "done" for x in states): return True
+      if all(x in ("done", "barrier") for x in states):
+        for v in s.waves:
+          if v.state == "barrier": v.state = "run"
+      elif not ran: return False
+
+  def launch(idx: int):
+    s = next((x for x in c.slots if not x.live), None)
+    if s is None: s = Slot(d.lds_size); c.slots.append(s)
+    s.wg, s.live, s.ordinal0 = (idx % d.grid[0], idx // d.grid[0] % d.grid[1], idx // (d.grid[0] * d.grid[1])), True, idx * nw
+    use(s)
+    s.waves = [Wave(c, i) for i in range(nw)]
+    for w in s.waves: _init_wave(c, w, nt, nw); w.ordinal = s.ordinal0 + w.id
+    stats[0] += nw
+    c.res.append(s)
+
+  def deadlock(unlaunched: int):
+    blocked = [(s, w) for s in c.res for w in s.waves if w.state == "wait"]
+    s, w = blocked[0]
+    use(s); c.cur = w; w.pc0 = w.wait_pc
+    fi, f, raw = c.cache[w.wait_pc]
+    r = w.wait_arg
+    info = (w.wait_kind, r, 0 if w.wait_kind == WK_ORDERED else sext(c.gws_cnt[r], 32), len(blocked), len(c.res),
+            ordered_blocker(c, w, r) if w.wait_kind == WK_ORDERED else -1)
+    raise Stop(ST_DEADLOCK, raw=raw, fi=fi, f=f, info=info,
+               msg=f"every resident wave is blocked: {len(c.res)} resident workgroups (limit {maxres}), {unlaunched} not launched yet")
+
+  nxt = 0
   try:
-    for z in range(d.grid[2]):
-      for y in range(d.grid[1]):
-        for x in range(d.grid[0]):
-          c.wg = (x, y, z)
-          waves = [Wave(c, i) for i in range(nw)]
-          for w in waves: _init_wave(c, w, nt, nw)
-          nwaves += nw
-          while True:
-            for w in waves:
-              while w.state == "run":
-                w.pc0 = w.pc
-                fi, f, raw = _fetch(c, w)
-                c.icount += 1
-                if c.icount > budget: c.icount -= 1; raise Stop(ST_WATCHDOG, raw=raw, fi=fi, f=f)
-                if timeout and time.perf_counter() - t0 > timeout: raise Stop(ST_TIMEOUT, raw=raw, fi=fi, f=f)
-                if op_counts:
-                  key = names[hbase[c.fmts[fi].name] + (f.get("opx") or f.get("op", 0))]
-                  counts[key] = counts.get(key, 0) + 1
-                w.pc += f["size"]
-                try: exec_inst(c, w, fi, f)
-                except Stop as e: e.kw.setdefault("raw", raw); e.kw.setdefault("fi", fi); e.kw.setdefault("f", f); raise
-            states = [v.state for v in waves]
-            if all(s == "done" for s in states): break
-            if all(s in ("done", "barrier") for s in states):
-              for v in waves:
-                if v.state == "barrier": v.state = "run"
-          nwg += 1
+    while True:
+      c.progress = False
+      for s in list(c.res):
+        use(s)
+        if wg_pass(s): s.live = False; stats[1] += 1; c.res.remove(s)
+      if c.progress: continue
+      if nxt < total and len(c.res) < maxres: launch(nxt); nxt += 1; continue
+      if c.res: deadlock(total - nxt)
+      break
   except Stop as e:
-    k = e.kw
+    k, w = e.kw, c.cur
     f = k.get("f") or {}
     raw = b"" if k.get("noinst") else k.get("raw", b"")
     raise_status(arch, e.status, code_addr=d.code_addr, memory=memory, budget=budget, timeout=timeout, pc=w.pc0 if w else 0, raw=raw,
                  fmt=k.get("fi", k.get("fmt", -1)), op=f.get("opx") or f.get("op", -1), wave=w.id if w else -1, wg=c.wg, kind=k.get("kind", 0),
                  space=k.get("space", 0), addr=k.get("addr", 0), size=k.get("size", 0), lane=k.get("lane", -1), limit=k.get("limit", 0),
-                 msg=k.get("msg", ""))
-  return Stats(c.icount, nwg, nwaves, time.perf_counter() - t0, "python", counts if op_counts else None, c.state)
+                 msg=k.get("msg", ""), info=k.get("info", ()))
+  return Stats(c.icount, stats[1], stats[0], time.perf_counter() - t0, "python", counts if op_counts else None, c.state)
 
 def _init_wave(c: Ctx, w: Wave, nt: int, nw: int):
   d, n = c.d, (c.d.rsrc2 >> 1) & 31

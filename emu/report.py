@@ -1,15 +1,16 @@
 """Turn a backend's raw fault record into the structured FaultReport and the right exception (shared by both backends)."""
 from __future__ import annotations
 from mockgpu.emu.arch import ArchSpec
-from mockgpu.emu.errors import FaultReport, GPUFault, InvalidInstruction, WaveTrap, WatchdogExpired, EmuError
+from mockgpu.emu.errors import Deadlock, FaultReport, GPUFault, InvalidInstruction, WaveTrap, WatchdogExpired, EmuError
 from mockgpu.emu.isa import formats
 from mockgpu.emu.memory import MemoryMap
 
-__all__ = ["disasm", "raise_status", "ST_OK", "ST_FAULT", "ST_INVALID", "ST_WATCHDOG", "ST_UNSUPPORTED", "ST_TIMEOUT", "ST_NOMEM", "ST_TRAP"]
+__all__ = ["disasm", "raise_status", "ST_OK", "ST_FAULT", "ST_INVALID", "ST_WATCHDOG", "ST_UNSUPPORTED", "ST_TIMEOUT", "ST_NOMEM", "ST_TRAP", "ST_DEADLOCK"]
 
-ST_OK, ST_FAULT, ST_INVALID, ST_WATCHDOG, ST_UNSUPPORTED, ST_TIMEOUT, ST_NOMEM, ST_TRAP = range(8)
+ST_OK, ST_FAULT, ST_INVALID, ST_WATCHDOG, ST_UNSUPPORTED, ST_TIMEOUT, ST_NOMEM, ST_TRAP, ST_DEADLOCK = range(9)
 KINDS = {1: "read", 2: "write", 3: "atomic", 4: "fetch"}
-SPACES = {1: "global", 2: "lds", 3: "scratch", 4: "code"}
+SPACES = {1: "global", 2: "lds", 3: "scratch", 4: "code", 6: "gds"}
+WAITS = {1: "semaphore", 2: "barrier", 3: "ordered"}   # Wave.wait_kind (WK_* in csrc/emu_core.h)
 
 def disasm(arch: ArchSpec, raw: bytes, fmt: int = -1, op: int = -1) -> str:
   """Best-effort text for an instruction: tinygrad's decode (repr of the DSL instruction), else format + opcode name."""
@@ -27,8 +28,9 @@ def disasm(arch: ArchSpec, raw: bytes, fmt: int = -1, op: int = -1) -> str:
 
 def raise_status(arch: ArchSpec, status: int, *, code_addr: int, memory: MemoryMap, budget: int, timeout: float | None, pc: int,
                  raw: bytes, fmt: int, op: int, wave: int, wg: tuple, kind: int = 0, space: int = 0, addr: int = 0, size: int = 0,
-                 lane: int = -1, limit: int = 0, msg: str = "") -> None:
-  """Raise the exception for a non-OK backend status (no-op for ST_OK)."""
+                 lane: int = -1, limit: int = 0, msg: str = "", info: tuple = ()) -> None:
+  """Raise the exception for a non-OK backend status (no-op for ST_OK). `info` (ST_DEADLOCK): wait kind, GWS id or ordered
+  index, GWS counter, blocked waves, resident workgroups, ordinal of the wave an ordered count waits for."""
   if status == ST_OK: return
   text = disasm(arch, raw, fmt, op) if raw else "(no instruction)"
   base = dict(arch=arch.name, pc=pc, pc_addr=code_addr + pc, raw=raw, disasm=text, lane=lane, wave=wave, workgroup=tuple(wg))
@@ -37,10 +39,11 @@ def raise_status(arch: ArchSpec, status: int, *, code_addr: int, memory: MemoryM
     near = off = None
     if sp in ("global", "code") and (r := memory.nearest(addr)) is not None: near, off = (r.name, r.start, r.size), addr - r.start
     rep = FaultReport(KINDS.get(kind, "access"), sp, addr, size, nearest=near, offset=off,
-                      limit=limit if sp in ("lds", "scratch", "code") else None, extra={"message": msg}, **base)
+                      limit=limit if sp in ("lds", "scratch", "code", "gds") else None, extra={"message": msg}, **base)
     hint = {"lds": "the kernel indexes LDS beyond the workgroup's allocation (Dispatch.lds_bytes / RSRC2 LDS_SIZE)",
             "scratch": "the kernel indexes private memory beyond Dispatch.scratch_bytes_per_lane",
-            "code": "a branch or s_setpc left the code object; check the jump target"}.get(sp, "check the kernel's indexing or register the buffer with MemoryMap.add")
+            "code": "a branch or s_setpc left the code object; check the jump target",
+            "gds": "DS_ORDERED_COUNT's M0[15:0] + 4 * lane must be a dword inside the ordered-count memory"}.get(sp, "check the kernel's indexing or register the buffer with MemoryMap.add")
     if kind == 0: raise EmuError(f"emulator fault at pc={pc:#x}: {msg}. Next step: report this kernel (raw={raw.hex()})")
     raise GPUFault(rep, hint)
   if status in (ST_INVALID, ST_UNSUPPORTED):
@@ -49,6 +52,13 @@ def raise_status(arch: ArchSpec, status: int, *, code_addr: int, memory: MemoryM
   if status == ST_TRAP:   # kind 1: S_TRAP with the trap id in addr, 2: the wave halted
     extra = {"message": msg, **({"trap_id": addr} if kind == 1 else {})}
     raise WaveTrap(FaultReport("trap" if kind == 1 else "halt", "none", code_addr + pc, len(raw), extra=extra, **base))
+  if status == ST_DEADLOCK:
+    wk, rid, cnt, blocked, nres, waited = info
+    fm = formats(arch.family)[fmt] if 0 <= fmt < len(formats(arch.family)) else None
+    extra = {"message": msg, "op": fm.enum(op).name if fm is not None and fm.enum is not None else "?", "wait": WAITS.get(wk, "?"),
+             "blocked_waves": blocked, "resident_workgroups": nres,
+             **({"ordered_index": rid, "waiting_for_wave": waited} if wk == 3 else {"gws_id": rid, "counter": cnt})}
+    raise Deadlock(FaultReport("deadlock", "none", code_addr + pc, len(raw), extra=extra, **base))
   if status in (ST_WATCHDOG, ST_TIMEOUT):
     rep = FaultReport("watchdog", "none", 0, 0, extra={"timeout": timeout if status == ST_TIMEOUT else None}, **base)
     raise WatchdogExpired(rep, budget if status == ST_WATCHDOG else -1)

@@ -15,10 +15,15 @@
 /* NVREG (VGPR slots per lane, a power of two: 256, or 512 for the gfx90a+ unified ArchVGPR + AccVGPR file), NAGPR, ENC_M0,
  * ENC_NULL (-1: none) and DPP_GFX9 are defined by the generated translation unit from the ArchSpec */
 
-enum { ST_OK = 0, ST_FAULT = 1, ST_INVALID = 2, ST_WATCHDOG = 3, ST_UNSUPPORTED = 4, ST_TIMEOUT = 5, ST_NOMEM = 6, ST_TRAP = 7 };
+enum { ST_OK = 0, ST_FAULT = 1, ST_INVALID = 2, ST_WATCHDOG = 3, ST_UNSUPPORTED = 4, ST_TIMEOUT = 5, ST_NOMEM = 6, ST_TRAP = 7, ST_DEADLOCK = 8 };
 enum { K_READ = 1, K_WRITE = 2, K_ATOMIC = 3, K_FETCH = 4 };
-enum { SP_GLOBAL = 1, SP_LDS = 2, SP_SCRATCH = 3, SP_CODE = 4, SP_BUFFER = 5 };   /* SP_BUFFER: through a V# (emu_buffer.h), faults as global */
-enum { W_RUN = 0, W_BARRIER = 1, W_DONE = 2 };
+enum { SP_GLOBAL = 1, SP_LDS = 2, SP_SCRATCH = 3, SP_CODE = 4, SP_BUFFER = 5, SP_GDS = 6 };   /* SP_BUFFER: through a V# (emu_buffer.h), faults as global */
+/* wave states: W_WAIT blocks on dispatch-wide state (Wave.wait_*: GWS semaphore/barrier, ordered count), W_SLEEP yields
+ * for one scheduling round (S_SLEEP) */
+enum { W_RUN = 0, W_BARRIER = 1, W_DONE = 2, W_WAIT = 3, W_SLEEP = 4 };
+enum { WK_SEMA = 1, WK_BARRIER = 2, WK_ORDERED = 3 };   /* Wave.wait_kind */
+#define NGWS 64            /* GWS resources (the profiles' num_gws) */
+#define GDS_BYTES 4096     /* the ordered-count memory DS_ORDERED_COUNT addresses through M0 */
 
 typedef struct Ctx Ctx;
 typedef struct Wave Wave;
@@ -42,7 +47,7 @@ typedef struct {
   uint32_t grid[3], block[3];
   uint32_t user_sgprs[32]; uint32_t nuser;
   uint32_t rsrc1, rsrc2, rsrc3, mode;   /* mode: the MODE register every wave starts with (ArchSpec.initial_mode of RSRC1) */
-  uint32_t wave_size, lds_bytes, scratch_per_lane, tgid_in_ttmp;
+  uint32_t wave_size, lds_bytes, scratch_per_lane, tgid_in_ttmp, resident, pad0;   /* resident: max workgroups resident at once */
   uint64_t budget; double timeout;
   uint64_t *op_counts;          /* NULL or [EMU_NHANDLERS] */
   uint32_t *cap_sgpr;           /* NULL or [128]: wg 0 / wave 0 at S_ENDPGM */
@@ -54,6 +59,7 @@ typedef struct {
   uint64_t f_addr, f_pc, f_limit;
   uint32_t f_wg[3], f_raw[4];
   char f_msg[160];
+  int64_t f_info[6];            /* ST_DEADLOCK: wait kind, GWS id / ordered index, counter, blocked waves, resident workgroups, waited-for wave */
 } EmuArgs;
 
 typedef struct {
@@ -61,6 +67,12 @@ typedef struct {
   uint8_t *lds, *scratch;
   Wave *waves;
 } WgMem;
+
+typedef struct {    /* a resident workgroup (emu_sched.c) */
+  uint32_t wg[3], live;
+  uint64_t ordinal0;  /* creation ordinal of its wave 0: linear workgroup index x waves per workgroup */
+  WgMem m;
+} Slot;
 
 struct Ctx {
   EmuArgs *a;
@@ -80,7 +92,11 @@ struct Ctx {
   int vshadow_n;                    /* VINTERP: its sources with op_sel/neg applied, read by the pseudocode as VGPR[lane][NVREG + k] */
   uint32_t vshadow[2][MAXLANES];
   Wave *cur;
-  WgMem m;
+  WgMem m;                          /* the running workgroup's memory (a copy of its Slot's) */
+  Slot *slots; uint32_t *res;       /* slots[maxres]; res[0..nres): resident slot indices in dispatch order */
+  uint32_t nslots, nres, maxres, progress;
+  uint32_t gws_cnt[NGWS], gws_flag[NGWS], gws_rel[NGWS];   /* GWS state of the dispatch: counter (signed), barrier flag, release-all generation */
+  uint32_t gds[GDS_BYTES / 4];      /* the ordered-count dwords */
 };
 
 struct Wave {
@@ -92,6 +108,10 @@ struct Wave {
   uint8_t *scratch;   /* lane * scratch_per_lane */
   Ctx *c;
   int id, state;
+  int wait_kind;      /* W_WAIT: WK_*, on resource / index wait_arg; wait_tag: barrier flag or release-all generation seen */
+  uint32_t wait_arg, wait_tag;
+  uint64_t wait_pc;   /* the blocked instruction (it has completed its issue: pc is past it) */
+  uint64_t ordinal, released;   /* creation order in the dispatch; ordered-count indices whose turn this wave released */
   uint32_t mode;      /* the MODE register (hwreg 1): float rounding/denormals (passed to every pc_* call as PcState.MODE) */
 };
 

@@ -56,6 +56,9 @@ static void h_screen_partition(Wave *w, const Inst *in) {
   (void)in; set_status(w, ST_UNSUPPORTED, "V_SCREEN_PARTITION_4SE_B32 maps screen tiles to shader engines for graphics; a compute dispatch has no screen");
 }
 static void h_barrier(Wave *w, const Inst *in) { (void)in; w->state = W_BARRIER; }
+/* S_SLEEP: the wave yields until the scheduler's next round over its workgroup (the other waves run first), so spin loops
+ * that sleep see what other waves write; S_WAKEUP has nothing to wake early and is a no-op */
+static void h_sleep(Wave *w, const Inst *in) { (void)in; w->state = W_SLEEP; }
 static void h_endpgm(Wave *w, const Inst *in) {
   (void)in;
   Ctx *c = w->c; EmuArgs *a = c->a;
@@ -155,3 +158,70 @@ static void ds_read_tr(Wave *w, const Inst *in, int width, int ndw) {
 }
 static void h_ds_append(Wave *w, const Inst *in) { ds_counter(w, in, 1); }
 static void h_ds_consume(Wave *w, const Inst *in) { ds_counter(w, in, -1); }
+
+/* ---------- GWS (DS_GWS_*; no pseudocode in the wheel, GCN/RDNA ISA guides): NGWS resources per dispatch, resource id =
+ * (M0[21:16] + OFFSET0[5:0]) mod 64. Each has a counter (signed), a barrier flag and a release-all generation. The value
+ * INIT / SEMA_BR / BARRIER use is DATA0 of the first active lane (lane 0 when EXEC is 0). A wave that has to wait enters
+ * W_WAIT; the scheduler (emu_sched.c wait_ready) resumes it when the condition holds. ---------- */
+static inline uint32_t gws_id(const Wave *w, const Inst *in) { return ((w->s[ENC_M0] >> 16 & 63) + (in->offset0 & 63)) & (NGWS - 1); }
+static inline uint32_t gws_data(const Wave *w, const Inst *in) {
+  uint64_t ex = rd_exec(w);
+  return w->v[(in->data0 - 256) * MAXLANES + (ex ? __builtin_ctzll(ex) : 0)];
+}
+static void wave_block(Wave *w, int kind, uint32_t arg, uint32_t tag) {
+  w->state = W_WAIT; w->wait_kind = kind; w->wait_arg = arg; w->wait_tag = tag; w->wait_pc = w->pc0;
+}
+static void h_gws_init(Wave *w, const Inst *in) { uint32_t r = gws_id(w, in); w->c->gws_cnt[r] = gws_data(w, in); w->c->gws_flag[r] = 0; }
+static void h_gws_sema_v(Wave *w, const Inst *in) { w->c->gws_cnt[gws_id(w, in)]++; }
+static void h_gws_sema_br(Wave *w, const Inst *in) { w->c->gws_cnt[gws_id(w, in)] += gws_data(w, in); }
+static void h_gws_release_all(Wave *w, const Inst *in) { w->c->gws_rel[gws_id(w, in)]++; }   /* frees the waves waiting in SEMA_P now */
+static void h_gws_sema_p(Wave *w, const Inst *in) {
+  Ctx *c = w->c; uint32_t r = gws_id(w, in);
+  if ((int32_t)c->gws_cnt[r] > 0) c->gws_cnt[r]--; else wave_block(w, WK_SEMA, r, c->gws_rel[r]);
+}
+/* counter = waves still to arrive - 1 (INIT's value): an arriving wave decrements it and waits for the flag to change; the
+ * wave that finds it <= 0 is the last: it flips the flag (releasing the others), reloads the counter with its value and goes on */
+static void h_gws_barrier(Wave *w, const Inst *in) {
+  Ctx *c = w->c; uint32_t r = gws_id(w, in);
+  if ((int32_t)c->gws_cnt[r] <= 0) { c->gws_flag[r] ^= 1; c->gws_cnt[r] = gws_data(w, in); }
+  else { c->gws_cnt[r]--; wave_block(w, WK_BARRIER, r, c->gws_flag[r]); }
+}
+/* ---------- DS_ORDERED_COUNT (no pseudocode in the wheel; fields as LLVM encodes them for gfx10+): OFFSET0[7:2] = ordered
+ * count index, OFFSET1[0] wave_release, [1] wave_done, [4] 0 add / 1 swap, [7:6] dword count - 1; M0[15:0] the byte address
+ * of the first dword in the ordered-count memory (GDS_BYTES, zero at dispatch start). A wave's turn on an index comes when
+ * every wave created before it (dispatch order) has released that index or ended; then active lane i < count adds (swaps)
+ * DATA0 into dword M0 + 4i and gets the old value in VDST. wave_release passes the turn on; wave_done adds nothing (a wave
+ * that released can not get the turn back). ---------- */
+static uint64_t ordered_blocker(Ctx *c, const Wave *w, uint32_t idx) {   /* earliest earlier wave holding idx, or UINT64_MAX */
+  uint64_t best = UINT64_MAX;
+  for (uint32_t k = 0; k < c->nres; k++) {
+    const Slot *s = &c->slots[c->res[k]];
+    if (s->ordinal0 > w->ordinal) break;
+    for (uint32_t i = 0; i < c->nwaves; i++) {
+      const Wave *v = &s->m.waves[i];
+      if (v->ordinal < w->ordinal && v->state != W_DONE && !(v->released >> idx & 1) && v->ordinal < best) best = v->ordinal;
+    }
+  }
+  return best;
+}
+static void ordered_op(Wave *w, const Inst *in) {
+  uint32_t o1 = in->offset1, n = (o1 >> 6 & 3) + 1, base = w->s[ENC_M0] & 0xffff, *d = w->v + (in->vdst - 256) * MAXLANES;
+  const uint32_t *src = w->v + (in->data0 - 256) * MAXLANES;
+  uint64_t ex = rd_exec(w);
+  for (uint32_t i = 0; i < n; i++) {
+    if (!(ex >> i & 1)) continue;
+    uint32_t *p = &w->c->gds[(base >> 2) + i], old = *p, val = src[i];
+    *p = o1 >> 4 & 1 ? val : old + val; d[i] = old;
+  }
+  if (o1 & 1) w->released |= 1ull << (in->offset0 >> 2 & 63);
+}
+static void h_ds_ordered(Wave *w, const Inst *in) {
+  uint32_t n = (in->offset1 >> 6 & 3) + 1, base = w->s[ENC_M0] & 0xffff;
+  uint64_t ex = rd_exec(w);
+  for (uint32_t i = 0; i < n; i++)   /* checked at issue: M0 and EXEC can not change while the wave waits */
+    if (ex >> i & 1 && ((base & 3) || base + 4 * i + 4 > GDS_BYTES)) {
+      set_fault(w, K_ATOMIC, SP_GDS, base + 4 * i, 4, (int)i, GDS_BYTES, "DS_ORDERED_COUNT outside the ordered-count memory"); return;
+    }
+  uint32_t idx = in->offset0 >> 2 & 63;
+  if (ordered_blocker(w->c, w, idx) != UINT64_MAX) wave_block(w, WK_ORDERED, idx, 0); else ordered_op(w, in);
+}

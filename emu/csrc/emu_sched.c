@@ -1,6 +1,5 @@
-/* emu_sched.c: instruction fetch and decode cache, wave and workgroup setup (contract-kfd.md 6.5), the wave scheduler
- * (each wave runs until S_BARRIER / S_ENDPGM; a barrier releases when every live wave of the workgroup reached it),
- * watchdog and the entry point called from Python with the GIL released. */
+/* emu_sched.c: instruction fetch and decode cache, wave and workgroup setup (contract-kfd.md 6.5), the scheduler of resident
+ * workgroups and their waves (see "scheduling" below), watchdog and the entry point called from Python with the GIL released. */
 
 #if HAS_VOPD
 static void h_vopd(Wave *w, const Inst *in) {
@@ -117,22 +116,111 @@ static void init_wave(Ctx *c, Wave *w, int id) {
   wr_exec(w, exec);
 }
 
-static void run_workgroup(Ctx *c) {
-  Wave *ws = c->m.waves;
+/* ---------------- scheduling: workgroups become resident in dispatch order (z/y/x), at most `maxres` at once ----------------
+ * A resident workgroup runs its waves round robin, each until S_BARRIER / S_ENDPGM / S_SLEEP or a blocking GWS / ordered-count
+ * instruction (W_WAIT). The resident workgroups run oldest first; the next workgroup is launched only when none of them can
+ * make progress (so without GWS, workgroups run one after another). All resident waves blocked and nothing left to launch
+ * (or the resident limit reached) is a deadlock: ST_DEADLOCK with the first blocked wave's instruction. */
+static void use_slot(Ctx *c, Slot *s) { c->m = s->m; c->wg[0] = s->wg[0]; c->wg[1] = s->wg[1]; c->wg[2] = s->wg[2]; }
+
+static int wait_ready(Ctx *c, Wave *w) {
+  uint32_t r = w->wait_arg;
+  switch (w->wait_kind) {
+    case WK_SEMA:
+      if (c->gws_rel[r] != w->wait_tag) return 1;
+      if ((int32_t)c->gws_cnt[r] > 0) { c->gws_cnt[r]--; return 1; }
+      return 0;
+    case WK_BARRIER: return c->gws_flag[r] != w->wait_tag;
+    default:
+      if (ordered_blocker(c, w, r) != UINT64_MAX) return 0;
+      ordered_op(w, &c->icache[w->wait_pc >> 2]); return 1;
+  }
+}
+
+static int wg_pass(Ctx *c, Slot *s) {   /* 1: every wave ended; 0: none can run now (or an error) */
+  Wave *ws = s->m.waves;
+  for (;;) {
+    uint32_t done = 0, barrier = 0, ran = 0;
+    for (uint32_t i = 0; i < c->nwaves; i++) {
+      Wave *w = &ws[i];
+      if (UNLIKELY(w->state >= W_WAIT) && (w->state == W_SLEEP || wait_ready(c, w))) w->state = W_RUN;
+      if (w->state == W_RUN) { ran = 1; c->cur = w; run_wave(c, w); if (c->status) return 0; }
+      done += w->state == W_DONE; barrier += w->state == W_BARRIER;
+    }
+    c->progress |= ran;
+    if (done == c->nwaves) return 1;
+    if (barrier + done == c->nwaves) { for (uint32_t i = 0; i < c->nwaves; i++) if (ws[i].state == W_BARRIER) ws[i].state = W_RUN; }
+    else if (!ran) return 0;
+  }
+}
+
+static int launch(Ctx *c, uint64_t idx) {
+  uint32_t k = 0;
+  while (k < c->nslots && c->slots[k].live) k++;
+  Slot *s = &c->slots[k];
+  if (k == c->nslots) {
+    s->m.vgpr = calloc(((size_t)c->nwaves * NVREG + 16) * MAXLANES, sizeof(uint32_t));
+    s->m.lds = calloc(c->lds_bytes ? c->lds_bytes : 1, 1);
+    s->m.scratch = calloc((size_t)c->nwaves * MAXLANES * (c->scratch_lane ? c->scratch_lane : 1), 1);
+    s->m.waves = calloc(c->nwaves, sizeof(Wave));
+    c->nslots++;
+    if (!s->m.vgpr || !s->m.lds || !s->m.scratch || !s->m.waves) { c->status = ST_NOMEM; strcpy(c->a->f_msg, "out of memory for wave state"); return 0; }
+  }
+  uint32_t gx = c->a->grid[0], gy = c->a->grid[1];
+  s->wg[0] = (uint32_t)(idx % gx); s->wg[1] = (uint32_t)(idx / gx % gy); s->wg[2] = (uint32_t)(idx / ((uint64_t)gx * gy));
+  s->live = 1; s->ordinal0 = idx * c->nwaves;
+  use_slot(c, s);
   for (uint32_t i = 0; i < c->nwaves; i++) {
-    ws[i].v = c->m.vgpr + (uint64_t)i * NVREG * MAXLANES;
-    ws[i].scratch = c->m.scratch + (uint64_t)i * c->scratch_lane * MAXLANES;
-    init_wave(c, &ws[i], (int)i);
+    Wave *w = &s->m.waves[i];
+    w->v = s->m.vgpr + (uint64_t)i * NVREG * MAXLANES;
+    w->scratch = s->m.scratch + (uint64_t)i * c->scratch_lane * MAXLANES;
+    init_wave(c, w, (int)i);
+    w->ordinal = s->ordinal0 + i; w->released = 0;
   }
   c->a->waves += c->nwaves;
-  for (;;) {
-    uint32_t done = 0, barrier = 0;
+  c->res[c->nres++] = k;
+  return 1;
+}
+
+static void deadlock(Ctx *c, uint64_t unlaunched) {
+  Wave *first = 0; Slot *fs = 0; int64_t blocked = 0;
+  for (uint32_t k = 0; k < c->nres; k++)
     for (uint32_t i = 0; i < c->nwaves; i++) {
-      if (ws[i].state == W_RUN) { c->cur = &ws[i]; run_wave(c, &ws[i]); if (c->status) return; }
-      done += ws[i].state == W_DONE; barrier += ws[i].state == W_BARRIER;
+      Wave *w = &c->slots[c->res[k]].m.waves[i];
+      if (w->state != W_WAIT) continue;
+      blocked++;
+      if (!first) { first = w; fs = &c->slots[c->res[k]]; }
     }
-    if (done == c->nwaves) return;
-    if (barrier + done == c->nwaves) for (uint32_t i = 0; i < c->nwaves; i++) if (ws[i].state == W_BARRIER) ws[i].state = W_RUN;
+  use_slot(c, fs);
+  const Inst *in = &c->icache[first->wait_pc >> 2];
+  uint32_t r = first->wait_arg;
+  int64_t *f = c->a->f_info;
+  f[0] = first->wait_kind; f[1] = r; f[2] = first->wait_kind == WK_ORDERED ? 0 : (int32_t)c->gws_cnt[r]; f[3] = blocked; f[4] = c->nres;
+  f[5] = first->wait_kind == WK_ORDERED ? (int64_t)ordered_blocker(c, first, r) : -1;
+  c->a->f_lane = -1;
+  c->status = ST_DEADLOCK;
+  snprintf(c->a->f_msg, sizeof(c->a->f_msg), "every resident wave is blocked: %u resident workgroups (limit %u), %llu not launched yet",
+           c->nres, c->maxres, (unsigned long long)unlaunched);
+  record_inst(c, first, first->wait_pc, in->raw, in->size, in->fmt, in->op);
+}
+
+static void run_grid(Ctx *c) {
+  uint64_t total = (uint64_t)c->a->grid[0] * c->a->grid[1] * c->a->grid[2], next = 0;
+  for (;;) {
+    c->progress = 0;
+    for (uint32_t k = 0; k < c->nres;) {
+      Slot *s = &c->slots[c->res[k]];
+      use_slot(c, s);
+      int fin = wg_pass(c, s);
+      if (c->status) return;
+      if (!fin) { k++; continue; }
+      s->live = 0; c->a->workgroups++;
+      memmove(c->res + k, c->res + k + 1, (c->nres - k - 1) * sizeof(uint32_t)); c->nres--;
+    }
+    if (c->progress) continue;
+    if (next < total && c->nres < c->maxres) { if (!launch(c, next++)) return; continue; }
+    if (c->nres) deadlock(c, total - next);
+    return;
   }
 }
 
@@ -144,26 +232,18 @@ int emu_run(EmuArgs *a, uint64_t code_end) {
   c.lds_bytes = a->lds_bytes; c.scratch_lane = a->scratch_per_lane; c.next_time_check = 1u << 20; c.space = SP_GLOBAL;
   clock_gettime(CLOCK_MONOTONIC, &c.t0);
   uint32_t nt = a->block[0] * a->block[1] * a->block[2];
+  uint64_t total = (uint64_t)a->grid[0] * a->grid[1] * a->grid[2];
   c.nwaves = (nt + c.wave_size - 1) / c.wave_size;
-  c.m.vgpr = calloc(((size_t)c.nwaves * NVREG + 16) * MAXLANES, sizeof(uint32_t));
+  c.maxres = a->resident < 1 ? 1 : (uint64_t)a->resident > total ? (uint32_t)total : a->resident;
   c.acc_off = NAGPR ? ((a->rsrc3 & 63) + 1) * 4 : 0;
-  c.m.lds = calloc(c.lds_bytes ? c.lds_bytes : 1, 1);
-  c.m.scratch = calloc((size_t)c.nwaves * MAXLANES * (c.scratch_lane ? c.scratch_lane : 1), 1);
-  c.m.waves = calloc(c.nwaves, sizeof(Wave));
+  c.slots = calloc(c.maxres, sizeof(Slot)); c.res = calloc(c.maxres, sizeof(uint32_t));
   a->status = ST_OK; a->instructions = a->waves = a->workgroups = 0;
-  if (!c.m.vgpr || !c.m.lds || !c.m.scratch || !c.m.waves) { a->status = ST_NOMEM; strcpy(a->f_msg, "out of memory for wave state"); }
-  else {
-    for (uint32_t z = 0; z < a->grid[2] && !c.status; z++)
-      for (uint32_t y = 0; y < a->grid[1] && !c.status; y++)
-        for (uint32_t x = 0; x < a->grid[0] && !c.status; x++) {
-          c.wg[0] = x; c.wg[1] = y; c.wg[2] = z;
-          run_workgroup(&c);
-          a->workgroups++;
-        }
-    a->status = c.status;
-  }
+  if (!c.slots || !c.res) { c.status = ST_NOMEM; strcpy(a->f_msg, "out of memory for the resident workgroups"); }
+  else run_grid(&c);
+  a->status = c.status;
   a->instructions = c.icount;
-  free(c.m.vgpr); free(c.m.lds); free(c.m.scratch); free(c.m.waves); free(c.icache);
+  for (uint32_t k = 0; k < c.nslots; k++) { free(c.slots[k].m.vgpr); free(c.slots[k].m.lds); free(c.slots[k].m.scratch); free(c.slots[k].m.waves); }
+  free(c.slots); free(c.res); free(c.icache);
   return a->status;
 }
 
