@@ -1,4 +1,5 @@
-"""The same dispatch twice gives the same memory, registers and instruction counts (multi-workgroup, barriers, atomics)."""
+"""The same dispatch twice gives the same memory, registers and instruction counts (multi-workgroup, barriers, atomics,
+GWS and ordered counts across resident workgroups)."""
 import numpy as np
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
 from isa_harness import run, Bufs
@@ -21,3 +22,16 @@ def test_two_runs_agree():
   assert s1.state.vgprs == s2.state.vgprs and s1.state.sgprs[4:] == s2.state.sgprs[4:]   # s0..s3 hold the (fresh) buffer addresses
   assert s1.workgroups == 4 and s1.waves == 8
   assert sorted(o1.tolist()) == list(range(256))     # each value of the counter was handed out once
+
+def test_resident_workgroups_agree():
+  # GWS semaphores, S_SLEEP yields and ordered counts across resident workgroups (tests/isa/test_gws.py): the same
+  # buffers and per-opcode counts on every run of each backend
+  from test_gws import Bufs, mutex_prog, ordered_prog, run_code
+  def once(code, arrays, block, backend):
+    b = Bufs(*[a.copy() for a in arrays])
+    st = run_code(code, b.mem, user_sgprs=b.sgprs(), rsrc2=(2 * len(arrays)) << 1 | 1 << 7, grid=(2, 1, 1), block=block, backend=backend, op_counts=True)
+    return [b[i].tolist() for i in range(len(arrays))], (st.instructions, st.waves, st.workgroups, st.op_counts)
+  for code, arrays, block in ((mutex_prog(True), [np.zeros(1, np.uint32), np.zeros(8, np.uint32)], (128, 1, 1)),
+                              (ordered_prog(), [np.zeros(16, np.uint32)], (64, 1, 1))):
+    runs = [once(code, arrays, block, be) for be in ("c", "c", "python", "python")]
+    assert all(r == runs[0] for r in runs)

@@ -196,3 +196,20 @@ def test_ordered_count_deadlock_and_gds_fault():
       run_code(asm(s_mov_b32(M0, 4092), ds_ordered_count(vdst=v[4], data0=v[2], offset1=1 << 6))[0], backend=backend)
     r = ei.value.report
     assert (r.kind, r.space, r.address, r.size, r.lane, r.limit, r.pc) == ("atomic", "gds", 4096, 4, 1, 4096, len(s_mov_b32(M0, 4092).to_bytes()))
+
+def test_cdna_semaphore():
+  # gfx950 (wave64, M0 = scalar 124): workgroup 0 waits on resource 3 until workgroup 1 stored 55 and signalled it as
+  # (M0[21:16] 2 + offset 1); its enum has SEMA_V/P/RELEASE_ALL only
+  from tinygrad.runtime.autogen.amd.cdna import ins as C
+  m0 = C.src[124]
+  wg0 = [C.ds_gws_sema_p(offset0=3), C.global_load_dword(vdst=C.v[3], addr=C.v[1], saddr=C.s[0:1]), C.s_waitcnt(simm16=0),
+         C.global_store_dword(addr=C.v[1], data=C.v[3], saddr=C.s[2:3]), C.s_endpgm()]
+  wg1 = [C.v_mov_b32_e32(C.v[2], 55), C.global_store_dword(addr=C.v[1], data=C.v[2], saddr=C.s[0:1]), C.s_waitcnt(simm16=0),
+         C.s_mov_b32(m0, 2 << 16), C.ds_gws_sema_v(offset0=1)]
+  pre = [C.v_mov_b32_e32(C.v[1], 0), C.s_mov_b32(m0, 0), C.s_cmp_eq_u32(C.s[4], 0)]
+  code = b"".join(i.to_bytes() for i in [*pre, C.s_cbranch_scc0(simm16=sum(len(i.to_bytes()) for i in wg0) // 4), *wg0, *wg1, C.s_endpgm()])
+  for backend in ("c", "python"):
+    b = Bufs(np.zeros(1, np.uint32), np.zeros(1, np.uint32))
+    st = run_code(code, b.mem, arch="gfx950", wave64=True, grid=(2, 1, 1), block=(64, 1, 1), user_sgprs=b.sgprs(), rsrc2=4 << 1 | 1 << 7,
+                  backend=backend)
+    assert b[1][0] == 55 and (st.workgroups, st.instructions) == (2, 2 * len(pre) + 2 + len(wg0) + len(wg1) + 1)
