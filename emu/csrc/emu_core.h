@@ -108,11 +108,12 @@ struct Wave {
   uint8_t *scratch;   /* lane * scratch_per_lane */
   Ctx *c;
   int id, state;
+  uint32_t mode;      /* the MODE register (hwreg 1): float rounding/denormals (passed to every pc_* call as PcState.MODE) */
+  /* (after the fields the handlers use, which share one cache line) */
   int wait_kind;      /* W_WAIT: WK_*, on resource / index wait_arg; wait_tag: barrier flag or release-all generation seen */
   uint32_t wait_arg, wait_tag;
   uint64_t wait_pc;   /* the blocked instruction (it has completed its issue: pc is past it) */
   uint64_t ordinal, released;   /* creation order in the dispatch; ordered-count indices whose turn this wave released */
-  uint32_t mode;      /* the MODE register (hwreg 1): float rounding/denormals (passed to every pc_* call as PcState.MODE) */
 };
 
 static inline uint64_t rd_exec(const Wave *w) { return ((uint64_t)w->s[127] << 32 | w->s[126]) & w->c->wave_mask; }

@@ -123,7 +123,7 @@ static void init_wave(Ctx *c, Wave *w, int id) {
  * (or the resident limit reached) is a deadlock: ST_DEADLOCK with the first blocked wave's instruction. */
 static void use_slot(Ctx *c, Slot *s) { c->m = s->m; c->wg[0] = s->wg[0]; c->wg[1] = s->wg[1]; c->wg[2] = s->wg[2]; }
 
-static int wait_ready(Ctx *c, Wave *w) {
+static __attribute__((noinline, cold)) int wait_ready(Ctx *c, Wave *w) {
   uint32_t r = w->wait_arg;
   switch (w->wait_kind) {
     case WK_SEMA:
@@ -154,7 +154,7 @@ static int wg_pass(Ctx *c, Slot *s) {   /* 1: every wave ended; 0: none can run 
   }
 }
 
-static int launch(Ctx *c, uint64_t idx) {
+static __attribute__((noinline)) int launch(Ctx *c, uint64_t idx) {
   uint32_t k = 0;
   while (k < c->nslots && c->slots[k].live) k++;
   Slot *s = &c->slots[k];
@@ -182,7 +182,7 @@ static int launch(Ctx *c, uint64_t idx) {
   return 1;
 }
 
-static void deadlock(Ctx *c, uint64_t unlaunched) {
+static __attribute__((noinline, cold)) void deadlock(Ctx *c, uint64_t unlaunched) {
   Wave *first = 0; Slot *fs = 0; int64_t blocked = 0;
   for (uint32_t k = 0; k < c->nres; k++)
     for (uint32_t i = 0; i < c->nwaves; i++) {
