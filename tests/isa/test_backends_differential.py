@@ -1,7 +1,7 @@
 """Random programs (fixed seeds) run on the generated-C and the Python reference backends: identical registers, LDS
 traffic, instruction counts and per-opcode counts. Both backends share the decoder tables and operand rules; the
 semantics come from two independent pseudocode backends (generated C vs mockgpu.pcode.pyeval)."""
-import random, struct
+import dataclasses, random, struct
 import pytest
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
 from mockgpu.emu.api import run_code
@@ -61,7 +61,7 @@ def test_fault_reports_agree():
   reps = []
   for b in ("c", "python"):
     with pytest.raises(GPUFault) as ei: run_code(prog, backend=b, block=(32, 1, 1), lds_bytes=256)
-    reps.append(ei.value.report)
+    reps.append(dataclasses.replace(ei.value.report, pc_addr=0))   # run_code's code buffer may move between the two runs
   assert reps[0] == reps[1]
 
 def buffer_program(seed: int, n: int = 24):
