@@ -3,6 +3,7 @@ its source modifiers applied to the VGPRs the pseudocode reads directly; LDSDIR/
 map to hand-written C (csrc/emu_gfx.h, csrc/emu_image.h) through GFX_PROSE. The Python backend mirrors each in pygfx.py."""
 from __future__ import annotations
 import re
+from mockgpu.emu.image import sample_flags
 from mockgpu.emu.pcinfo import Usage
 
 __all__ = ["GFX_PROSE", "EXPORT_FORMATS", "IMAGE_FORMATS", "vinterp_shadows", "vinterp", "image_kind", "image"]
@@ -14,8 +15,9 @@ EXPORT_FORMATS = ("EXP", "VEXPORT")   # no opcode field: every encoding is one e
 IMAGE_FORMATS = ("MIMG",)             # RDNA3; RDNA4 VIMAGE/VSAMPLE are not modelled (docs/emu.md)
 
 def image_kind(name: str) -> tuple[str, int, int] | None:
-  """("load" | "store", mip, pck: 0 convert / 1 raw / 2 raw sign-extended), ("atomic", 0, 0), ("resinfo", 0, 0), or None
-  for the MIMG ops that are not modelled (sampling, gather, GET_LOD, MSAA_LOAD; BVH intersection is emu/bvh.py)."""
+  """("load" | "store", mip, pck: 0 convert / 1 raw / 2 raw sign-extended), ("atomic", 0, 0), ("resinfo", 0, 0),
+  ("sample", image.SAMPLE_FLAGS of the op, 0), or None for the MIMG ops that are not modelled (MSAA_LOAD, BVH)."""
+  if (fl := sample_flags(name)) is not None: return ("sample", fl, 0)
   if name.startswith("IMAGE_ATOMIC_"): return ("atomic", 0, 0)
   if name == "IMAGE_GET_RESINFO": return ("resinfo", 0, 0)
   if (m := re.fullmatch(r"IMAGE_(LOAD|STORE)(_MIP)?(_PCK)?(_SGN)?", name)):
@@ -27,7 +29,7 @@ def image(h: str, fn: str | None, name: str) -> str | None:
   k = image_kind(name)
   if k is None or (k[0] == "atomic" and fn is None): return None
   call = {"load": f"img_load(w, in, {k[1]}, {k[2]})", "store": f"img_store(w, in, {k[1]}, {k[2]})", "atomic": f"img_atomic(w, in, {fn})",
-          "resinfo": "img_resinfo(w, in)"}[k[0]]
+          "resinfo": "img_resinfo(w, in)", "sample": f"img_sample(w, in, {k[1]})"}[k[0]]
   return f"void {h}(Wave *w, const Inst *in) {{ {call}; }}\n"
 
 def vinterp_shadows(ops: dict, u: Usage) -> tuple[tuple[str, int, int], ...]:

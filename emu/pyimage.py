@@ -1,12 +1,13 @@
-"""Python-backend mirror of csrc/emu_image.h: RDNA3 MIMG loads, stores, atomics and GET_RESINFO on linear images, with the
-same T# decoding (mockgpu.emu.image), format table and conversions (mockgpu.emu.buffer), memory checks, faults and messages."""
+"""Python-backend mirror of csrc/emu_image.h: RDNA3 MIMG loads, stores, atomics, GET_RESINFO and sampling (SAMPLE, GATHER4,
+GET_LOD) on linear images, with the same T# / S# decoding (mockgpu.emu.image), format table and conversions
+(mockgpu.emu.buffer), memory checks, faults and messages. Sampling rounds every f32 operation like the C (f64 result -> f32)."""
 from __future__ import annotations
-import ctypes
+import ctypes, math, struct
 import functools
 from types import SimpleNamespace
 from mockgpu.emu.buffer import format_table, from_format, to_format
 from mockgpu.emu.gen_gfx import image_kind
-from mockgpu.emu.image import DIM_COORDS, DIM_NAMES, SW_MODES, field, linear_pitch
+from mockgpu.emu.image import DIM_COORDS, DIM_GRADS, DIM_NAMES, SAMPLE_FLAGS as SF, SW_MODES, field, linear_pitch, sfield
 from mockgpu.emu.report import ST_FAULT, ST_INVALID, ST_UNSUPPORTED
 from mockgpu.pcode.softfloat import cvt, fmt_of
 
@@ -24,7 +25,7 @@ def _fmt(arch, code: int):
 def to_reg(fo, c: int, raw: int) -> int: return from_format(raw, fo.bits[c], fo.numfmt)
 def from_reg(fo, c: int, v: int) -> int: return to_format(v, fo.bits[c], fo.numfmt)
 
-UNSUPPORTED = "MIMG sampling, gather, GET_LOD and MSAA_LOAD are not modelled (docs/emu.md Images)"
+UNSUPPORTED = "MIMG MSAA_LOAD and BVH ray intersection are not modelled (docs/emu.md Images)"
 
 def _setup(w, f: dict) -> dict:
   if f["nsa"]: raise _Stop(ST_UNSUPPORTED, msg="MIMG with NSA (non-sequential address VGPRs) is not modelled")
@@ -160,6 +161,166 @@ def _resinfo(c, w, f):
     for i in range(4):
       if f["dmask"] >> i & 1: w.v[(f["data0"] - 256 + k) & 255][L] = r[i] & M32; k += 1
 
+# ---- sampling (csrc/emu_image.h img_sample and its helpers, operation by operation)
+def F(x: float) -> float: return ctypes.c_float(x).value
+def _asf(b: int) -> float: return struct.unpack("<f", (b & M32).to_bytes(4, "little"))[0]
+def _fb(x: float) -> int: return struct.unpack("<I", struct.pack("<f", x))[0]
+def _h2f(v: int) -> float: return _asf(cvt(v & 0xffff, F16, F32))
+def _sext(v: int, b: int) -> int: return v - (1 << b) if v >> (b - 1) & 1 else v
+LIM = 1073741824.0
+
+def _samp(w, f: dict) -> dict:
+  r = f["ssamp"]
+  d = sum((w.s[r + i] if r + i < 128 else 0) << (32 * i) for i in range(4))
+  g = lambda n: sfield(d, n)
+  s = dict(mode=[g("clamp_x"), g("clamp_y"), g("clamp_z")], cmp=g("depth_compare_func"), unnorm=g("force_unnormalized") | f["unrm"],
+           mag=g("xy_mag_filter"), min=g("xy_min_filter"), zf=g("z_filter"), mip=g("mip_filter"), border=g("border_color_type"),
+           minl=g("min_lod") / 256.0, maxl=g("max_lod") / 256.0, bias=_sext(g("lod_bias"), 14) / 256.0)
+  fm, an = g("filter_mode"), g("max_aniso_ratio")
+  if fm: raise _Stop(ST_UNSUPPORTED, msg=f"sampler S# in s[{r}:{r + 3}] has FILTER_MODE={fm} (min/max reduction): only blending (0) is modelled")
+  if an and (s["mag"] | s["min"]) & 2: raise _Stop(ST_UNSUPPORTED, msg=f"sampler S# in s[{r}:{r + 3}]: anisotropic filtering (MAX_ANISO_RATIO={an}) is not modelled")
+  if s["border"] == 3 and max(s["mode"]) >= 4:
+    raise _Stop(ST_UNSUPPORTED, msg=f"sampler S# in s[{r}:{r + 3}]: BORDER_COLOR_TYPE=3 (the border color table) is not modelled")
+  return s
+
+def _saddr(w, f: dict, fl: int, L: int) -> dict:
+  r, k, a16 = f["vaddr"] - 256, 0, f["a16"]
+  g16, ng, nc = a16 or fl & SF["G16"], DIM_GRADS[f["dim"]], DIM_COORDS[f["dim"]] + bool(fl & (SF["L"] | SF["CL"]))
+  V = lambda i: w.v[(r + i) & 255][L]
+  a = dict(off=0, bias=0.0, zref=0.0, g=[[0.0] * 3 for _ in range(2)], c=[0.0] * 4)
+  if fl & SF["O"]: a["off"] = V(k); k += 1
+  if fl & SF["B"]: a["bias"] = _h2f(V(k)) if a16 else _asf(V(k)); k += 1
+  if fl & SF["C"]: a["zref"] = _asf(V(k)); k += 1
+  if fl & SF["D"]:
+    for d in range(2):
+      for i in range(ng): a["g"][d][i] = _h2f(V(k + i // 2) >> (i % 2 * 16)) if g16 else _asf(V(k + i))
+      k += (ng + 1) // 2 if g16 else ng
+  for i in range(nc): a["c"][i] = _h2f(V(k + i // 2) >> (i % 2 * 16)) if a16 else _asf(V(k + i))
+  return a
+
+def _wrap(i: int, n: int, m: int) -> int:
+  if m == 0: return i % n
+  if m == 1: i %= 2 * n; return i if i < n else 2 * n - 1 - i
+  if m in (2, 3): return min(max(i, 0), n - 1)
+  return -1 if i < 0 or i >= n else i
+
+def _axis(x: float, n: int, m: int, lin: int, nt: int):
+  if x != x: x = 0.0
+  if m in (3, 5, 7): x = abs(x)
+  if m in (4, 5): x = min(max(x, 0.0), float(n))
+  x = min(max(x, -LIM), LIM)
+  u = F(x - 0.5) if lin else x
+  fl = float(math.floor(u)); fr = F(u - fl)
+  return [_wrap(int(fl) + k, n, m) for k in range(nt)], [F(1.0 - fr) if lin else 1.0, fr]
+
+def _cmp(fn: int, r: float, t: float) -> bool: return (False, r < t, r == t, r <= t, r > t, r != t, r >= t, True)[fn]
+
+def _stexel(w, t, s, lvl, x, y, z, L) -> list[int]:
+  fo = t["f"]; isf = _isfloat(fo); one = 0x3f800000 if isf else 1
+  if x < 0 or y < 0 or z < 0: return [one if s["border"] == 2 or (s["border"] == 1 and i == 3) else 0 for i in range(4)]
+  a, raw = _texel(t, 2, [x, y, z], lvl), 0
+  if a is not None: raw = int.from_bytes(ctypes.string_at(_mem(w, a, fo.bpp, 1, L), fo.bpp), "little")
+  comp = [_comp(raw, fo, i) for i in range(4)]
+  return [(to_reg(fo, sl - 4, comp[sl - 4]) if sl - 4 < len(fo.bits) else 0) if sl >= 4 else one if sl == 1 else 0 for sl in t["sel"]]
+
+def _lsz(v: int, l: int) -> int: return max(1, v >> l)
+
+def _taps(t, s, a, dim, fl, lvl, lin):
+  la, cube = t["base_level"] + lvl, dim == 3
+  nax, n = 1 if dim in (0, 4) else 3 if dim == 2 else 2, [_lsz(t["w"], la), _lsz(t["h"], la), _lsz(t["d"], la) if dim == 2 else 1]
+  layer = 0
+  if dim >= 3:
+    sc, nl = a["c"][1 if dim == 4 else 2], t["nslices"] - t["base_array"]
+    sc = 0.0 if sc != sc else min(max(sc, -LIM), LIM)
+    l = max(round(sc), 0)
+    if cube: l = (l >> 3) * 6 + min(l & 7, 5)
+    layer = (nl - 1 if nl > 0 else 0) if l >= nl else l
+  ax = []
+  for k in range(3):
+    if k >= nax: ax.append(([0], [1.0, 0.0])); continue
+    x = a["c"][k]
+    if cube: x = F(x - 1.0)
+    if not s["unnorm"]: x = F(x * n[k])
+    if fl & SF["O"]: x = F(x + _sext(a["off"] >> (8 * k) & 63, 6))
+    kl = (s["zf"] == 2 if s["zf"] else lin) if k == 2 else lin
+    ax.append(_axis(x, n[k], s["mode"][k], 0, 4 if k == 0 else 1) if fl & SF["GATHER4H"] else _axis(x, n[k], 2 if cube else s["mode"][k], kl, 2 if kl else 1))
+  return ax, layer
+
+def _slevel(w, t, s, a, f, fl, lvl, lin, L) -> list[int]:
+  ax, layer = _taps(t, s, a, f["dim"], fl, lvl, lin)
+  isf, z3 = _isfloat(t["f"]), f["dim"] == 2
+  cmpv = lambda v: 0x3f800000 if _cmp(s["cmp"], a["zref"], _asf(v[0])) else 0
+  if fl & (SF["GATHER"] | SF["GATHER4H"]):
+    comp, out = (f["dmask"] & 15 & -(f["dmask"] & 15)).bit_length() - 1 if f["dmask"] & 15 else 0, []
+    for k in range(4):
+      kx = k if fl & SF["GATHER4H"] else (0, 1, 1, 0)[k]
+      ky = 0 if fl & SF["GATHER4H"] or len(ax[1][0]) == 1 else (1, 1, 0, 0)[k]
+      v = _stexel(w, t, s, lvl, ax[0][0][kx], ax[1][0][ky], ax[2][0][0] if z3 else layer, L)
+      out.append(cmpv(v) if fl & SF["C"] else v[comp])
+    return out
+  acc = None
+  for kz in range(len(ax[2][0])):
+    for ky in range(len(ax[1][0])):
+      for kx in range(len(ax[0][0])):
+        wt = F(F(ax[0][1][kx] * ax[1][1][ky]) * ax[2][1][kz])
+        if wt == 0.0: continue
+        v = _stexel(w, t, s, lvl, ax[0][0][kx], ax[1][0][ky], ax[2][0][kz] if z3 else layer, L)
+        if fl & SF["C"]: v = [cmpv(v)] * 4
+        if not isf: return v
+        p = [F(wt * _asf(x)) for x in v]
+        acc = p if acc is None else [F(q + r) for q, r in zip(acc, p)]
+  return [_fb(x) for x in acc]
+
+def _sample(c, w, f, fl):
+  t, s = _setup(w, f), _samp(w, f)
+  if f["dim"] >= 6: raise _Stop(ST_INVALID, msg=f"MIMG sampling with dim={DIM_NAMES[f['dim']]}: multisampled images cannot be sampled")
+  fo, dim = t["f"], f["dim"]
+  isf, ng, nc = _isfloat(fo), DIM_GRADS[dim], DIM_COORDS[dim] + bool(fl & (SF["L"] | SF["CL"]))
+  if fl & SF["C"] and not isf: raise _Stop(ST_UNSUPPORTED, msg=f"depth-compare sampling of an integer format (T# FORMAT={t['fmt']}) is not modelled")
+  implicit, gather = not fl & (SF["L"] | SF["LZ"] | SF["D"]), bool(fl & (SF["GATHER"] | SF["GATHER4H"]))
+  nd = bin(f["dmask"] & 15).count("1") if fl & SF["GET_LOD"] or not gather else 4
+  ndv, q, exe = (nd + 1) // 2 if f["d16"] else nd, max(t["last_level"] - t["base_level"], 0), w.exec
+  A = {L: _saddr(w, f, fl, L) for L in range(c.wave_size) if implicit or exe >> L & 1}
+  sz = [1.0] * 3 if s["unnorm"] else [float(_lsz(t[k], t["base_level"])) for k in ("w", "h", "d")]
+  for L in range(c.wave_size):
+    if not exe >> L & 1: continue
+    a, p = A[L], [0.0, 0.0]
+    for d in range(2):
+      for i in range(ng):
+        qb = L & ~3
+        gv = F(A[qb + 1 + d]["c"][i] - A[qb]["c"][i]) if implicit else a["g"][d][i]
+        gi = gv * sz[i]; p[d] = p[d] + gi * gi
+    if fl & SF["L"]: lod = a["c"][nc - 1]
+    elif fl & SF["LZ"]: lod = 0.0
+    else:
+      r2 = p[1] if p[1] > p[0] else p[0]
+      lod = -math.inf if r2 == 0.0 else 0.5 * math.log2(r2)
+      lod = lod + s["bias"]; lod = lod + a["bias"]
+    lo = s["minl"]
+    if fl & SF["CL"] and a["c"][nc - 1] > lo: lo = a["c"][nc - 1]
+    lodc = lod if lod >= lo else lo
+    if lodc > s["maxl"]: lodc = s["maxl"]
+    lm = 0.0 if lodc < 0.0 else float(q) if lodc > q else lodc
+    if fl & SF["GET_LOD"]: res = [_fb(F(lm)), _fb(F(lod)), 0, 0]
+    else:
+      mip = (1 if s["mip"] else 0) if gather or not isf else s["mip"]
+      lin, l0, two, fr = gather or (isf and (s["mag"] if lodc <= 0.0 else s["min"]) & 1), 0, False, 0.0
+      if mip in (1, 3): l0 = min(0 if lm <= 0.5 else math.ceil(lm + 0.5) - 1, q)
+      elif mip == 2: l0 = math.floor(lm); fr = F(lm - l0); two = fr > 0.0 and l0 < q
+      res = _slevel(w, t, s, a, f, fl, l0, lin, L)
+      if two:
+        r1, wa = _slevel(w, t, s, a, f, fl, l0 + 1, lin, L), F(1.0 - fr)
+        res = [_fb(F(F(wa * _asf(x)) + F(fr * _asf(y)))) for x, y in zip(res, r1)]
+    fout, dv, k = isf or fl & (SF["GET_LOD"] | SF["C"]), [0] * 5, 0
+    for i in range(4):
+      if not gather and not f["dmask"] >> i & 1: continue
+      v = res[i]
+      if f["d16"]: dv[k // 2] |= (cvt(v, F32, F16) & 0xffff if fout else v & 0xffff) << (k % 2 * 16)
+      else: dv[k] = v
+      k += 1
+    for i in range(ndv): w.v[(f["data0"] - 256 + i) & 255][L] = dv[i] & M32
+    if f["tfe"] or f["lwe"]: w.v[(f["data0"] - 256 + ndv) & 255][L] = 0
+
 def exec_mimg(c, w, f: dict, name: str, ename: str, pyrun):
   """Execute one MIMG instruction (as csrc/emu_image.h); faults and unsupported cases raise the backend's Stop."""
   k = image_kind(name)
@@ -167,4 +328,5 @@ def exec_mimg(c, w, f: dict, name: str, ename: str, pyrun):
   if k[0] == "load": return _load(c, w, f, k[1], k[2])
   if k[0] == "store": return _store(c, w, f, k[1], k[2])
   if k[0] == "atomic": return _atomic(c, w, f, ename, pyrun)
+  if k[0] == "sample": return _sample(c, w, f, k[1])
   return _resinfo(c, w, f)

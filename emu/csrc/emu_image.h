@@ -197,5 +197,200 @@ static void img_resinfo(Wave *w, const Inst *in) {
 }
 static void h_image_unsupported(Wave *w, const Inst *in) {
   (void)in;
-  set_status(w, ST_UNSUPPORTED, "MIMG sampling, gather, GET_LOD and MSAA_LOAD are not modelled (docs/emu.md Images)");
+  set_status(w, ST_UNSUPPORTED, "MIMG MSAA_LOAD and BVH ray intersection are not modelled (docs/emu.md Images)");
 }
+
+/* ---- sampling: IMAGE_SAMPLE*, IMAGE_GATHER4*, IMAGE_GET_LOD (docs/emu.md "Sampling"); pyimage.py mirrors it operation by
+ * operation. Each f32 operation is its own statement and contraction is off, so the Python mirror (the f64 result rounded
+ * to f32) gives the same bits; LOD arithmetic is f64. */
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+typedef struct { int mode[3], cmp, unnorm, mag, min, zf, mip, border; double minl, maxl, bias; } Samp;
+typedef struct { uint32_t off; float bias, zref, g[2][3], c[4]; } SAddr;
+typedef struct { int64_t i[4]; float wt[2]; int n; } Axis;   /* taps along one axis (index -1: border), bilinear weights */
+
+static int samp_setup(Wave *w, const Inst *in, Samp *s) {
+  uint32_t d[4];
+  for (int i = 0; i < 4; i++) d[i] = in->ssamp + i < NSREG ? w->s[in->ssamp + i] : 0;
+  s->mode[0] = (int)TF(d, 4, SS_CLAMP_X); s->mode[1] = (int)TF(d, 4, SS_CLAMP_Y); s->mode[2] = (int)TF(d, 4, SS_CLAMP_Z);
+  s->cmp = (int)TF(d, 4, SS_DEPTH_COMPARE_FUNC); s->unnorm = (int)TF(d, 4, SS_FORCE_UNNORMALIZED) | in->unrm;
+  s->mag = (int)TF(d, 4, SS_XY_MAG_FILTER); s->min = (int)TF(d, 4, SS_XY_MIN_FILTER); s->zf = (int)TF(d, 4, SS_Z_FILTER);
+  s->mip = (int)TF(d, 4, SS_MIP_FILTER); s->border = (int)TF(d, 4, SS_BORDER_COLOR_TYPE);
+  s->minl = (double)TF(d, 4, SS_MIN_LOD) / 256.0; s->maxl = (double)TF(d, 4, SS_MAX_LOD) / 256.0;
+  s->bias = (double)sext((uint32_t)TF(d, 4, SS_LOD_BIAS), 14) / 256.0;
+  int fm = (int)TF(d, 4, SS_FILTER_MODE), an = (int)TF(d, 4, SS_MAX_ANISO_RATIO), r = in->ssamp;
+  if (fm) return img_fail(w, ST_UNSUPPORTED, "sampler S# in s[%d:%d] has FILTER_MODE=%d (min/max reduction): only blending (0) is modelled", r, r + 3, fm);
+  if (an && ((s->mag | s->min) & 2)) return img_fail(w, ST_UNSUPPORTED, "sampler S# in s[%d:%d]: anisotropic filtering (MAX_ANISO_RATIO=%d) is not modelled", r, r + 3, an);
+  if (s->border == 3 && (s->mode[0] >= 4 || s->mode[1] >= 4 || s->mode[2] >= 4))
+    return img_fail(w, ST_UNSUPPORTED, "sampler S# in s[%d:%d]: BORDER_COLOR_TYPE=3 (the border color table) is not modelled", r, r + 3);
+  return 1;
+}
+static inline float img_h2f(uint32_t v) { return pc_as_f((uint32_t)pc_cvt(v & 0xffff, PC_F16, PC_F32, 0xf0)); }
+/* the address VGPRs of lane L in the ISA's order: offset, bias, z-compare, derivatives (h then v), coordinates, lod | clamp */
+static void samp_addr(const Wave *w, const Inst *in, int fl, int L, SAddr *a) {
+  int r = in->vaddr - 256, k = 0, g16 = in->a16 || (fl & SF_G16), ng = DIM_GRADS[in->dim], nc = DIM_COORDS[in->dim] + !!(fl & (SF_L | SF_CL));
+#define SV(i) w->v[((r + (i)) & 255) * MAXLANES + L]
+  memset(a, 0, sizeof(*a));
+  if (fl & SF_O) a->off = SV(k++);
+  if (fl & SF_B) { a->bias = in->a16 ? img_h2f(SV(k)) : pc_as_f(SV(k)); k++; }
+  if (fl & SF_C) a->zref = pc_as_f(SV(k++));
+  if (fl & SF_D)
+    for (int d = 0; d < 2; d++) {
+      for (int i = 0; i < ng; i++) a->g[d][i] = g16 ? img_h2f(SV(k + i / 2) >> (i % 2 * 16)) : pc_as_f(SV(k + i));
+      k += g16 ? (ng + 1) / 2 : ng;
+    }
+  for (int i = 0; i < nc; i++) a->c[i] = in->a16 ? img_h2f(SV(k + i / 2) >> (i % 2 * 16)) : pc_as_f(SV(k + i));
+#undef SV
+}
+/* texel index along one axis of `size` texels under address mode `m` (-1: the border color) */
+static inline int64_t samp_wrap(int64_t i, int64_t n, int m) {
+  if (m == 0) { i %= n; return i < 0 ? i + n : i; }
+  if (m == 1) { i %= 2 * n; if (i < 0) i += 2 * n; return i < n ? i : 2 * n - 1 - i; }
+  if (m == 2 || m == 3) return i < 0 ? 0 : i >= n ? n - 1 : i;
+  return i < 0 || i >= n ? -1 : i;
+}
+/* the taps of coordinate x (texels) on an axis of n texels: `nt` consecutive texels from floor(x) (point) or floor(x - 0.5)
+ * (linear, with the weights 1 - frac, frac), each through the address mode */
+static void samp_axis(float x, int64_t n, int m, int lin, int nt, Axis *a) {
+  if (x != x) x = 0.0f;
+  if (m == 3 || m == 5 || m == 7) x = fabsf(x);
+  if (m == 4 || m == 5) x = x < 0.0f ? 0.0f : x > (float)n ? (float)n : x;
+  x = x < -1073741824.0f ? -1073741824.0f : x > 1073741824.0f ? 1073741824.0f : x;
+  float u = lin ? x - 0.5f : x, f = floorf(u), fr = u - f;
+  a->n = nt; a->wt[0] = lin ? 1.0f - fr : 1.0f; a->wt[1] = fr;
+  for (int k = 0; k < nt; k++) a->i[k] = samp_wrap((int64_t)f + k, n, m);
+}
+static inline int samp_cmp(int fn, float r, float t) {
+  switch (fn) { case 0: return 0; case 1: return r < t; case 2: return r == t; case 3: return r <= t; case 4: return r > t; case 5: return r != t; case 6: return r >= t; default: return 1; }
+}
+/* the register values (after DST_SEL) of texel (x, y, z | slice) of level lvl (from BASE_LEVEL), or the border color; 0 on a fault */
+static int samp_texel(Wave *w, const Img *t, const Samp *s, int lvl, int64_t x, int64_t y, int64_t z, uint32_t *v, int L) {
+  const ImgFmt *f = t->f; int fl = img_isfloat(f);
+  if (x < 0 || y < 0 || z < 0) {
+    uint32_t one = fl ? 0x3f800000u : 1u;
+    for (int i = 0; i < 4; i++) v[i] = s->border == 2 || (s->border == 1 && i == 3) ? one : 0;
+    return 1;
+  }
+  uint32_t c[3] = {(uint32_t)x, (uint32_t)y, (uint32_t)z}, raw[5] = {0}; uint64_t a;
+  if (img_texel(t, 2, c, (uint32_t)lvl, &a)) { uint8_t *p = gptr(w, a, f->bpp, K_READ, L); if (!p) return 0; memcpy(raw, p, f->bpp); }
+  for (int i = 0; i < 4; i++) {
+    int sel = t->sel[i];
+    v[i] = sel >= 4 ? (sel - 4 < f->n ? img_to_reg(f, sel - 4, img_comp(raw, f, sel - 4)) : 0) : sel == 1 ? (fl ? 0x3f800000u : 1u) : 0;
+  }
+  return 1;
+}
+static inline int64_t img_lsz(int v, int l) { return v >> l ? v >> l : 1; }
+static inline float samp_coord_clamp(float x) { return x != x ? 0.0f : x < -1073741824.0f ? -1073741824.0f : x > 1073741824.0f ? 1073741824.0f : x; }
+
+/* the taps of level lvl (from BASE_LEVEL) for the lane's coordinates: ax[0..2] (x, y, z) and the array layer */
+static void samp_taps(const Img *t, const Samp *s, const SAddr *a, int dim, int fl, int lvl, int lin, Axis *ax, int64_t *layer) {
+  int la = t->base_level + lvl, cube = dim == 3, nax = dim == 0 || dim == 4 ? 1 : dim == 2 ? 3 : 2;
+  int64_t n[3] = {img_lsz(t->w, la), img_lsz(t->h, la), dim == 2 ? img_lsz(t->d, la) : 1};
+  *layer = 0;
+  if (dim >= 3) {
+    float sc = samp_coord_clamp(a->c[dim == 4 ? 1 : 2]);
+    int64_t l = (int64_t)rintf(sc), nl = t->nslices - t->base_array;
+    if (l < 0) l = 0;
+    if (cube) l = (l >> 3) * 6 + ((l & 7) > 5 ? 5 : (l & 7));
+    *layer = l >= nl ? (nl > 0 ? nl - 1 : 0) : l;
+  }
+  for (int k = 0; k < 3; k++) {
+    if (k >= nax) { ax[k].n = 1; ax[k].i[0] = 0; ax[k].wt[0] = 1.0f; continue; }
+    float x = a->c[k];
+    if (cube) x = x - 1.0f;
+    if (!s->unnorm) x = x * (float)n[k];
+    if (fl & SF_O) x = x + (float)sext(a->off >> (8 * k) & 63, 6);
+    int kl = k == 2 ? (s->zf ? s->zf == 2 : lin) : lin;
+    if (fl & SF_GATHER4H) samp_axis(x, n[k], s->mode[k], 0, k == 0 ? 4 : 1, &ax[k]);
+    else samp_axis(x, n[k], cube ? 2 : s->mode[k], kl, kl ? 2 : 1, &ax[k]);
+  }
+}
+/* filtered register values of level lvl; the gather ops return their four texels' component instead. 0 on a fault */
+static int samp_level(Wave *w, const Img *t, const Samp *s, const SAddr *a, const Inst *in, int fl, int lvl, int lin, float *acc, uint32_t *bits, int L) {
+  Axis ax[3]; int64_t layer; uint32_t v[4]; int first = 1, isf = img_isfloat(t->f);
+  samp_taps(t, s, a, in->dim, fl, lvl, lin, ax, &layer);
+  if (fl & (SF_GATHER | SF_GATHER4H)) {
+    static const int GX[4] = {0, 1, 1, 0}, GY[4] = {1, 1, 0, 0};
+    int comp = in->dmask & 15 ? __builtin_ctz(in->dmask & 15) : 0;
+    for (int k = 0; k < 4; k++) {
+      int kx = fl & SF_GATHER4H ? k : GX[k], ky = fl & SF_GATHER4H || ax[1].n == 1 ? 0 : GY[k];
+      if (!samp_texel(w, t, s, lvl, ax[0].i[kx], ax[1].i[ky], in->dim == 2 ? ax[2].i[0] : layer, v, L)) return 0;
+      bits[k] = fl & SF_C ? (samp_cmp(s->cmp, a->zref, pc_as_f(v[0])) ? 0x3f800000u : 0) : v[comp];
+    }
+    return 1;
+  }
+  for (int kz = 0; kz < ax[2].n; kz++) for (int ky = 0; ky < ax[1].n; ky++) for (int kx = 0; kx < ax[0].n; kx++) {
+    float wt = ax[0].wt[kx] * ax[1].wt[ky];
+    wt = wt * ax[2].wt[kz];
+    if (wt == 0.0f) continue;
+    if (!samp_texel(w, t, s, lvl, ax[0].i[kx], ax[1].i[ky], in->dim == 2 ? ax[2].i[kz] : layer, v, L)) return 0;
+    if (fl & SF_C) { uint32_t c = samp_cmp(s->cmp, a->zref, pc_as_f(v[0])) ? 0x3f800000u : 0; v[0] = v[1] = v[2] = v[3] = c; }
+    if (!isf) { memcpy(bits, v, sizeof(v)); return 1; }
+    for (int i = 0; i < 4; i++) { float p = wt * pc_as_f(v[i]); acc[i] = first ? p : acc[i] + p; }
+    first = 0;
+  }
+  for (int i = 0; i < 4; i++) bits[i] = pc_fbits(acc[i]);
+  return 1;
+}
+
+/* IMAGE_SAMPLE* / IMAGE_GATHER4* / IMAGE_GET_LOD (fl: SAMPLE_FLAGS): LOD from the quad's or the given derivatives, or given */
+static void img_sample(Wave *w, const Inst *in, int fl) {
+  Img t; Samp s; SAddr A[MAXLANES];
+  if (!img_setup(w, in, &t) || !samp_setup(w, in, &s)) return;
+  if (in->dim >= 6) { img_fail(w, ST_INVALID, "MIMG sampling with dim=%s: multisampled images cannot be sampled", DIM_NAMES[in->dim]); return; }
+  const ImgFmt *f = t.f; int isf = img_isfloat(f), ng = DIM_GRADS[in->dim], nc = DIM_COORDS[in->dim] + !!(fl & (SF_L | SF_CL));
+  if ((fl & SF_C) && !isf) { img_fail(w, ST_UNSUPPORTED, "depth-compare sampling of an integer format (T# FORMAT=%d) is not modelled", t.fmt); return; }
+  int implicit = !(fl & (SF_L | SF_LZ | SF_D)), gather = !!(fl & (SF_GATHER | SF_GATHER4H)), q = t.last_level - t.base_level;
+  int nd = fl & SF_GET_LOD || !gather ? __builtin_popcount(in->dmask & 15) : 4, ndv = in->d16 ? (nd + 1) / 2 : nd;
+  if (q < 0) q = 0;
+  uint64_t ex = rd_exec(w);
+  for (int L = 0; L < (int)w->c->wave_size; L++) if (implicit || ex >> L & 1) samp_addr(w, in, fl, L, &A[L]);
+  while (ex) {
+    int L = __builtin_ctzll(ex); ex &= ex - 1;
+    const SAddr *a = &A[L];
+    float g[2][3]; double p[2] = {0, 0}, lod, sz[3] = {1, 1, 1};
+    if (!s.unnorm) { sz[0] = (double)img_lsz(t.w, t.base_level); sz[1] = (double)img_lsz(t.h, t.base_level); sz[2] = (double)img_lsz(t.d, t.base_level); }
+    for (int d = 0; d < 2; d++) for (int i = 0; i < ng; i++) {
+      if (implicit) { int qb = L & ~3; g[d][i] = A[qb + 1 + d].c[i] - A[qb].c[i]; } else g[d][i] = a->g[d][i];
+      double gi = (double)g[d][i] * sz[i];
+      gi = gi * gi; p[d] = p[d] + gi;
+    }
+    if (fl & SF_L) lod = (double)a->c[nc - 1];
+    else if (fl & SF_LZ) lod = 0.0;
+    else {
+      double r2 = p[1] > p[0] ? p[1] : p[0];
+      lod = r2 == 0.0 ? -INFINITY : 0.5 * log2(r2);
+      lod = lod + s.bias; lod = lod + (double)a->bias;
+    }
+    double lo = s.minl, lodc;
+    if ((fl & SF_CL) && (double)a->c[nc - 1] > lo) lo = (double)a->c[nc - 1];
+    lodc = lod >= lo ? lod : lo;
+    if (lodc > s.maxl) lodc = s.maxl;
+    double lm = lodc < 0.0 ? 0.0 : lodc > (double)q ? (double)q : lodc;
+    uint32_t res[4] = {0, 0, 0, 0}, r1[4]; float acc[4], acc1[4];
+    if (fl & SF_GET_LOD) { res[0] = pc_fbits((float)lm); res[1] = pc_fbits((float)lod); }
+    else {
+      int mip = gather || !isf ? (s.mip ? 1 : 0) : s.mip, l0 = 0, two = 0, lin = gather || (isf && ((lodc <= 0.0 ? s.mag : s.min) & 1));
+      float fr = 0.0f;
+      if (mip == 1 || mip == 3) { l0 = lm <= 0.5 ? 0 : (int)ceil(lm + 0.5) - 1; if (l0 > q) l0 = q; }
+      else if (mip == 2) { l0 = (int)floor(lm); fr = (float)(lm - (double)l0); two = fr > 0.0f && l0 < q; }
+      if (!samp_level(w, &t, &s, a, in, fl, l0, lin, acc, res, L)) return;
+      if (two) {
+        if (!samp_level(w, &t, &s, a, in, fl, l0 + 1, lin, acc1, r1, L)) return;
+        float wa = 1.0f - fr;
+        for (int i = 0; i < 4; i++) { float p0 = wa * pc_as_f(res[i]); float p1 = fr * pc_as_f(r1[i]); res[i] = pc_fbits(p0 + p1); }
+      }
+    }
+    uint32_t dv[5] = {0}; int k = 0, fo = isf || (fl & (SF_GET_LOD | SF_C));
+    for (int i = 0; i < 4; i++) {
+      if (!gather && !(in->dmask >> i & 1)) continue;
+      uint32_t v = res[i];
+      if (in->d16) { v = fo ? (uint32_t)pc_cvt(v, PC_F32, PC_F16, 0xf0) & 0xffff : v & 0xffff; dv[k / 2] |= v << (k % 2 * 16); }
+      else dv[k] = v;
+      k++;
+    }
+    for (int i = 0; i < ndv; i++) w->v[((in->data0 - 256 + i) & 255) * MAXLANES + L] = dv[i];
+    if (in->tfe || in->lwe) w->v[((in->data0 - 256 + ndv) & 255) * MAXLANES + L] = 0;
+  }
+}
+#pragma GCC pop_options
