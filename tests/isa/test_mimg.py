@@ -196,9 +196,6 @@ def test_errors_and_faults(backend):
     im.run(tsharp(im.base, "32_UINT", 8, 8, sw=25), load, backend)
   with pytest.raises(InvalidInstruction, match=r"FORMAT=100 is not modelled"):
     im.run(tsharp(im.base, "IMAGE_ONLY_100", 8, 8), load, backend)
-  with pytest.raises(InvalidInstruction, match=r"sampling.*not modelled") as ei:
-    im.run(tsharp(im.base, "32_UINT", 8, 8), [image_sample(v[4:7], v[0:2], s[8:15], s[0:3], dmask=1, dim=1)], backend)
-  assert "IMAGE_SAMPLE" in ei.value.report.disasm
   # a 64x64 R32 image of which 256 bytes (row 0) are registered: lane 16 stores to (0, 1), a global write fault
   with pytest.raises(GPUFault) as ei:
     im.run(tsharp(im.base, "32_UINT", 64, 64), [v_and_b32_e32(v[1], 15, v[0]), v_lshrrev_b32_e32(v[2], 4, v[0]),
