@@ -16,8 +16,9 @@ IMAGE_FORMATS = ("MIMG",)             # RDNA3; RDNA4 VIMAGE/VSAMPLE are not mode
 
 def image_kind(name: str) -> tuple[str, int, int] | None:
   """("load" | "store", mip, pck: 0 convert / 1 raw / 2 raw sign-extended), ("atomic", 0, 0), ("resinfo", 0, 0),
-  ("sample", image.SAMPLE_FLAGS of the op, 0), or None for the MIMG ops that are not modelled (MSAA_LOAD, BVH)."""
+  ("sample", image.SAMPLE_FLAGS of the op, 0), ("msaa", 0, 0), or None for the MIMG ops that are not modelled (BVH)."""
   if (fl := sample_flags(name)) is not None: return ("sample", fl, 0)
+  if name == "IMAGE_MSAA_LOAD": return ("msaa", 0, 0)
   if name.startswith("IMAGE_ATOMIC_"): return ("atomic", 0, 0)
   if name == "IMAGE_GET_RESINFO": return ("resinfo", 0, 0)
   if (m := re.fullmatch(r"IMAGE_(LOAD|STORE)(_MIP)?(_PCK)?(_SGN)?", name)):
@@ -29,7 +30,8 @@ def image(h: str, fn: str | None, name: str) -> str | None:
   k = image_kind(name)
   if k is None or (k[0] == "atomic" and fn is None): return None
   call = {"load": f"img_load(w, in, {k[1]}, {k[2]})", "store": f"img_store(w, in, {k[1]}, {k[2]})", "atomic": f"img_atomic(w, in, {fn})",
-          "resinfo": "img_resinfo(w, in)", "sample": f"img_sample(w, in, {k[1]})"}[k[0]]
+          "resinfo": "img_resinfo(w, in)", "sample": f"img_sample(w, in, {k[1]})",
+          "msaa": "img_msaa_load(w, in)"}[k[0]]
   return f"void {h}(Wave *w, const Inst *in) {{ {call}; }}\n"
 
 def vinterp_shadows(ops: dict, u: Usage) -> tuple[tuple[str, int, int], ...]:

@@ -25,7 +25,7 @@ def _fmt(arch, code: int):
 def to_reg(fo, c: int, raw: int) -> int: return from_format(raw, fo.bits[c], fo.numfmt)
 def from_reg(fo, c: int, v: int) -> int: return to_format(v, fo.bits[c], fo.numfmt)
 
-UNSUPPORTED = "MIMG MSAA_LOAD and BVH ray intersection are not modelled (docs/emu.md Images)"
+UNSUPPORTED = "MIMG BVH ray intersection is not modelled (docs/emu.md Images)"
 
 def _setup(w, f: dict) -> dict:
   if f["nsa"]: raise _Stop(ST_UNSUPPORTED, msg="MIMG with NSA (non-sequential address VGPRs) is not modelled")
@@ -36,14 +36,11 @@ def _setup(w, f: dict) -> dict:
   if ty < 8: raise _Stop(ST_INVALID, msg=f"T# in s[{r}:{r + nd - 1}] has TYPE={ty}, not an image type (8..15)")
   fo = _fmt(w.c.arch, fm)
   if fo is None: raise _Stop(ST_UNSUPPORTED, msg=f"image T# in s[{r}:{r + nd - 1}]: FORMAT={fm} is not modelled (docs/emu.md Images)")
-  depth, arr = field(d, "depth"), ty in (11, 12, 13)
+  depth, arr = field(d, "depth"), ty in (11, 12, 13, 15)
   return dict(base=field(d, "base") << 8, f=fo, fmt=fm, type=ty, w=field(d, "width") + 1, h=1 if ty in (8, 12) else field(d, "height") + 1,
               d=depth + 1 if ty == 10 else 1, nslices=depth + 1 if arr else 1, base_array=field(d, "base_array") if arr else 0,
               base_level=field(d, "base_level"), last_level=field(d, "last_level"), pitch2d=depth + 1 if ty == 9 and depth else 0,
               sel=[field(d, k) for k in ("sel_x", "sel_y", "sel_z", "sel_w")])
-
-def _dim_ok(f: dict):
-  if f["dim"] >= 6: raise _Stop(ST_UNSUPPORTED, msg=f"MIMG dim={DIM_NAMES[f['dim']]}: multisampled image layouts are not modelled")
 
 def _coords(w, f: dict, L: int, n: int) -> list[int]:
   r = f["vaddr"] - 256
@@ -51,7 +48,11 @@ def _coords(w, f: dict, L: int, n: int) -> list[int]:
 
 def _texel(t: dict, dim: int, c: list[int], lvl: int) -> int | None:
   x, y = c[0], 0 if dim in (0, 4) else c[1]
-  s = c[1] if dim == 4 else c[2] if dim in (2, 3, 5) else 0
+  s = c[1] if dim == 4 else c[2] if dim in (2, 3, 5, 7) else 0
+  if t["type"] >= 14:
+    fr, ns, sl, bpp = c[2] if dim == 6 else c[3] if dim == 7 else 0, 1 << t["last_level"], t["base_array"] + s, t["f"].bpp
+    if lvl or x >= t["w"] or y >= t["h"] or sl >= t["nslices"] or fr >= ns: return None
+    return t["base"] + ((sl * t["h"] + y) * linear_pitch(t["w"] * ns, bpp) + x * ns + fr) * bpp
   if t["last_level"] < t["base_level"] or lvl > t["last_level"] - t["base_level"]: return None
   L, bpp, off = t["base_level"] + lvl, t["f"].bpp, 0
   for i in range(L + 1):
@@ -81,7 +82,7 @@ def _ndata(f: dict, pw: int) -> int:
 def _pckw(fo) -> int: return 16 if fo.bits[0] <= 16 else 32
 
 def _load(c, w, f, mip, pck):
-  t = _setup(w, f); _dim_ok(f)
+  t = _setup(w, f)
   fo = t["f"]; nc, bpp = DIM_COORDS[f["dim"]] + mip, fo.bpp
   pw = _pckw(fo) if pck else 0
   nd, exe = _ndata(f, pw), w.exec
@@ -107,7 +108,7 @@ def _load(c, w, f, mip, pck):
     if f["tfe"] or f["lwe"]: w.v[(f["data0"] - 256 + nd) & 255][L] = 0
 
 def _store(c, w, f, mip, pck):
-  t = _setup(w, f); _dim_ok(f)
+  t = _setup(w, f)
   fo = t["f"]; nc, bpp = DIM_COORDS[f["dim"]] + mip, fo.bpp
   pw, exe = _pckw(fo) if pck else 0, w.exec
   for L in range(c.wave_size):
@@ -129,7 +130,7 @@ def _store(c, w, f, mip, pck):
     ctypes.memmove(_mem(w, a, bpp, 2, L), raw.to_bytes(bpp, "little"), bpp)
 
 def _atomic(c, w, f, ename, pyrun):
-  t = _setup(w, f); _dim_ok(f)
+  t = _setup(w, f)
   if t["f"].bpp != 4: raise _Stop(ST_UNSUPPORTED, msg=f"image atomics need a 32-bit format; the T# has FORMAT={t['fmt']}")
   nc, nd, exe = DIM_COORDS[f["dim"]], bin(f["dmask"] & 15).count("1"), w.exec
   w.atomic = True
@@ -147,16 +148,16 @@ def _atomic(c, w, f, ename, pyrun):
 
 def _resinfo(c, w, f):
   t = _setup(w, f)
-  nl = t["last_level"] - t["base_level"] + 1 if t["last_level"] >= t["base_level"] else 0
+  nl = 1 if t["type"] >= 14 else t["last_level"] - t["base_level"] + 1 if t["last_level"] >= t["base_level"] else 0
   layers, exe = t["nslices"] - t["base_array"], w.exec
   for L in range(c.wave_size):
     if not exe >> L & 1: continue
     lvl, r = w.v[f["vaddr"] - 256][L], [0, 0, 0, nl]
     if lvl < nl:
-      l = t["base_level"] + lvl
+      l = 0 if t["type"] >= 14 else t["base_level"] + lvl
       r[0] = max(1, t["w"] >> l)
       r[1] = layers if t["type"] == 12 else 0 if t["type"] == 8 else max(1, t["h"] >> l)
-      r[2] = max(1, t["d"] >> l) if t["type"] == 10 else layers if t["type"] == 13 else layers // 6 if t["type"] == 11 else 0
+      r[2] = max(1, t["d"] >> l) if t["type"] == 10 else layers if t["type"] in (13, 15) else layers // 6 if t["type"] == 11 else 0
     k = 0
     for i in range(4):
       if f["dmask"] >> i & 1: w.v[(f["data0"] - 256 + k) & 255][L] = r[i] & M32; k += 1
@@ -321,6 +322,25 @@ def _sample(c, w, f, fl):
     for i in range(ndv): w.v[(f["data0"] - 256 + i) & 255][L] = dv[i] & M32
     if f["tfe"] or f["lwe"]: w.v[(f["data0"] - 256 + ndv) & 255][L] = 0
 
+def _msaa_load(c, w, f):
+  t = _setup(w, f)
+  if f["dim"] < 6: raise _Stop(ST_INVALID, msg=f"IMAGE_MSAA_LOAD with dim={DIM_NAMES[f['dim']]}: it needs 2D_MSAA or 2D_MSAA_ARRAY")
+  fo, nc, exe = t["f"], DIM_COORDS[f["dim"]], w.exec
+  comp, nd = (f["dmask"] & 15 & -(f["dmask"] & 15)).bit_length() - 1 if f["dmask"] & 15 else 0, 2 if f["d16"] else 4
+  for L in range(c.wave_size):
+    if not exe >> L & 1: continue
+    co, dv = _coords(w, f, L, nc), [0] * 4
+    for k in range(4):
+      cc = co[:nc - 1] + [co[nc - 1] + k]
+      a, raw = _texel(t, f["dim"], cc, 0) if cc[nc - 1] <= M32 else None, 0
+      if a is not None: raw = int.from_bytes(ctypes.string_at(_mem(w, a, fo.bpp, 1, L), fo.bpp), "little")
+      sel = t["sel"][comp]
+      v = (to_reg(fo, sel - 4, _comp(raw, fo, sel - 4)) if sel - 4 < len(fo.bits) else 0) if sel >= 4 else (0x3f800000 if _isfloat(fo) else 1) if sel == 1 else 0
+      if f["d16"]: dv[k // 2] |= (cvt(v, F32, F16) & 0xffff if _isfloat(fo) else v & 0xffff) << (k % 2 * 16)
+      else: dv[k] = v
+    for i in range(nd): w.v[(f["data0"] - 256 + i) & 255][L] = dv[i] & M32
+    if f["tfe"] or f["lwe"]: w.v[(f["data0"] - 256 + nd) & 255][L] = 0
+
 def exec_mimg(c, w, f: dict, name: str, ename: str, pyrun):
   """Execute one MIMG instruction (as csrc/emu_image.h); faults and unsupported cases raise the backend's Stop."""
   k = image_kind(name)
@@ -329,4 +349,5 @@ def exec_mimg(c, w, f: dict, name: str, ename: str, pyrun):
   if k[0] == "store": return _store(c, w, f, k[1], k[2])
   if k[0] == "atomic": return _atomic(c, w, f, ename, pyrun)
   if k[0] == "sample": return _sample(c, w, f, k[1])
+  if k[0] == "msaa": return _msaa_load(c, w, f)
   return _resinfo(c, w, f)

@@ -9,7 +9,7 @@ typedef struct { int n, bits[4], numfmt, bpp; } ImgFmt;   /* a row of buffer.py'
 typedef struct {
   uint64_t base;
   const ImgFmt *f; ImgFmt fm;
-  int fmt, type, w, h, d, nslices, base_array, base_level, last_level, pitch2d, sel[4];
+  int fmt, type, w, h, d, nslices, base_array, base_level, last_level, pitch2d, sel[4];   /* MSAA: 1 << last_level samples */
 } Img;
 
 static inline uint64_t tfield(const uint32_t *d, int nd, int lo, int wd) {
@@ -39,17 +39,13 @@ static int img_setup(Wave *w, const Inst *in, Img *t) {
   t->fm.n = 0; t->fm.bpp = 0; t->fm.numfmt = BUF_FMTS[fmt][4];
   for (int i = 0; i < 4; i++) { t->fm.bits[i] = BUF_FMTS[fmt][i]; t->fm.n += BUF_FMTS[fmt][i] != 0; t->fm.bpp += BUF_FMTS[fmt][i]; }
   t->fm.bpp /= 8;
-  int depth = (int)TF(d, nd, TS_DEPTH), arr = type == 11 || type == 12 || type == 13;
+  int depth = (int)TF(d, nd, TS_DEPTH), arr = type == 11 || type == 12 || type == 13 || type == 15;
   t->base = TF(d, nd, TS_BASE) << 8; t->f = &t->fm; t->fmt = fmt; t->type = type;
   t->w = (int)TF(d, nd, TS_WIDTH) + 1; t->h = type == 8 || type == 12 ? 1 : (int)TF(d, nd, TS_HEIGHT) + 1;
   t->d = type == 10 ? depth + 1 : 1; t->nslices = arr ? depth + 1 : 1; t->base_array = arr ? (int)TF(d, nd, TS_BASE_ARRAY) : 0;
   t->base_level = (int)TF(d, nd, TS_BASE_LEVEL); t->last_level = (int)TF(d, nd, TS_LAST_LEVEL);
   t->pitch2d = type == 9 && depth ? depth + 1 : 0;
   t->sel[0] = (int)TF(d, nd, TS_SEL_X); t->sel[1] = (int)TF(d, nd, TS_SEL_Y); t->sel[2] = (int)TF(d, nd, TS_SEL_Z); t->sel[3] = (int)TF(d, nd, TS_SEL_W);
-  return 1;
-}
-static int img_dim_ok(Wave *w, const Inst *in) {
-  if (in->dim >= 6) return img_fail(w, ST_UNSUPPORTED, "MIMG dim=%s: multisampled image layouts are not modelled", DIM_NAMES[in->dim]);
   return 1;
 }
 static inline uint64_t img_pitch(int width, int bpp) { int g = 256; while (bpp % g) g >>= 1; uint64_t st = 256 / g; return (width + st - 1) / st * st; }
@@ -60,9 +56,17 @@ static inline void img_coords(const Wave *w, const Inst *in, int L, int n, uint3
   for (int i = 0; i < n; i++)
     c[i] = in->a16 ? w->v[((r + i / 2) & 255) * MAXLANES + L] >> (i % 2 * 16) & 0xffff : w->v[((r + i) & 255) * MAXLANES + L];
 }
-/* texel address of (x, y, slice | z) at level base_level + lvl; 0 if the texel is outside the image (no memory access) */
+/* texel address of (x, y, slice | z[, fragment]) at level base_level + lvl; 0 if the texel is outside the image (no memory
+ * access). MSAA types: one level of 1 << LAST_LEVEL samples per texel, stored after each other (docs/emu.md Images). */
 static int img_texel(const Img *t, int dim, const uint32_t *c, uint32_t lvl, uint64_t *addr) {
-  uint32_t x = c[0], y = dim == 0 || dim == 4 ? 0 : c[1], s = dim == 4 ? c[1] : dim == 2 || dim == 3 || dim == 5 ? c[2] : 0;
+  uint32_t x = c[0], y = dim == 0 || dim == 4 ? 0 : c[1], s = dim == 4 ? c[1] : dim == 2 || dim == 3 || dim == 5 || dim == 7 ? c[2] : 0;
+  if (t->type >= 14) {
+    uint64_t fr = dim == 6 ? c[2] : dim == 7 ? c[3] : 0, ns = (uint64_t)1 << t->last_level, sl = (uint64_t)t->base_array + s;
+    uint64_t pitch = img_pitch(t->w * (int)ns, t->f->bpp);
+    if (lvl || x >= (uint32_t)t->w || y >= (uint32_t)t->h || sl >= (uint64_t)t->nslices || fr >= ns) return 0;
+    *addr = t->base + (((sl * (uint64_t)t->h + y) * pitch + (uint64_t)x * ns + fr) * (uint64_t)t->f->bpp);
+    return 1;
+  }
   if (t->last_level < t->base_level || lvl > (uint32_t)(t->last_level - t->base_level)) return 0;
   int L = t->base_level + (int)lvl, bpp = t->f->bpp;
   uint64_t off = 0, wl = 1, hl = 1, dl = 1, pitch = 1;
@@ -94,7 +98,7 @@ static inline int img_pckw(const ImgFmt *f) { return f->bits[0] <= 16 ? 16 : 32;
 
 /* IMAGE_LOAD[_MIP][_PCK[_SGN]] (pck: 0 convert, 1 raw zero-extended, 2 raw sign-extended) */
 static void img_load(Wave *w, const Inst *in, int mip, int pck) {
-  Img t; if (!img_setup(w, in, &t) || !img_dim_ok(w, in)) return;
+  Img t; if (!img_setup(w, in, &t)) return;
   const ImgFmt *f = t.f; int nc = DIM_COORDS[in->dim] + mip, bpp = f->bpp, pw = pck ? img_pckw(f) : 0, nd = img_ndata(in, pw);
   uint64_t ex = rd_exec(w);
   while (ex) {
@@ -123,7 +127,7 @@ static void img_load(Wave *w, const Inst *in, int mip, int pck) {
 
 /* IMAGE_STORE[_MIP][_PCK]: the dmask components come from consecutive VGPRs, the others are stored as 0 */
 static void img_store(Wave *w, const Inst *in, int mip, int pck) {
-  Img t; if (!img_setup(w, in, &t) || !img_dim_ok(w, in)) return;
+  Img t; if (!img_setup(w, in, &t)) return;
   const ImgFmt *f = t.f; int nc = DIM_COORDS[in->dim] + mip, bpp = f->bpp, pw = pck ? img_pckw(f) : 0;
   uint64_t ex = rd_exec(w);
   while (ex) {
@@ -155,7 +159,7 @@ static void img_store(Wave *w, const Inst *in, int mip, int pck) {
 /* IMAGE_ATOMIC_*: pcode's entry on the texel's address (a 32-bit format); DATA = dmask VGPRs, glc returns the old value.
  * A texel outside the image is not touched and returns 0. */
 static void img_atomic(Wave *w, const Inst *in, void (*fn)(PcState *)) {
-  Img t; if (!img_setup(w, in, &t) || !img_dim_ok(w, in)) return;
+  Img t; if (!img_setup(w, in, &t)) return;
   if (t.f->bpp != 4) { img_fail(w, ST_UNSUPPORTED, "image atomics need a 32-bit format; the T# has FORMAT=%d", t.fmt); return; }
   int nc = DIM_COORDS[in->dim], nd = __builtin_popcount(in->dmask & 15);
   uint64_t ex = rd_exec(w);
@@ -178,26 +182,49 @@ static void img_atomic(Wave *w, const Inst *in, void (*fn)(PcState *)) {
 }
 
 /* IMAGE_GET_RESINFO: for mip level vaddr (from BASE_LEVEL): X width, Y height (1D arrays: layers), Z depth (arrays: layers,
- * cube: layers / 6), W the level count; levels past the last give 0 sizes. dmask picks components into consecutive VGPRs. */
+ * cube: layers / 6), W the level count (MSAA: 1); levels past the last give 0 sizes. dmask picks components into consecutive VGPRs. */
 static void img_resinfo(Wave *w, const Inst *in) {
   Img t; if (!img_setup(w, in, &t)) return;
   uint64_t ex = rd_exec(w);
-  int nl = t.last_level >= t.base_level ? t.last_level - t.base_level + 1 : 0, layers = t.nslices - t.base_array;
+  int nl = t.type >= 14 ? 1 : t.last_level >= t.base_level ? t.last_level - t.base_level + 1 : 0, layers = t.nslices - t.base_array;
   while (ex) {
     int L = __builtin_ctzll(ex); ex &= ex - 1;
     uint32_t lvl = w->v[(in->vaddr - 256) * MAXLANES + L], r[4] = {0, 0, 0, (uint32_t)nl}, k = 0;
     if (lvl < (uint32_t)nl) {
-      int l = t.base_level + (int)lvl;
+      int l = t.type >= 14 ? 0 : t.base_level + (int)lvl;
       r[0] = t.w >> l ? (uint32_t)(t.w >> l) : 1;
       r[1] = t.type == 12 ? (uint32_t)layers : t.type == 8 ? 0 : (t.h >> l ? (uint32_t)(t.h >> l) : 1);
-      r[2] = t.type == 10 ? (t.d >> l ? (uint32_t)(t.d >> l) : 1) : t.type == 13 ? (uint32_t)layers : t.type == 11 ? (uint32_t)layers / 6 : 0;
+      r[2] = t.type == 10 ? (t.d >> l ? (uint32_t)(t.d >> l) : 1) : t.type == 13 || t.type == 15 ? (uint32_t)layers : t.type == 11 ? (uint32_t)layers / 6 : 0;
     }
     for (int i = 0; i < 4; i++) if (in->dmask >> i & 1) w->v[((in->data0 - 256 + k++) & 255) * MAXLANES + L] = r[i];
   }
 }
+/* IMAGE_MSAA_LOAD: component ctz(DMASK) of samples fragment + 0..3 of texel (x, y[, slice]) into four VGPRs (D16: two),
+ * converted and DST_SEL'd like IMAGE_LOAD; samples past the texel's last read 0 */
+static void img_msaa_load(Wave *w, const Inst *in) {
+  Img t; if (!img_setup(w, in, &t)) return;
+  if (in->dim < 6) { img_fail(w, ST_INVALID, "IMAGE_MSAA_LOAD with dim=%s: it needs 2D_MSAA or 2D_MSAA_ARRAY", DIM_NAMES[in->dim]); return; }
+  const ImgFmt *f = t.f; int nc = DIM_COORDS[in->dim], comp = in->dmask & 15 ? __builtin_ctz(in->dmask & 15) : 0, nd = in->d16 ? 2 : 4;
+  uint64_t ex = rd_exec(w);
+  while (ex) {
+    int L = __builtin_ctzll(ex); ex &= ex - 1;
+    uint32_t c[4], dv[4] = {0}; uint64_t a;
+    img_coords(w, in, L, nc, c);
+    for (int k = 0; k < 4; k++) {
+      uint32_t raw[5] = {0}, v, cc[4] = {c[0], c[1], c[2], c[3]};
+      cc[nc - 1] = c[nc - 1] + (uint32_t)k;
+      if (cc[nc - 1] >= c[nc - 1] && img_texel(&t, in->dim, cc, 0, &a)) { uint8_t *p = gptr(w, a, f->bpp, K_READ, L); if (!p) return; memcpy(raw, p, f->bpp); }
+      int sel = t.sel[comp];
+      v = sel >= 4 ? (sel - 4 < f->n ? img_to_reg(f, sel - 4, img_comp(raw, f, sel - 4)) : 0) : sel == 1 ? (img_isfloat(f) ? 0x3f800000u : 1u) : 0;
+      if (in->d16) dv[k / 2] |= (img_isfloat(f) ? (uint32_t)pc_cvt(v, PC_F32, PC_F16, 0) & 0xffff : v & 0xffff) << (k % 2 * 16); else dv[k] = v;
+    }
+    for (int i = 0; i < nd; i++) w->v[((in->data0 - 256 + i) & 255) * MAXLANES + L] = dv[i];
+    if (in->tfe || in->lwe) w->v[((in->data0 - 256 + nd) & 255) * MAXLANES + L] = 0;
+  }
+}
 static void h_image_unsupported(Wave *w, const Inst *in) {
   (void)in;
-  set_status(w, ST_UNSUPPORTED, "MIMG MSAA_LOAD and BVH ray intersection are not modelled (docs/emu.md Images)");
+  set_status(w, ST_UNSUPPORTED, "MIMG BVH ray intersection is not modelled (docs/emu.md Images)");
 }
 
 /* ---- sampling: IMAGE_SAMPLE*, IMAGE_GATHER4*, IMAGE_GET_LOD (docs/emu.md "Sampling"); pyimage.py mirrors it operation by

@@ -12,7 +12,7 @@ from isa_harness import run, Bufs
 BACKENDS = ["c", "python"]
 FMT = {"8_UNORM": 1, "8_SINT": 6, "16_SNORM": 8, "16_FLOAT": 13, "32_UINT": 20, "32_FLOAT": 22, "16_16_SNORM": 24, "8_8_8_8_UNORM": 42,
        "8_8_8_8_UINT": 46, "8_8_8_8_SINT": 47, "2_10_10_10_UNORM": 36, "16_16_16_16_FLOAT": 57, "16_16_16_16_UINT": 55, "10_11_11_FLOAT": 30, "IMAGE_ONLY_100": 100}
-TY = {"1D": 8, "2D": 9, "3D": 10, "2D_ARRAY": 13}
+TY = {"1D": 8, "2D": 9, "3D": 10, "2D_ARRAY": 13, "2D_MSAA": 14, "2D_MSAA_ARRAY": 15}
 XYZW = (4, 5, 6, 7)
 
 def tsharp(base, fmt, w, h=1, typ="2D", depth=0, sel=XYZW, base_level=0, last_level=0, sw=0, base_array=0):
@@ -202,3 +202,34 @@ def test_errors_and_faults(backend):
                                                 image_store(v[4:7], v[1:4], s[8:15], dmask=1, dim=1)], backend)
   r = ei.value.report
   assert (r.kind, r.space, r.size, r.lane, r.address) == ("write", "global", 4, 16, im.base + 256) and r.nearest[0] == "image"
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_msaa_load_store_resinfo(backend):
+  """2D_MSAA_ARRAY, 4 samples (LAST_LEVEL = log2 4), 3 layers seen from BASE_ARRAY 1, R32_UINT. docs/emu.md: one level, the
+  samples of a texel follow each other, a row holds width * samples elements padded to whole 256-byte units."""
+  W, H, NS, NL, pitch = 4, 2, 4, 3, 64
+  im = Image(NL * H * pitch * 4, nout=32 * 8)
+  im.mem.view(np.uint32)[:] = np.arange(im.mem.size // 4, dtype=np.uint32) * 7 + 1
+  T = tsharp(im.base, "32_UINT", W, H, typ="2D_MSAA_ARRAY", depth=NL - 1, last_level=2, base_array=1)
+  lane = np.arange(32); x, y, sl, fr = lane & 3, lane >> 2 & 1, lane >> 3 & 1, (lane >> 4) * 3     # fragments 0 and 3
+  pre = [v_and_b32_e32(v[1], 3, v[0]), v_bfe_u32(v[2], v[0], 2, 1), v_bfe_u32(v[3], v[0], 3, 1), v_lshrrev_b32_e32(v[4], 4, v[0]),
+         v_mul_u32_u24_e32(v[4], 3, v[4])]
+  ops = [image_load(v[5:8], v[1:4], s[8:15], dmask=1, dim=7), image_msaa_load(v[6:9], v[1:4], s[8:15], dmask=1, dim=7),
+         v_mov_b32_e32(v[11], 0), image_get_resinfo(v[10:13], v[11], s[8:15], dmask=15, dim=7)]
+  post = [s_waitcnt(simm16=0), v_lshlrev_b32_e32(v[20], 5, v[0])] + [global_store_b32(addr=v[20], data=v[5 + k], saddr=s[0:1], offset=4 * k) for k in range(8)]
+  im.run(T, pre + ops + post, backend)
+  o, mem = im.out.reshape(32, 8), im.mem.view(np.uint32)
+  elem = lambda f: np.where(f < NS, mem[np.minimum(((1 + sl) * H + y) * pitch + x * NS + f, mem.size - 1)], 0)
+  np.testing.assert_array_equal(o[:, 0], elem(fr))
+  for k in range(4): np.testing.assert_array_equal(o[:, 1 + k], elem(fr + k), err_msg=f"MSAA_LOAD sample {k}")
+  np.testing.assert_array_equal(o[:, 5:8], np.tile([W, H, NL - 1], (32, 1)))             # width, height, layers from BASE_ARRAY
+  # 2D_MSAA (8 samples) store: lane -> (x = lane & 3, y = lane >> 2 & 1, fragment = lane >> 3)
+  im2 = Image(2 * 64 * 4)
+  T = tsharp(im2.base, "32_UINT", W, H, typ="2D_MSAA", last_level=3)
+  im2.run(T, [v_and_b32_e32(v[1], 3, v[0]), v_bfe_u32(v[2], v[0], 2, 1), v_lshrrev_b32_e32(v[3], 3, v[0]), v_add_nc_u32_e32(v[5], 100, v[0]),
+              image_store(v[5:8], v[1:4], s[8:15], dmask=1, dim=6)], backend)
+  want = np.zeros(2 * 64, np.uint32)
+  want[(lane >> 2 & 1) * 64 + (lane & 3) * 8 + (lane >> 3)] = lane + 100
+  np.testing.assert_array_equal(im2.mem.view(np.uint32), want)
+  with pytest.raises(InvalidInstruction, match=r"IMAGE_MSAA_LOAD with dim=2D: it needs 2D_MSAA"):
+    im2.run(T, [image_msaa_load(v[6:9], v[1:4], s[8:15], dmask=1, dim=1)], backend)
