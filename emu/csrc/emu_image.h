@@ -115,7 +115,7 @@ static void img_load(Wave *w, const Inst *in, int mip, int pck) {
       else {
         int sel = t.sel[i];
         v = sel >= 4 ? (sel - 4 < f->n ? img_to_reg(f, sel - 4, comp[sel - 4]) : 0) : sel == 1 ? (img_isfloat(f) ? 0x3f800000u : 1u) : 0;
-        if (in->d16) v = img_isfloat(f) ? (uint32_t)pc_cvt(v, PC_F32, PC_F16, 0) & 0xffff : v & 0xffff;
+        if (in->d16) v = img_isfloat(f) ? (uint32_t)pc_cvt(v, PC_F32, PC_F16, PC_MODE_DEFAULT) & 0xffff : v & 0xffff;
       }
       if (in->d16 || pw == 16) dv[k / 2] |= (v & 0xffff) << (k % 2 * 16); else dv[k] = v;
       k++;
@@ -140,7 +140,7 @@ static void img_store(Wave *w, const Inst *in, int mip, int pck) {
       uint32_t v = w->v[((in->data0 - 256 + ((in->d16 || pw == 16) ? k / 2 : k)) & 255) * MAXLANES + L];
       if (in->d16 || pw == 16) {
         v = v >> (k % 2 * 16) & 0xffff;
-        if (!pck) v = img_isfloat(f) ? (uint32_t)pc_cvt(v, PC_F16, PC_F32, 0) : f->numfmt == NF_SINT ? (uint32_t)sext(v, 16) : v;
+        if (!pck) v = img_isfloat(f) ? (uint32_t)pc_cvt(v, PC_F16, PC_F32, PC_MODE_DEFAULT) : f->numfmt == NF_SINT ? (uint32_t)sext(v, 16) : v;
       }
       comp[i] = v; k++;
     }
@@ -216,7 +216,7 @@ static void img_msaa_load(Wave *w, const Inst *in) {
       if (cc[nc - 1] >= c[nc - 1] && img_texel(&t, in->dim, cc, 0, &a)) { uint8_t *p = gptr(w, a, f->bpp, K_READ, L); if (!p) return; memcpy(raw, p, f->bpp); }
       int sel = t.sel[comp];
       v = sel >= 4 ? (sel - 4 < f->n ? img_to_reg(f, sel - 4, img_comp(raw, f, sel - 4)) : 0) : sel == 1 ? (img_isfloat(f) ? 0x3f800000u : 1u) : 0;
-      if (in->d16) dv[k / 2] |= (img_isfloat(f) ? (uint32_t)pc_cvt(v, PC_F32, PC_F16, 0) & 0xffff : v & 0xffff) << (k % 2 * 16); else dv[k] = v;
+      if (in->d16) dv[k / 2] |= (img_isfloat(f) ? (uint32_t)pc_cvt(v, PC_F32, PC_F16, PC_MODE_DEFAULT) & 0xffff : v & 0xffff) << (k % 2 * 16); else dv[k] = v;
     }
     for (int i = 0; i < nd; i++) w->v[((in->data0 - 256 + i) & 255) * MAXLANES + L] = dv[i];
     if (in->tfe || in->lwe) w->v[((in->data0 - 256 + nd) & 255) * MAXLANES + L] = 0;
@@ -252,7 +252,7 @@ static int samp_setup(Wave *w, const Inst *in, Samp *s) {
     return img_fail(w, ST_UNSUPPORTED, "sampler S# in s[%d:%d]: BORDER_COLOR_TYPE=3 (the border color table) is not modelled", r, r + 3);
   return 1;
 }
-static inline float img_h2f(uint32_t v) { return pc_as_f((uint32_t)pc_cvt(v & 0xffff, PC_F16, PC_F32, 0xf0)); }
+static inline float img_h2f(uint32_t v) { return pc_as_f((uint32_t)pc_cvt(v & 0xffff, PC_F16, PC_F32, PC_MODE_DEFAULT)); }
 /* the address VGPRs of lane L in the ISA's order: offset, bias, z-compare, derivatives (h then v), coordinates, lod | clamp */
 static void samp_addr(const Wave *w, const Inst *in, int fl, int L, SAddr *a) {
   int r = in->vaddr - 256, k = 0, g16 = in->a16 || (fl & SF_G16), ng = DIM_GRADS[in->dim], nc = DIM_COORDS[in->dim] + !!(fl & (SF_L | SF_CL));
@@ -412,7 +412,7 @@ static void img_sample(Wave *w, const Inst *in, int fl) {
     for (int i = 0; i < 4; i++) {
       if (!gather && !(in->dmask >> i & 1)) continue;
       uint32_t v = res[i];
-      if (in->d16) { v = fo ? (uint32_t)pc_cvt(v, PC_F32, PC_F16, 0xf0) & 0xffff : v & 0xffff; dv[k / 2] |= v << (k % 2 * 16); }
+      if (in->d16) { v = fo ? (uint32_t)pc_cvt(v, PC_F32, PC_F16, PC_MODE_DEFAULT) & 0xffff : v & 0xffff; dv[k / 2] |= v << (k % 2 * 16); }
       else dv[k] = v;
       k++;
     }

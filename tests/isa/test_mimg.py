@@ -233,3 +233,15 @@ def test_msaa_load_store_resinfo(backend):
   np.testing.assert_array_equal(im2.mem.view(np.uint32), want)
   with pytest.raises(InvalidInstruction, match=r"IMAGE_MSAA_LOAD with dim=2D: it needs 2D_MSAA"):
     im2.run(T, [image_msaa_load(v[6:9], v[1:4], s[8:15], dmask=1, dim=1)], backend)
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_d16_keeps_f16_denormals(backend):
+  """D16 loads round f32 -> f16 to nearest even keeping f16 denormals (numpy's conversion); D16 stores widen them exactly"""
+  im = Image(32 * 4)
+  vals = np.float32([1e-6, 3e-5, -2e-7, 6.1e-5] * 8)
+  im.mem.view(np.float32)[:] = vals
+  T = tsharp(im.base, "32_FLOAT", 32, typ="1D")
+  im.run(T, [image_load(v[4:7], v[0:3], s[8:15], dmask=1, dim=0, d16=1)] + _store_out(4, 1), backend)
+  np.testing.assert_array_equal(im.out.reshape(32, 4)[:, 0], vals.astype(np.float16).view(np.uint16))
+  im.run(T, [v_mov_b32_e32(v[4], 0x8011), image_store(v[4:7], v[0:3], s[8:15], dmask=1, dim=0, d16=1)], backend)
+  np.testing.assert_array_equal(im.mem.view(np.float32), np.full(32, np.uint16(0x8011).view(np.float16), np.float32))
