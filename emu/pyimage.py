@@ -243,7 +243,7 @@ def _taps(t, s, a, dim, fl, lvl, lin):
     if cube: x = F(x - 1.0)
     if not s["unnorm"]: x = F(x * n[k])
     if fl & SF["O"]: x = F(x + _sext(a["off"] >> (8 * k) & 63, 6))
-    kl = (s["zf"] == 2 if s["zf"] else lin) if k == 2 else lin
+    kl = lin if k < 2 else 0 if fl & (SF["GATHER"] | SF["GATHER4H"]) or not _isfloat(t["f"]) else s["zf"] == 2 if s["zf"] else lin
     ax.append(_axis(x, n[k], s["mode"][k], 0, 4 if k == 0 else 1) if fl & SF["GATHER4H"] else _axis(x, n[k], 2 if cube else s["mode"][k], kl, 2 if kl else 1))
   return ax, layer
 

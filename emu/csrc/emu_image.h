@@ -327,7 +327,7 @@ static void samp_taps(const Img *t, const Samp *s, const SAddr *a, int dim, int 
     if (cube) x = x - 1.0f;
     if (!s->unnorm) x = x * (float)n[k];
     if (fl & SF_O) x = x + (float)sext(a->off >> (8 * k) & 63, 6);
-    int kl = k == 2 ? (s->zf ? s->zf == 2 : lin) : lin;
+    int kl = k < 2 ? lin : (fl & (SF_GATHER | SF_GATHER4H)) || !img_isfloat(t->f) ? 0 : s->zf ? s->zf == 2 : lin;
     if (fl & SF_GATHER4H) samp_axis(x, n[k], s->mode[k], 0, k == 0 ? 4 : 1, &ax[k]);
     else samp_axis(x, n[k], cube ? 2 : s->mode[k], kl, kl ? 2 : 1, &ax[k]);
   }

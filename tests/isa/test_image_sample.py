@@ -319,6 +319,14 @@ def test_dims_1d_3d_arrays_cube(backend):
   for S in (dict(m=(0, 1, 2), mag=0, mn=0, zf=2, mip=2), dict(m=(2, 0, 6), mag=1, mn=1, zf=1, border=2)):
     for op in ("IMAGE_SAMPLE_L", "IMAGE_SAMPLE_D"):
       check(backend, img, T, S, Ref(lv, S, 2, last_level=1), op, A, 2)
+  # integer formats are point sampled on every axis, also with Z_FILTER linear
+  ints = rng.integers(0, 2 ** 32, (4, 2, 2), dtype=np.uint32)
+  imgi = Image(pack([ints.view(np.uint8).reshape(4, 2, 2, 4)], 4))
+  Ai = lanes(rng, c=lambda r, L: r.uniform(-0.2, 1.2, 3).astype(f32))
+  got = run_op(backend, imgi, tsharp(imgi.base, "R32U", 2, 2, typ="3D", depth=3), ssharp(mag=1, zf=2), "IMAGE_SAMPLE_LZ",
+               [encode({"LZ"}, 2, a) for a in Ai], 2, dmask=1)
+  x, y, z = [np.clip(np.floor(np.array([a["c"][k] for a in Ai], f32) * f32(n)).astype(int), 0, n - 1) for k, n in enumerate((2, 2, 4))]
+  np.testing.assert_array_equal(got[:, 0], ints[z, y, x])
   # 2D array of 5 layers seen from BASE_ARRAY 1 (layers 1..4), layer = rint(r) clamped; 1D array; cube array (2 cubes)
   lv = levels_of(rng, 4, 4, 12, 1, layers=True)
   img = Image(pack([x.view(np.uint8).reshape(*x.shape[:3], 16) for x in lv], 16))
