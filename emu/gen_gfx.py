@@ -16,7 +16,7 @@ IMAGE_FORMATS = ("MIMG",)             # RDNA3; RDNA4 VIMAGE/VSAMPLE are not mode
 
 def image_kind(name: str) -> tuple[str, int, int] | None:
   """("load" | "store", mip, pck: 0 convert / 1 raw / 2 raw sign-extended), ("atomic", 0, 0), ("resinfo", 0, 0),
-  ("sample", image.SAMPLE_FLAGS of the op, 0), ("msaa", 0, 0), or None for the MIMG ops that are not modelled (BVH)."""
+  ("sample", image.SAMPLE_FLAGS of the op, 0), ("msaa", 0, 0), or None (BVH ops: bvh.py; atomics without pseudocode)."""
   if (fl := sample_flags(name)) is not None: return ("sample", fl, 0)
   if name == "IMAGE_MSAA_LOAD": return ("msaa", 0, 0)
   if name.startswith("IMAGE_ATOMIC_"): return ("atomic", 0, 0)
