@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from mockgpu.emu.arch import ArchSpec
 
 __all__ = ["BUFFER_FORMATS", "Desc", "layout", "descriptor", "map_access", "c_defines", "c_handler", "fields", "data_bits", "format_table",
-           "format_op", "from_format", "to_format", "fmt_load", "fmt_store", "c_format_handler", "LDS_LOADS", "lds_load_op", "c_lds_handler"]
+           "format_op", "from_format", "to_format", "fmt_load", "fmt_store", "c_format_handler", "tfe_status_vgpr", "LDS_LOADS", "lds_load_op", "c_lds_handler"]
 
 BUFFER_FORMATS = ("MUBUF", "MTBUF", "VBUFFER")
 M32, M64 = 0xffffffff, (1 << 64) - 1
@@ -96,6 +96,16 @@ def data_bits(ops: dict, name: str) -> tuple[int, int]:
   b = ops.get("vdata", (None, 32))[1]
   return b, b // 2 if "CMPSWAP" in name else b
 
+def tfe_status_vgpr(name: str, ops: dict) -> int | None:
+  """TFE (texel fail enable): a load into VGPRs also writes its fail status to the VGPR after the returned data, at
+  vdata + this many dwords (the data VGPRs as the wheel's OPERANDS size them: B96 3, D16 formats packed two halves per
+  VGPR, D16 single values 1). None for ops without a status VGPR (stores, atomics, loads into LDS), where TFE is invalid.
+  The status is 0: the emulator has no partially resident resources, so no fetch fails."""
+  if "LOAD" not in name or "ATOMIC" in name or "LDS" in name: return None
+  return max(1, ops.get("vdata", (None, 32))[1] // 32)
+
+def _c_tfe(n: int) -> str: return f"if (in->tfe) VV[((r_data + {n}) & (NVREG - 1)) * MAXLANES + L] = 0;"
+
 def c_handler(fmt, h: str, fn: str, u, ops: dict, name: str) -> str:
   """C handler of one buffer op whose pseudocode compiles: descriptor and per-lane address from the machine (Buf in
   csrc/emu_buffer.h), the access itself and the data from pcode's `fn` with MEM routed through the range check."""
@@ -105,8 +115,9 @@ def c_handler(fmt, h: str, fn: str, u, ops: dict, name: str) -> str:
   ret = "(in->th & 1)" if fl["ret"] == "th" else f"in->{fl['ret']}"
   io = lambda var, bits, out: (f"for (int k = 0; k < {max(1, bits // 32)}; k++) " +
                                (f"VV[((r_data + k) & (NVREG - 1)) * MAXLANES + L] = s.{var}.d[k];" if out else f"s.{var}.d[k] = VV[((r_data + k) & (NVREG - 1)) * MAXLANES + L];"))
+  nst = tfe_status_vgpr(name, ops)
   L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0; s.MODE = w->mode; Buf b;",
-       f"  if (!buf_setup(w, in, &b, in->{fl['rsrc']}, in->soffset, in->{fl['ioff']}, in->idxen, in->offen, in->vaddr - 256, in->tfe)) return;",
+       f"  if (!buf_setup(w, in, &b, in->{fl['rsrc']}, in->soffset, in->{fl['ioff']}, in->idxen, in->offen, in->vaddr - 256, in->tfe, {int(nst is not None)})) return;",
        "  uint32_t *const VV = w->v; const int r_data = in->data0 - 256;",
        f"  w->c->atomic = {int(atomic)}; w->c->space = SP_BUFFER; w->c->buf = &b; s.vgpr_a = 0; s.sgpr_o = 0;",
        "  uint64_t ex = rd_exec(w);",
@@ -116,6 +127,7 @@ def c_handler(fmt, h: str, fn: str, u, ops: dict, name: str) -> str:
   L += [f"    {fn}(&s);", "    if (UNLIKELY(s.fault)) { pc_fault(w, &s); break; }"]
   if "VDATA" in u.writes: L.append("    " + io("VDATA", dbits, True))
   if "RETURN_DATA" in u.writes: L.append(f"    if ({ret}) {{ {io('RETURN_DATA', rbits, True)} }}")
+  if nst is not None: L.append(f"    {_c_tfe(nst)}")
   L += ["  }", "  w->c->atomic = 0; w->c->space = SP_GLOBAL;", "}"]
   return "\n".join(L) + "\n"
 
@@ -269,16 +281,16 @@ def fmt_store(d: Desc, idx: int, off: int, fi, nch: int, d16: bool, hi: bool, vd
     if bits[c] != 8 * n: raw = rd(a, 4) & ~(((1 << bits[c]) - 1) << sh) & M32 | raw << sh
     wr(a, n, raw)
 
-def c_format_handler(fmt, h: str, name: str) -> str:
+def c_format_handler(fmt, h: str, name: str, ops: dict) -> str:
   """C handler of a BUFFER/TBUFFER *_FORMAT_* op (hand-written semantics: the pseudocode's ConvertFromFormat/ConvertToFormat
   and its format-sized accesses are prose): buf_format in csrc/emu_buffer.h per lane."""
   fl = fields(fmt)
   store, nch, d16, hi, typed = format_op(name)
   names = {f.name for f in fmt.fields}
   code = ("in->format" if "format" in names else "(in->dfmt | in->nfmt << 4)") if typed else "b.fmt"
-  ndw = (1 if hi else (nch + 1) // 2) if d16 else nch
+  ndw, nst = (1 if hi else (nch + 1) // 2) if d16 else nch, tfe_status_vgpr(name, ops)   # nst == ndw for loads
   return "\n".join([f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0; Buf b; uint32_t vd[4];",
-    f"  if (!buf_setup(w, in, &b, in->{fl['rsrc']}, in->soffset, in->{fl['ioff']}, in->idxen, in->offen, in->vaddr - 256, in->tfe)) return;",
+    f"  if (!buf_setup(w, in, &b, in->{fl['rsrc']}, in->soffset, in->{fl['ioff']}, in->idxen, in->offen, in->vaddr - 256, in->tfe, {int(nst is not None)})) return;",
     f"  const uint8_t *fi = BUF_FMTS[({code}) & 127];",
     "  if (!fi[0]) { set_status(w, ST_UNSUPPORTED, \"buffer data format code is not a valid format on this arch\"); return; }",
     "  uint32_t *const VV = w->v; const int r_data = in->data0 - 256; w->c->atomic = 0;",
@@ -287,7 +299,7 @@ def c_format_handler(fmt, h: str, name: str) -> str:
     f"    for (int k = 0; k < {ndw}; k++) vd[k] = VV[((r_data + k) & (NVREG - 1)) * MAXLANES + L];",
     f"    buf_format(&s, &b, fi, {nch}, {int(d16)}, {int(hi)}, {int(store)}, vd);",
     "    if (UNLIKELY(s.fault)) { pc_fault(w, &s); break; }",
-    *([] if store else [f"    for (int k = 0; k < {ndw}; k++) VV[((r_data + k) & (NVREG - 1)) * MAXLANES + L] = vd[k];"]),
+    *([] if store else [f"    for (int k = 0; k < {ndw}; k++) VV[((r_data + k) & (NVREG - 1)) * MAXLANES + L] = vd[k];", f"    {_c_tfe(ndw)}"]),
     "  }", "}"]) + "\n"
 
 # ---------------- loads into LDS: GLOBAL/SCRATCH_LOAD_LDS_* and BUFFER_LOAD_LDS_* (no pseudocode in the wheel) ----------------
@@ -311,7 +323,7 @@ def c_lds_handler(fmt, h: str, name: str) -> str:
   n, sx, tid = lds_load_op(name)
   L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0; w->c->atomic = 0;"]
   if fmt.name == "MUBUF":
-    L += ["  Buf b; uint32_t vd[4];", "  if (!buf_setup(w, in, &b, in->srsrc, in->soffset, in->offset, in->idxen, in->offen, in->vaddr - 256, in->tfe)) return;",
+    L += ["  Buf b; uint32_t vd[4];", "  if (!buf_setup(w, in, &b, in->srsrc, in->soffset, in->offset, in->idxen, in->offen, in->vaddr - 256, in->tfe, 0)) return;",
           "  const uint8_t *fi = BUF_FMTS[b.fmt & 127];",
           *(["  if (!fi[0]) { set_status(w, ST_UNSUPPORTED, \"buffer data format code is not a valid format on this arch\"); return; }"] if not n else []),
           "  const uint32_t ioff = (uint32_t)in->offset; w->c->space = SP_BUFFER; w->c->buf = &b; (void)fi; (void)vd;"]

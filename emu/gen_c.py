@@ -623,7 +623,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
         handlers.append(c); row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);"); continue
       if base_name in PROSE_C or base_name in GFX_PROSE: row.append(PROSE_C.get(base_name) or GFX_PROSE[base_name]); continue
       if f.name in buffer.BUFFER_FORMATS and "FORMAT" in name and "LDS" not in name:   # format conversions: hand-written (buffer.py)
-        handlers.append(buffer.c_format_handler(f, h, name)); row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);"); continue
+        handlers.append(buffer.c_format_handler(f, h, name, ops_tab.get(member, {}))); row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);"); continue
       if f.name in buffer.LDS_LOADS and "_LOAD_LDS_" in name and buffer.lds_load_op(name):   # loads into LDS: no pseudocode (buffer.py)
         handlers.append(buffer.c_lds_handler(f, h, name)); row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);"); continue
       ename = semantics_entry(member, ents)

@@ -33,6 +33,8 @@ WK_SEMA, WK_BARRIER, WK_ORDERED = 1, 2, 3
 APERTURE_SHARED, APERTURE_PRIVATE = 1 << 48, 2 << 48   # the flat apertures, as csrc/emu_ops.h (SH_MEM_BASES in 64-bit mode)
 SH_MEM_BASES = (APERTURE_SHARED >> 48) << 16 | APERTURE_PRIVATE >> 48
 
+TFE_INVALID = "TFE set on a buffer store, atomic or load into LDS: the fail status VGPR exists only for loads into VGPRs"   # as csrc/emu_buffer.h
+
 class Stop(Exception):
   def __init__(self, status: int, **kw): self.status, self.kw = status, kw
 
@@ -508,7 +510,8 @@ def exec_buffer(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops
   """A buffer op through its V# (mockgpu.emu.buffer), as csrc/emu_buffer.h and buffer.c_handler / c_format_handler do:
   pseudocode ops run pyeval with MEM mapped per access, *_FORMAT_* ops run buffer.fmt_load / fmt_store."""
   fl = buffer.fields(fm)
-  if f.get("tfe"): raise Stop(ST_UNSUPPORTED, msg="buffer instruction with TFE (fail status VGPR) is not modelled")
+  nst = buffer.tfe_status_vgpr(name, c.ops.get(fm.enum(f["op"]), {}))
+  if f.get("tfe") and nst is None: raise Stop(ST_INVALID, msg=TFE_INVALID)
   rs = f[fl["rsrc"]]
   if rs + 3 >= 128: raise Stop(ST_UNSUPPORTED, msg="buffer resource descriptor register out of range")
   d = buffer.descriptor(c.arch, w.s[rs:rs + 4], scalar_src(w, f, f["soffset"], 32, 0) & M32)
@@ -536,12 +539,14 @@ def exec_buffer(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops
         lane[0], old = L, _vget(w, r, L, 32 * ndw)
         if store: buffer.fmt_store(d, idx, off, fi, nch, d16, hi, old, rd, wr)
         else: _vput(w, r, L, 32 * ndw, buffer.fmt_load(d, idx, off, fi, nch, d16, hi, old, rd))
+        if f.get("tfe") and not store: _vput(w, r + ndw, L, 32, 0)
         continue
       w.buf, w.cur_size = {"desc": d, "idx": idx, "off": off, "addr": addr}, 4
       data = _vget(w, r, L, dbits)
       st = pyrun(c, w, ename, "buffer", SCC=w.scc, EXEC=w.exec, laneId=L, ADDR=addr, DATA=data, VDATA=data, vgpr_a=0, sgpr_o=0)
       if "VDATA" in u.writes: _vput(w, r, L, dbits, st.VDATA)
       if "RETURN_DATA" in u.writes and ret: _vput(w, r, L, rbits, st.RETURN_DATA)
+      if f.get("tfe"): _vput(w, r + nst, L, 32, 0)   # the fail status (buffer.tfe_status_vgpr): nothing fails
   finally: w.atomic = False
 
 def exec_lds_load(c: Ctx, w: Wave, fm: Format, f: dict, name: str):
@@ -553,7 +558,7 @@ def exec_lds_load(c: Ctx, w: Wave, fm: Format, f: dict, name: str):
     w.cur_size, m = k, _Mem(w, space, lane)
     return sum(m.get(a + i) << (8 * i) for i in range(k))
   if fm.name == "MUBUF":
-    if f.get("tfe"): raise Stop(ST_UNSUPPORTED, msg="buffer instruction with TFE (fail status VGPR) is not modelled")
+    if f.get("tfe"): raise Stop(ST_INVALID, msg=TFE_INVALID)
     if f["srsrc"] + 3 >= 128: raise Stop(ST_UNSUPPORTED, msg="buffer resource descriptor register out of range")
     d, ioff = buffer.descriptor(c.arch, w.s[f["srsrc"]:f["srsrc"] + 4], scalar_src(w, f, f["soffset"], 32, 0) & M32), f["offset"]
     fi = buffer.format_table(c.arch).get(d.fmt & 127)

@@ -19,8 +19,10 @@ static inline uint64_t buf_calc_addr(PcState *s) {
   s->fault = 2; s->fault_msg = "CalcBufferAddr outside a vector buffer instruction (scalar buffer loads are not modelled)"; return 0;
 }
 
-static int buf_setup(Wave *w, const Inst *in, Buf *b, int rsrc, int soffset, int ioff, int idxen, int offen, int vaddr, int tfe) {
-  if (UNLIKELY(tfe)) { set_status(w, ST_UNSUPPORTED, "buffer instruction with TFE (fail status VGPR) is not modelled"); return 0; }
+/* tfe_ok: the op returns data in VGPRs (a load). TFE on a store, an atomic or a load into LDS has no status VGPR to write:
+ * the ISA defines the fail status for fetches into VGPRs only (LLVM has no TFE form of them either) */
+static int buf_setup(Wave *w, const Inst *in, Buf *b, int rsrc, int soffset, int ioff, int idxen, int offen, int vaddr, int tfe, int tfe_ok) {
+  if (UNLIKELY(tfe && !tfe_ok)) { set_status(w, ST_INVALID, "TFE set on a buffer store, atomic or load into LDS: the fail status VGPR exists only for loads into VGPRs"); return 0; }
   if (UNLIKELY(rsrc + 3 >= NSREG)) { set_status(w, ST_UNSUPPORTED, "buffer resource descriptor register out of range"); return 0; }
   const uint32_t *d = w->s + rsrc;
   uint32_t so = (uint32_t)scalar_src(w, in, soffset, 32, 0);

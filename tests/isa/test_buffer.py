@@ -8,7 +8,7 @@ from tinygrad.runtime.autogen import hsa
 from tinygrad.runtime.autogen.amd.rdna3 import ins as R3
 from tinygrad.runtime.autogen.amd.rdna4 import ins as R4
 from mockgpu.emu.api import run_code
-from mockgpu.emu.errors import GPUFault
+from mockgpu.emu.errors import GPUFault, InvalidInstruction
 from isa_harness import Bufs
 
 BACKENDS = ["c", "python"]
@@ -359,3 +359,52 @@ def test_gfx9_descriptor_layout_for_cdna():
     assert map_access(d, l, 4 * k) == (d.base + (k * 64 + l) * 4, True)
   raw = descriptor(a, [0x1000, 0, 100, 0], 8)
   assert map_access(raw, 0, 96) == (0x1000 + 8 + 96, True) and map_access(raw, 0, 100)[1] is False
+
+# ---------------- TFE: the fail status VGPR after the returned data ----------------
+TFE_LOADS = [("buffer_load_b32", 1, 0), ("buffer_load_b96", 3, 0), ("buffer_load_d16_b16", 1, 0), ("buffer_load_d16_hi_u8", 1, 0),
+             ("buffer_load_format_xyz", 3, 1), ("buffer_load_d16_format_xyz", 2, 1), ("buffer_load_d16_format_xyzw", 2, 1),
+             ("tbuffer_load_format_xy", 2, 1), ("tbuffer_load_d16_format_x", 1, 1)]
+
+@pytest.mark.parametrize("arch", list(ARCHS))
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tfe_status_after_the_data(arch, backend):
+  """TFE writes the fail status to the VGPR after the data the load returns (D16 formats: two halves per VGPR); nothing is
+  partially resident, so it is 0 for every active lane (out-of-range lanes too); inactive lanes and the VGPR after it keep
+  their values, the data is the same as without TFE"""
+  I = ARCHS[arch][0]
+  src = (np.arange(64, dtype=np.uint32) * 0x01010101 + 0x3c003c00).astype(np.uint32)
+  bf = Bufs(src)
+  nrec = 20 * 8
+  prog = [I.v_lshlrev_b32_e32(I.v[1], 3, I.v[0])] + [I.v_mov_b32_e32(I.v[8 + k], 0xdeadbeef) for k in range(12 * len(TFE_LOADS))]
+  prog.append(I.s_mov_b32(I.EXEC_LO, 0x00ffffff))
+  for i, (op, nd, fm) in enumerate(TFE_LOADS):
+    base = 8 + 12 * i
+    kw = dict(format=FMT["16_16_16_16_FLOAT"] if "d16" in op else 20) if op.startswith("tbuffer") else {}
+    prog.append(buf(arch, op, I.v[base:base + nd - 1] if nd > 1 else I.v[base], I.v[1], 0, I.NULL, 0, offen=1, tfe=1, **kw))
+    prog.append(buf(arch, op, I.v[base + 5:base + 5 + nd - 1] if nd > 1 else I.v[base + 5], I.v[1], 0, I.NULL, 0, offen=1, **kw))
+  st = go(arch, prog, bf, vsharp(arch, bf.addr(0), nrec, fmt=FMT["16_16_16_16_FLOAT"]), backend)
+  vg = st.state.vgprs
+  for i, (op, nd, fm) in enumerate(TFE_LOADS):
+    base = 8 + 12 * i
+    for l in range(32):
+      if l >= 24:   # inactive: untouched
+        assert [vg[base + k][l] for k in range(10)] == [0xdeadbeef] * 10, (op, l)
+        continue
+      assert [vg[base + k][l] for k in range(nd)] == [vg[base + 5 + k][l] for k in range(nd)], (op, l)   # same data as without TFE
+      assert vg[base + nd][l] == 0 and vg[base + nd + 1][l] == 0xdeadbeef, (op, l)                        # status, then untouched
+      if l < 20 and op == "buffer_load_b32": assert vg[base][l] == src[2 * l]
+      if l >= 20 and op == "buffer_load_b32": assert vg[base][l] == 0   # past NUM_RECORDS (160 bytes)
+
+@pytest.mark.parametrize("arch", list(ARCHS))
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op", ["buffer_store_b32", "buffer_atomic_add_u32", "buffer_load_lds_b32"])
+def test_tfe_without_status_vgpr_is_invalid(arch, backend, op):
+  """stores, atomics and loads into LDS return no VGPR data, so TFE has nowhere to put the status: a clear error"""
+  if op == "buffer_load_lds_b32" and arch != "gfx1100": return
+  I = ARCHS[arch][0]
+  bf = Bufs(np.zeros(64, np.uint32))
+  inst = (I.buffer_load_lds_b32(vaddr=I.v[1], srsrc=I.s[0:3], soffset=I.NULL, offset=0, offen=1, tfe=1) if "lds" in op
+          else buf(arch, op, I.v[2], I.v[1], 0, I.NULL, 0, offen=1, tfe=1))
+  with pytest.raises(InvalidInstruction, match="TFE set on a buffer store, atomic or load into LDS") as ei:
+    go(arch, [I.v_lshlrev_b32_e32(I.v[1], 2, I.v[0]), inst], bf, vsharp(arch, bf.addr(0), 256), backend, lds_bytes=256)
+  assert ei.value.report.pc == 4 and op.upper() in ei.value.report.disasm
