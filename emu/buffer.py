@@ -9,7 +9,7 @@ import functools
 from dataclasses import dataclass
 from mockgpu.emu.arch import ArchSpec
 
-__all__ = ["BUFFER_FORMATS", "Desc", "layout", "descriptor", "map_access", "c_defines", "c_handler", "fields", "data_bits", "format_table",
+__all__ = ["BUFFER_FORMATS", "Desc", "layout", "descriptor", "scalar_desc", "map_access", "c_defines", "c_handler", "fields", "data_bits", "format_table",
            "format_op", "from_format", "to_format", "fmt_load", "fmt_store", "c_format_handler", "tfe_status_vgpr", "LDS_LOADS", "lds_load_op", "c_lds_handler"]
 
 BUFFER_FORMATS = ("MUBUF", "MTBUF", "VBUFFER")
@@ -52,6 +52,14 @@ def descriptor(arch: ArchSpec, words, soffset: int) -> Desc:
   fmt = g("FORMAT") if "FORMAT" in lay else g("DATA_FORMAT") | g("NUM_FORMAT") << 4
   base = (g("BASE_ADDRESS") | g("BASE_ADDRESS_HI") << 32) + soffset
   return Desc(base & M64, g("STRIDE"), g("NUM_RECORDS"), elem, 8 << g("INDEX_STRIDE"), g("ADD_TID_ENABLE"), g("OOB_SELECT", OOB_GFX9), fmt)
+
+def scalar_desc(arch: ArchSpec, words) -> tuple[int, int]:
+  """(base, bytes in range) of the V# of a scalar buffer op (S_BUFFER_*): base 48 bits with its two low bits ignored;
+  NUM_RECORDS * STRIDE bytes are in range (STRIDE 0: NUM_RECORDS). Index, swizzle, format, ADD_TID and OOB_SELECT do not
+  apply; an access of n bytes at offset o is in range iff o + n <= the limit (csrc/emu_buffer.h sbuf_setup)."""
+  lay = layout(arch)
+  g = lambda n: _get(lay, words, n)
+  return (g("BASE_ADDRESS") | g("BASE_ADDRESS_HI") << 32) & ~3, g("NUM_RECORDS") * (g("STRIDE") or 1)
 
 def map_access(d: Desc, idx: int, off: int) -> tuple[int, bool]:
   """(address, in range) of the byte at buffer offset `off` (instruction offset + VGPR offset + the component's offset) of

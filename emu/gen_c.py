@@ -383,9 +383,18 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, text: str =
       off = f"(in->imm ? (uint64_t)(int64_t)sext((uint64_t)in->{OFF}, {OFFW}) : in->soffset_en ? 0 : w->s[in->{OFF} & 127])" \
             " + (in->soffset_en ? w->s[in->soffset] : 0)"
     else: off = f"(uint64_t)(int64_t)sext((uint64_t)in->{OFF}, {OFFW}) + (in->soffset != ENC_NULL ? w->s[in->soffset] : 0)"
-    L.append(f"  s.ADDR = ((uint64_t)w->s[in->sbase + 1] << 32 | w->s[in->sbase]) + {off}; s.ADDR &= ~3ull; s.laneId = 0;")
-    L += [f"  w->c->space = SP_GLOBAL; {fn}(&s);", f"  {_CHECK}"]
+    al = smem_align(name)
+    if name.startswith("S_BUFFER_"):   # through the V# in s[sbase:sbase+3] (csrc/emu_buffer.h sbuf_setup)
+      L.append(f"  Buf b; if (!sbuf_setup(w, &b, in->sbase, (uint32_t)({off}), {al})) return;")
+      L.append("  s.ADDR = b.addr; s.laneId = 0; w->c->buf = &b; w->c->space = SP_BUFFER;")
+    else:
+      L.append(f"  s.ADDR = ((uint64_t)w->s[in->sbase + 1] << 32 | w->s[in->sbase]) + {off}; s.ADDR &= ~{al - 1}ull; s.laneId = 0;")
+      L.append("  w->c->space = SP_GLOBAL;")
+    for var in ("SDATA", "DATA"):   # stores and atomics (CDNA) read their data from s[sdata..]
+      if var in u.reads: L.append(f"  for (int k = 0; k < {max(1, db // 32)}; k++) s.{var}.d[k] = in->sdata + k < NSREG ? w->s[in->sdata + k] : 0;")
+    L += [f"  {fn}(&s);", "  w->c->space = SP_GLOBAL;", f"  {_CHECK}"]
     if "SDATA" in u.writes: L.append(f"  sdst_write_reg(w, in->sdata, &s.SDATA, {db});")
+    if "RETURN_DATA" in u.writes: L.append(f"  if ({RET}) sdst_write_reg(w, in->sdata, &s.RETURN_DATA, {db // 2 if 'CMPSWAP' in name else db});")
     L.append("  w->c->atomic = 0;")
     return "\n".join(L) + "\n}\n"
   space = {"DS": "SP_LDS"}.get(fmt, "SP_SCRATCH" if "SCRATCH" in fmt else "SP_GLOBAL")
@@ -432,6 +441,12 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, text: str =
     L.append("  }")
   L.append("  w->c->atomic = 0;")
   return "\n".join(L) + "\n}\n"
+
+def smem_align(name: str) -> int:
+  """The alignment an SMEM access's address is forced to: its size for the RDNA4 byte/short loads (S_[BUFFER_]LOAD_U8/I8/
+  U16/I16), else a dword (the ISA ignores the two low address bits of scalar dword accesses)."""
+  m = re.search(r"_[UI](8|16)$", name)
+  return int(m[1]) // 8 if m else 4
 
 def ds_counter_m0(ents: dict) -> bool:
   """DS_APPEND/DS_CONSUME address the LDS counter at M0[15:0] + offset (RDNA3: `addr = M0.base + offset`) or at the offset

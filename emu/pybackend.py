@@ -11,7 +11,7 @@ from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
 from mockgpu.emu.gen_c import PROSE_C, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, \
-  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR
+  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR, smem_align
 from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS
 from mockgpu.emu.pygfx import exec_vinterp, lds_direct_load, lds_param_load, export
@@ -118,6 +118,18 @@ class _BufMem(_Mem):
     self.w.cur_size = n
     if ok:
       for i in range(n): self[p + i] = (val >> (8 * i)) & 0xff
+
+class _SBufMem(_Mem):
+  """MEM of a scalar buffer op (S_BUFFER_*): an access of n bytes is in range iff its offset from the V# base + n <= the
+  limit of buffer.scalar_desc (out of range: reads 0, writes are dropped), then it is a checked global access."""
+  def __init__(self, wave, base: int, lim: int): super().__init__(wave, "global", [0]); self.base, self.lim = base, lim
+  def read(self, addr: int, n: int) -> int:
+    self.w.cur_size = n
+    return sum(self.get(addr + i) << (8 * i) for i in range(n)) if addr - self.base + n <= self.lim else 0
+  def write(self, addr: int, n: int, val: int):
+    self.w.cur_size = n
+    if addr - self.base + n <= self.lim:
+      for i in range(n): self[addr + i] = (val >> (8 * i)) & 0xff
 
 class _VRegs:
   def __init__(self, w): self.w = w
@@ -232,10 +244,11 @@ def pyrun(c: Ctx, w: Wave, ename: str, space: str = "global", **kw):
   from mockgpu.pcode.pyeval import State, run as prun
   lane = [kw.get("laneId", 0)]
   st = State(**kw)
-  st.MODE, st.mem, st.vgpr, st.sgpr = kw.get("MODE", w.mode), (_BufMem(w, "global", lane) if space == "buffer" else _Mem(w, space, lane)), _VRegs(w), _SRegs(w)
+  mem = _BufMem(w, "global", lane) if space == "buffer" else _SBufMem(w, *w.sbuf) if space == "sbuffer" else _Mem(w, space, lane)
+  st.MODE, st.mem, st.vgpr, st.sgpr = kw.get("MODE", w.mode), mem, _VRegs(w), _SRegs(w)
   # RDNA4 and CDNA address built-ins return the effective address the caller put in ADDR (as csrc/emu_pre.h does)
   st.hooks = {n: (lambda *a, st=st: st.ADDR) for n in ("CalcGlobalAddr", "CalcScratchAddr", "CalcFlatAddr", "CalcDsAddr", "CalcScalarGlobalAddr")}
-  if space == "buffer": st.hooks["CalcBufferAddr"] = lambda *a, st=st: st.ADDR
+  if space in ("buffer", "sbuffer"): st.hooks["CalcBufferAddr"] = st.hooks["CalcScalarBufferAddr"] = lambda *a, st=st: st.ADDR
   return prun(c.arch.family, ename, st)
 
 def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: dict, u):
@@ -447,6 +460,10 @@ def _wb(c: Ctx, w: Wave, st, u):
   if "M0" in u.writes: w.s[c.arch.enc_m0] = st.M0 & M32
   if "PC" in u.writes: w.pc = (st.PC - c.d.code_addr) & M64
 
+def _sput(w, reg, bits, val):
+  for i in range(max(1, bits // 32)):
+    if reg + i < 124: w.s[reg + i] = (val >> (32 * i)) & M32
+
 def _vget(w, reg, L, bits): return sum(w.v[(reg + k) & (len(w.v) - 1)][L] << (32 * k) for k in range(max(1, bits // 32)))
 def _vput(w, reg, L, bits, val):
   for k in range(max(1, bits // 32)): w.v[(reg + k) & (len(w.v) - 1)][L] = (val >> (32 * k)) & M32
@@ -464,12 +481,17 @@ def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: d
       if "imm" in names:   # gfx9 SMEM addressing (gen_c._mem)
         off = (sext(f[OFF], OFFW) if f["imm"] else 0 if f["soffset_en"] else w.s[f[OFF] & 127]) + (w.s[f["soffset"]] if f["soffset_en"] else 0)
       else: off = sext(f[OFF], OFFW) + (w.s[f["soffset"]] if f["soffset"] != c.arch.enc_null else 0)
-      addr = ((w.s[f["sbase"]] | w.s[f["sbase"] + 1] << 32) + off) & M64 & ~3
+      al, space = smem_align(name), "global"
+      if name.startswith("S_BUFFER_"):   # through the V# (gen_c._mem, csrc/emu_buffer.h sbuf_setup)
+        if f["sbase"] + 3 >= 128: raise Stop(ST_UNSUPPORTED, msg="scalar buffer resource descriptor register out of range")
+        w.sbuf, space = buffer.scalar_desc(c.arch, w.s[f["sbase"]:f["sbase"] + 4]), "sbuffer"
+        addr = w.sbuf[0] + (off & M32 & ~(al - 1))
+      else: addr = ((w.s[f["sbase"]] | w.s[f["sbase"] + 1] << 32) + off) & M64 & ~(al - 1)
       w.cur_size = 4
-      st = pyrun(c, w, ename, ADDR=addr, **base)
-      if "SDATA" in u.writes:
-        for i in range(max(1, db // 32)):
-          if f["sdata"] + i < 124: w.s[f["sdata"] + i] = (st.SDATA >> (32 * i)) & M32
+      data = sum(w.s[f["sdata"] + i] << (32 * i) for i in range(max(1, db // 32)) if f["sdata"] + i < 128)
+      st = pyrun(c, w, ename, space, ADDR=addr, SDATA=data, DATA=data, **base)
+      if "SDATA" in u.writes: _sput(w, f["sdata"], db, st.SDATA)
+      if "RETURN_DATA" in u.writes and ret: _sput(w, f["sdata"], db // 2 if "CMPSWAP" in name else db, st.RETURN_DATA)
       return
     space = "lds" if fm.name == "DS" else "scratch" if "SCRATCH" in fm.name else "global"
     dbits = ops.get("vdst", (None, 32))[1]

@@ -9,14 +9,32 @@ struct Buf {
   uint32_t stride, nrec, elem, idx_stride, add_tid, oob, fmt;
   uint32_t ioff, idxen, offen; int vaddr;
   uint32_t idx, off; uint64_t addr;   /* current lane: record index, offset, linear address the pseudocode starts from */
+  uint64_t lim;                  /* scalar buffer ops (oob OOB_SCALAR): bytes in range from base */
 };
+enum { OOB_SCALAR = 5 };
 
-/* RDNA4 buffer pseudocode computes its address with this built-in; buf_lane put it in ADDR (scalar S_BUFFER_LOAD* also
- * calls it and is not modelled through it) */
+/* RDNA4 (and CDNA's scalar CalcScalarBufferAddr) buffer pseudocode computes its address with these built-ins; buf_lane /
+ * sbuf_setup put it in ADDR */
 #define PC_EXT_CalcBufferAddr(s, ...) buf_calc_addr(s)
+#define PC_EXT_CalcScalarBufferAddr(s, ...) buf_calc_addr(s)
 static inline uint64_t buf_calc_addr(PcState *s) {
   if (((Wave *)s->user)->c->space == SP_BUFFER) return s->ADDR;
-  s->fault = 2; s->fault_msg = "CalcBufferAddr outside a vector buffer instruction (scalar buffer loads are not modelled)"; return 0;
+  s->fault = 2; s->fault_msg = "CalcBufferAddr outside a buffer instruction"; return 0;
+}
+
+/* scalar buffer ops (S_BUFFER_*, mockgpu.emu.buffer.scalar_desc is the Python twin): the V# in s[sbase:sbase+3] gives the
+ * base (48 bits, its two low bits ignored), STRIDE and NUM_RECORDS; index, swizzle, format, ADD_TID and OOB_SELECT do not
+ * apply. The address is base + offset (offset = immediate + SGPR offset, 32 bits, aligned down to the access size); an
+ * access of n bytes is in range iff offset + n <= NUM_RECORDS * STRIDE (STRIDE 0: NUM_RECORDS bytes). Out of range: loads
+ * read 0, stores and atomics are dropped, as for vector buffer ops */
+static int sbuf_setup(Wave *w, Buf *b, int sbase, uint32_t off, uint32_t align) {
+  if (UNLIKELY(sbase + 3 >= NSREG)) { set_status(w, ST_UNSUPPORTED, "scalar buffer resource descriptor register out of range"); return 0; }
+  const uint32_t *d = w->s + sbase;
+  uint32_t st = VS_STRIDE(d);
+  b->base = ((uint64_t)VS_BASE_ADDRESS(d) | (uint64_t)VS_BASE_ADDRESS_HI(d) << 32) & ~3ull;
+  b->lim = st ? (uint64_t)VS_NUM_RECORDS(d) * st : VS_NUM_RECORDS(d);
+  b->oob = OOB_SCALAR; b->off = off & ~(align - 1); b->idx = 0; b->addr = b->base + b->off;
+  return 1;
 }
 
 /* tfe_ok: the op returns data in VGPRs (a load). TFE on a store, an atomic or a load into LDS has no status VGPR to write:
@@ -58,12 +76,17 @@ static inline int buf_map(const Buf *b, uint64_t a, uint64_t *p) {
     default: return b->add_tid ? 1 : b->stride == 0 ? off < b->nrec : idx < b->nrec;
   }
 }
+static inline int sbuf_ok(const Buf *b, uint64_t a, int n) { return a - b->base + (uint64_t)n <= b->lim; }
 static uint64_t b_rd(PcState *s, uint64_t a, int n) {
-  uint64_t p; if (!buf_map(((Wave *)s->user)->c->buf, a, &p)) return 0;
+  const Buf *b = ((Wave *)s->user)->c->buf;
+  if (b->oob == OOB_SCALAR) return sbuf_ok(b, a, n) ? g_rd(s, a, n) : 0;
+  uint64_t p; if (!buf_map(b, a, &p)) return 0;
   return g_rd(s, p, n);
 }
 static void b_wr(PcState *s, uint64_t a, int n, uint64_t v) {
-  uint64_t p; if (buf_map(((Wave *)s->user)->c->buf, a, &p)) g_wr(s, p, n, v);
+  const Buf *b = ((Wave *)s->user)->c->buf;
+  if (b->oob == OOB_SCALAR) { if (sbuf_ok(b, a, n)) g_wr(s, a, n, v); return; }
+  uint64_t p; if (buf_map(b, a, &p)) g_wr(s, p, n, v);
 }
 
 /* ---- the *_FORMAT_* ops (mockgpu.emu.buffer.fmt_load / fmt_store / from_format / to_format are the Python twins) ---- */
