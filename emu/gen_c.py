@@ -43,6 +43,8 @@ PROSE_C = {
   "V_CLREXCP": "h_nop", "S_SET_VALU_COEXEC_MODE": "h_nop", "S_RFE_RESTORE_B64": "h_rfe_restore", "V_SCREEN_PARTITION_4SE_B32": "h_screen_partition",
   "DS_GWS_INIT": "h_gws_init", "DS_GWS_SEMA_V": "h_gws_sema_v", "DS_GWS_SEMA_BR": "h_gws_sema_br", "DS_GWS_SEMA_P": "h_gws_sema_p",
   "DS_GWS_SEMA_RELEASE_ALL": "h_gws_release_all", "DS_GWS_BARRIER": "h_gws_barrier", "DS_ORDERED_COUNT": "h_ds_ordered",
+  "S_ENDPGM_SAVED": "h_endpgm", "S_ENDPGM_ORDERED_PS_DONE": "h_ps_done", "DS_ADD_GS_REG_RTN": "h_gs_reg", "DS_SUB_GS_REG_RTN": "h_gs_reg",
+  "S_SUBVECTOR_LOOP_BEGIN": "h_subvec_begin", "S_SUBVECTOR_LOOP_END": "h_subvec_end",
 }
 # DS_READ_*_TR_* (gfx950 transposing LDS reads): element bits and dwords per lane (csrc/emu_prose.h ds_read_tr)
 DS_READ_TR = {"DS_READ_B64_TR_B4": (4, 2), "DS_READ_B64_TR_B8": (8, 2), "DS_READ_B64_TR_B16": (16, 2), "DS_READ_B96_TR_B6": (6, 3)}
@@ -66,12 +68,15 @@ INT_CLAMP = {"V_ADD_NC_U32": "+", "V_ADD_NC_I32": "+", "V_SUB_NC_U32": "-", "V_S
 # input modifiers; LLVM folds a float negation of a select into them, e.g. the sign of tinygrad's sin).
 MODS_ON_BITS = ("V_CNDMASK_B32", "V_CNDMASK_B16")
 HWREGS = ("SH_MEM_BASES", "SHADER_CYCLES", "SHADER_CYCLES_LO", "SHADER_CYCLES_HI")   # S_GETREG ids the C needs (-1: absent)
-# Ops without pseudocode in the wheel whose ISA description is a plain register move (CDNA AccVGPR moves): they execute
-# V_MOV_B32's pseudocode with their own operands; the decoder has already resolved AccVGPR operands to unified slots.
+# Ops without pseudocode in the wheel whose ISA description is another entry's: the CDNA AccVGPR moves are plain register
+# moves (V_MOV_B32's pseudocode with their own operands; the decoder has already resolved AccVGPR operands to unified
+# slots); RDNA3 FLAT_ATOMIC_CSUB_U32 (absent from the wheel's XML, added from the PDF) is the clamped subtract of its
+# GLOBAL/BUFFER twins, on the FLAT address.
 # gfx9's V_EXP/LOG_LEGACY_F32 ("power / base 2 logarithm with legacy semantics"; the wheel has no pseudocode, the guides
 # specify no difference but an older, less exact approximation) run the IEEE ops' pseudocode: same special values and MODE.
 SEMANTICS_ALIAS = {"V_ACCVGPR_READ": "VOP1Op_V_MOV_B32_E32", "V_ACCVGPR_WRITE": "VOP1Op_V_MOV_B32_E32", "V_ACCVGPR_MOV_B32": "VOP1Op_V_MOV_B32_E32",
-                   "V_EXP_LEGACY_F32": "VOP1Op_V_EXP_F32_E32", "V_LOG_LEGACY_F32": "VOP1Op_V_LOG_F32_E32"}
+                   "V_EXP_LEGACY_F32": "VOP1Op_V_EXP_F32_E32", "V_LOG_LEGACY_F32": "VOP1Op_V_LOG_F32_E32",
+                   "FLAT_ATOMIC_CSUB_U32": "GLOBALOp_GLOBAL_ATOMIC_CSUB_U32"}
 # gfx9 (ArchSpec.d16_zero_hi): 16-bit VALU results zero bits 31:16, except these ops, whose VOP3 op_sel[3] picks the half
 # written and which preserve the other half (the gfx9 "op_sel" forms of the mads/fmas)
 D16_PRESERVE = ("V_MAD_F16", "V_MAD_U16", "V_MAD_I16", "V_FMA_F16", "V_DIV_FIXUP_F16", "V_MAC_F16", "V_MADAK_F16", "V_MADMK_F16")

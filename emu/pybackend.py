@@ -684,6 +684,8 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
     elif h == "h_sleep": w.state = "sleep"
     elif h.startswith("h_gws_"): gws(c, w, f, h)
     elif h == "h_ds_ordered": ds_ordered(c, w, f)
+    elif h in GFX_ONLY: raise Stop(ST_UNSUPPORTED, msg=GFX_ONLY[h])
+    elif h in ("h_subvec_begin", "h_subvec_end"): subvector_loop(c, w, f, h == "h_subvec_begin")
     return
   if (mop := matrix.ops(c.arch.family).get(name)) is not None:
     cb = matrix.ETYPES[mop.c][0]
@@ -703,6 +705,24 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
   if (fm.name in _VMEM or fm.name in ("DS", "SMEM")) and not ("LDS" in member.name and fm.name != "DS"): return exec_mem(c, w, fm, f, name, ename, ops, u)
   if fm.name in buffer.BUFFER_FORMATS and "LDS" not in name: return exec_buffer(c, w, fm, f, name, ename, ops, u)
   raise Stop(ST_UNSUPPORTED, msg="instruction has no semantics in the python backend")
+
+GFX_ONLY = {   # graphics-only ops: the messages of csrc/emu_prose.h h_ps_done / h_gs_reg
+  "h_ps_done": "S_ENDPGM_ORDERED_PS_DONE is pixel-shader only (it also ends the wave's primitive-ordered pixel-shader section, which a "
+               "compute wave does not have); end a compute wave with S_ENDPGM",
+  "h_gs_reg": "DS_ADD_GS_REG_RTN/DS_SUB_GS_REG_RTN update the geometry-shader stream-out registers (GS_REGS), which exist only for a "
+              "graphics pipeline's GS stage; a compute dispatch has none"}
+
+def subvector_loop(c: Ctx, w: Wave, f: dict, begin: bool):
+  """S_SUBVECTOR_LOOP_BEGIN / END: the wave64 block as two 32-lane passes, the rule of csrc/emu_prose.h h_subvec_begin/end."""
+  hi = w.s[127] if c.wave_size == 64 else 0
+  branch = lambda: setattr(w, "pc", w.pc0 + 4 + sext(f["simm16"], 16) * 4)
+  if begin:
+    w.s[127] = 0; sdst_write(w, f["sdst"], hi, 32)
+    if not w.s[126]: branch()
+    return
+  sd = scalar_src(w, f, f["sdst"], 32, 0) & M32
+  if hi: w.s[126] = sd
+  elif sd: sdst_write(w, f["sdst"], w.s[126], 32); w.s[126], w.s[127] = 0, sd; branch()
 
 def swizzle_src(off: int, i: int) -> int:
   """DS_SWIZZLE_B32: the lane whose DATA0 lane i receives (as csrc/emu_prose.h swizzle_src)."""

@@ -65,6 +65,19 @@ _BVH_STACK = Fix(_BVH_STACK_OLD, "\n".join([
   "DS_BVH_STACK_PUSH4_POP1_RTN_B32 (the same operation) with INVALID_NODE = 0xffffffff, the address encoding and ring "
   "size spelled out (prose in the ISA; the model of docs/emu.md \"Ray tracing\"), and the pop reading the last pushed entry: "
   "taken literally, the pop would read the slot after it (push writes at the index, then increments)")
+_CONDXCHG_OLD = ("declare OFFSET0 : 8'U;\ndeclare OFFSET1 : 8'U;\ndeclare RETURN_DATA : 32'U[2];\nADDR = S0.u32;\nDATA = S1.u64;\n"
+                 "offset = { OFFSET1, OFFSET0 };\nADDR0 = ((ADDR + offset.u32) & 0xfff8U);\nADDR1 = ADDR0 + 4U;\nRETURN_DATA[0] = LDS[ADDR0].u32;\n"
+                 "if DATA[31] then\nLDS[ADDR0] = { 1'0, DATA[30 : 0] }\nendif;\nRETURN_DATA[1] = LDS[ADDR1].u32;\nif DATA[63] then\n"
+                 "LDS[ADDR1] = { 1'0, DATA[62 : 32] }\nendif")
+_CONDXCHG = Fix(_CONDXCHG_OLD,
+                "ADDR0 = ((ADDR.u32 + OFFSET.u32) & 0xfff8U);\nADDR1 = ADDR0 + 4U;\nRETURN_DATA[31 : 0] = MEM[ADDR0].u32;\n"
+                "if DATA[31] then\nMEM[ADDR0].u32 = { 1'0, DATA[30 : 0] }\nendif;\nRETURN_DATA[63 : 32] = MEM[ADDR1].u32;\nif DATA[63] then\n"
+                "MEM[ADDR1].u32 = { 1'0, DATA[62 : 32] }\nendif",
+                "the text names the DS operands the way no other DS entry does: the address and data as S0/S1 (which would "
+                "overwrite ADDR and DATA, the VGPR address and 64-bit data every DS entry reads), LDS memory as LDS[...] (MEM in "
+                "a DS entry is LDS), the two return dwords as a declared 2-element array, and re-declares OFFSET0/OFFSET1 as "
+                "locals; in the DS names the same steps are: both dwords at (ADDR + offset) & 0xfff8 and +4 return their old "
+                "value, each is replaced by the low 31 bits of its half of DATA when that half's bit 31 is set ({OFFSET1, OFFSET0} is OFFSET)")
 _ARCHS = ("rdna3", "rdna4", "cdna")
 FIXES: dict[tuple[str, str], Fix] = {**{(a, "VOP3Op_V_TRIG_PREOP_F64"): _TRIG for a in _ARCHS},
                                      **{(a, f"VOP3SDOp_V_DIV_SCALE_{t.upper()}"): _scale_default(t) for a in _ARCHS for t in ("f32", "f64")},
@@ -73,4 +86,5 @@ FIXES: dict[tuple[str, str], Fix] = {**{(a, "VOP3Op_V_TRIG_PREOP_F64"): _TRIG fo
                                      **{(a, n): _CVT_OFF for a in _ARCHS for n in ("VOP1Op_V_CVT_OFF_F32_I4_E32", "VOP3Op_V_CVT_OFF_F32_I4_E64")
                                         if a != "cdna" or n.endswith("E32")},
                                      **{(a, "VINTERPOp_V_INTERP_P2_RTZ_F16_F32"): _P2_RTZ for a in ("rdna3", "rdna4")},
-                                     ("rdna3", "DSOp_DS_BVH_STACK_RTN_B32"): _BVH_STACK}
+                                     ("rdna3", "DSOp_DS_BVH_STACK_RTN_B32"): _BVH_STACK,
+                                     **{(a, "DSOp_DS_CONDXCHG32_RTN_B64"): _CONDXCHG for a in _ARCHS}}

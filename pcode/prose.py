@@ -19,7 +19,6 @@ RULES: list[tuple[str, tuple[str, ...]|None, str, str]] = [
   (r"DSOp_DS_SWIZZLE_B32", None, "prose table of swizzle patterns / C-like sketch with for(;;) and braces", _EMU_WAVE),
   (r"DSOp_DS_(CONSUME|APPEND)", None, "prose: counts valid lanes into an LDS counter (`countbits(valid mask)`)", _EMU_WAVE),
   (r"DSOp_DS_(ADD|SUB)_GS_REG_RTN", None, "geometry-shader registers (GS_REGS), `if` without `then`; graphics only", _EMU_MEM),
-  (r"DSOp_DS_CONDXCHG32_RTN_B64", None, "refers to an undefined LDS(...) array; conditional exchange sketched in prose", _EMU_MEM),
   (r"LDSDIROp_LDS_DIRECT_LOAD", None, "field descriptions (`OFFSET0 = Unsigned byte offset ...`), not code", _EMU_MEM),
   (r"(MIMGOp|VSAMPLEOp)_IMAGE_GET_LOD", None, "prose (`VDATA[1] = rawLOD.`); texture sampling is not modelled", _EMU_MEM),
   (r"(MTBUFOp|MUBUFOp|VBUFFEROp)_T?BUFFER_STORE(_D16)?(_HI)?_FORMAT\w*", None,

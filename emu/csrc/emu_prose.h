@@ -225,3 +225,33 @@ static void h_ds_ordered(Wave *w, const Inst *in) {
   uint32_t idx = in->offset0 >> 2 & 63;
   if (ordered_blocker(w->c, w, idx) != UINT64_MAX) wave_block(w, WK_ORDERED, idx, 0); else ordered_op(w, in);
 }
+/* graphics-only ops (pybackend.GFX_ONLY has the same messages): S_ENDPGM_ORDERED_PS_DONE ends a pixel-shader wave and
+ * releases its primitive-ordered (POPS) section, DS_ADD/SUB_GS_REG_RTN update the geometry shader's stream-out registers
+ * (GS_REGS); a compute dispatch has neither, so they are a clear error rather than a guess */
+static void h_ps_done(Wave *w, const Inst *in) {
+  (void)in; set_status(w, ST_UNSUPPORTED, "S_ENDPGM_ORDERED_PS_DONE is pixel-shader only (it also ends the wave's primitive-ordered "
+                                          "pixel-shader section, which a compute wave does not have); end a compute wave with S_ENDPGM");
+}
+static void h_gs_reg(Wave *w, const Inst *in) {
+  (void)in; set_status(w, ST_UNSUPPORTED, "DS_ADD_GS_REG_RTN/DS_SUB_GS_REG_RTN update the geometry-shader stream-out registers (GS_REGS), "
+                                          "which exist only for a graphics pipeline's GS stage; a compute dispatch has none");
+}
+/* S_SUBVECTOR_LOOP_BEGIN / S_SUBVECTOR_LOOP_END (RDNA3 SOPK): a wave64 runs the block between them as two 32-lane passes,
+ * low half first; SDST keeps the EXEC half that is not running, SIMM16 is a branch offset in dwords from the next
+ * instruction (BEGIN: to the END; END: back to the block). Exact rule (docs/emu.md; pybackend.subvector_loop is the twin):
+ * BEGIN: SDST = EXEC_HI, EXEC_HI = 0, branch if EXEC_LO == 0.
+ * END: EXEC_HI != 0 (the high pass ended): EXEC_LO = SDST. Else (the low pass ended): if SDST != 0, SDST = EXEC_LO,
+ *      EXEC_LO = 0, EXEC_HI = the old SDST and branch; SDST == 0 (no high lanes): fall through.
+ * EXEC_HI reads as 0 in wave32, so there the block runs once (skipped when EXEC is 0) */
+static inline void subvec_branch(Wave *w, const Inst *in) { w->pc = w->pc0 + 4 + (uint64_t)((int64_t)(int16_t)in->simm16 * 4); }
+static void h_subvec_begin(Wave *w, const Inst *in) {
+  uint32_t hi = w->c->wave_size == 64 ? w->s[127] : 0;
+  w->s[127] = 0; sdst_write(w, in->sdst, hi, 32);
+  if (!w->s[126]) subvec_branch(w, in);
+}
+static void h_subvec_end(Wave *w, const Inst *in) {
+  uint32_t sd = (uint32_t)scalar_src(w, in, in->sdst, 32, 0), hi = w->c->wave_size == 64 ? w->s[127] : 0;
+  if (hi) { w->s[126] = sd; return; }
+  if (!sd) return;
+  sdst_write(w, in->sdst, w->s[126], 32); w->s[126] = 0; w->s[127] = sd; subvec_branch(w, in);
+}

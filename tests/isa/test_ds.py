@@ -2,6 +2,7 @@
 import numpy as np
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
 from isa_harness import run, Bufs
+from mockgpu.emu.errors import InvalidInstruction
 
 def test_store_load_roundtrip_2addr_and_widths():
   out = np.zeros(32 * 4, np.uint32)
@@ -86,3 +87,33 @@ def test_rdna4_append_ignores_m0(backend):
        R4.s_wait_dscnt(simm16=0), R4.s_endpgm()]
   st = run_code(b"".join(i.to_bytes() for i in p), arch="gfx1201", lds_bytes=64, capture=True, backend=backend)
   assert st.state.vgprs[3][:5] == (40,) * 5 and st.state.vgprs[4][0] == 45
+
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_condxchg32_rtn_b64(backend):
+  """DS_CONDXCHG32_RTN_B64: both dwords at (ADDR + offset) & 0xfff8 and +4 return their old value; each is replaced by the
+  low 31 bits of its half of DATA when that half's bit 31 is set"""
+  old = (np.arange(64, dtype=np.uint32) * 0x01010101 + 0x11).astype(np.uint32)
+  lo = (np.arange(32, dtype=np.uint32) * 3 + 0x100).astype(np.uint32) | np.where(np.arange(32) % 2 == 0, 0x80000000, 0).astype(np.uint32)
+  hi = (np.arange(32, dtype=np.uint32) * 5 + 0x900).astype(np.uint32) | np.where(np.arange(32) % 3 == 0, 0x80000000, 0).astype(np.uint32)
+  out = np.zeros(32 * 4, np.uint32)
+  b = Bufs(old, lo, hi, out)
+  prog = [v_lshlrev_b32_e32(v[1], 3, v[0]), v_lshlrev_b32_e32(v[2], 2, v[0]), global_load_b32(vdst=v[3], addr=v[2], saddr=s[2:3]),
+          global_load_b32(vdst=v[4], addr=v[2], saddr=s[4:5]), global_load_b64(vdst=v[6:7], addr=v[1], saddr=s[0:1]), s_waitcnt(simm16=0),
+          ds_store_b64(addr=v[1], data0=v[6:7]), v_add_nc_u32_e32(v[8], 3, v[1]),                                  # +3 +offset 0: masked to 8l
+          ds_condxchg32_rtn_b64(vdst=v[10:11], addr=v[8], data0=v[3:4]), s_waitcnt(simm16=0),
+          ds_load_b64(vdst=v[12:13], addr=v[1]), s_waitcnt(simm16=0), v_lshlrev_b32_e32(v[9], 4, v[0]),
+          global_store_b64(addr=v[9], data=v[10:11], saddr=s[6:7]), global_store_b64(addr=v[9], data=v[12:13], saddr=s[6:7], offset=8)]
+  run(prog, b, lds_bytes=256, backend=backend)
+  o, ol, oh = out.reshape(32, 4), old[0::2], old[1::2]
+  np.testing.assert_array_equal(o[:, 0], ol)
+  np.testing.assert_array_equal(o[:, 1], oh)
+  np.testing.assert_array_equal(o[:, 2], np.where(lo >> 31, lo & 0x7fffffff, ol))
+  np.testing.assert_array_equal(o[:, 3], np.where(hi >> 31, hi & 0x7fffffff, oh))
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+@pytest.mark.parametrize("op", ["ds_add_gs_reg_rtn", "ds_sub_gs_reg_rtn"])
+def test_gs_reg_ops_are_graphics_only(backend, op):
+  with pytest.raises(InvalidInstruction, match="geometry-shader stream-out registers") as ei:
+    run([v_mov_b32_e32(v[1], 1), globals()[op](vdst=v[2:3], addr=v[0], data0=v[1], offset0=4)], sgprs=(), backend=backend)
+  assert ei.value.report.pc == 4 and op.upper() in ei.value.report.disasm

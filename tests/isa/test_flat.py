@@ -147,3 +147,20 @@ def test_b128_load_straddling_the_end_faults_on_the_first_missing_dword(backend)
         sgprs=(buf.ctypes.data & 0xffffffff, buf.ctypes.data >> 32), backend=backend)
   r = ei.value.report
   assert (r.kind, r.lane, r.size, r.offset) == ("read", 8, 4, 32 * 4 + 8)
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_flat_atomic_csub_u32(backend):
+  """FLAT_ATOMIC_CSUB_U32 (RDNA3 FLAT encoding): old - data, clamped at 0 when data > old; GLC returns the old value"""
+  mem = (np.arange(32, dtype=np.uint32) * 10).astype(np.uint32)
+  data = (np.arange(32, dtype=np.uint32) * 7 + 40).astype(np.uint32)
+  out = np.zeros(32, np.uint32)
+  b = Bufs(mem, data, out)
+  want = np.where(data > mem, 0, mem - data).astype(np.uint32)
+  prog = [v_lshlrev_b32_e32(v[1], 2, v[0]), global_load_b32(vdst=v[2], addr=v[1], saddr=s[2:3]), s_waitcnt(simm16=0),
+          v_mov_b32_e32(v[4], s[1]), v_add_co_u32(v[3], VCC_LO, s[0], v[1]), v_add_co_ci_u32_e32(v[4], 0, v[4]),
+          flat_atomic_csub_u32(vdst=v[5], addr=v[3:4], data=v[2], glc=1), s_waitcnt(simm16=0),
+          global_store_b32(addr=v[1], data=v[5], saddr=s[4:5])]
+  old = mem.copy()
+  run(prog, b, backend=backend)
+  np.testing.assert_array_equal(mem, want)
+  np.testing.assert_array_equal(out, old)

@@ -1,5 +1,11 @@
-"""SMEM: scalar loads of 1..16 dwords with immediate and SGPR offsets."""
+"""SMEM: scalar loads of 1..16 dwords with immediate and SGPR offsets; scalar buffer ops through the V#; cache probes."""
 import numpy as np
+import pytest
+from tinygrad.runtime.autogen import hsa
+from tinygrad.runtime.autogen.amd.rdna3 import ins as R3
+from tinygrad.runtime.autogen.amd.rdna4 import ins as R4
+from tinygrad.runtime.autogen.amd.cdna import ins as C
+from mockgpu.emu.api import run_code
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
 from isa_harness import run, Bufs
 
@@ -15,12 +21,6 @@ def test_s_load_widths_and_offsets():
   assert list(sg[24:40]) == list(data[16:32])
 
 # ---------------- S_BUFFER_*: through the V# in s[sbase:sbase+3] ----------------
-import pytest
-from tinygrad.runtime.autogen import hsa
-from tinygrad.runtime.autogen.amd.rdna3 import ins as R3
-from tinygrad.runtime.autogen.amd.rdna4 import ins as R4
-from tinygrad.runtime.autogen.amd.cdna import ins as C
-from mockgpu.emu.api import run_code
 
 BACKENDS = ["c", "python"]
 
@@ -101,3 +101,15 @@ def test_gfx950_s_buffer_load_store_atomic(backend):
   sg = srun("gfx950", prog, bf, sharp("gfx950", bf.addr(0), 40), backend)
   assert list(sg[20:24]) == [102, 103, 104, 105] and sg[25] == 101 and sg[26] == 108 and sg[28] == 1
   assert mem.tolist() == [0xabc, 106, 102, 103, 104, 105, 106, 107, 77, 110, 110, 111, 112, 113, 114, 115]
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1201", "gfx950"])
+def test_atc_probe_is_a_nop(arch, backend):
+  """S_ATC_PROBE / S_ATC_PROBE_BUFFER only probe the address-translation cache (no data returned, nothing written): no-ops,
+  even for an address no MemoryMap range holds"""
+  I = {"gfx1100": R3, "gfx1201": R4, "gfx950": C}[arch]
+  off = {"gfx1100": dict(offset=0, soffset=I.NULL), "gfx1201": dict(ioffset=0, soffset=I.NULL), "gfx950": dict(offset=0, imm=1)}[arch]
+  prog = [I.s_mov_b32(I.s[8], 7), I.s_atc_probe(sdata=I.s[8], sbase=I.s[0:1], **off), I.s_atc_probe_buffer(sdata=I.s[8], sbase=I.s[0:3], **off),
+          I.s_mov_b32(I.s[9], 3)]
+  sg = srun(arch, prog, Bufs(), [0xdead0000, 0x7fff, 0, 0], backend)
+  assert (sg[8], sg[9]) == (7, 3)

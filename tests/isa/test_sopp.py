@@ -2,6 +2,8 @@
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
 from isa_harness import run, Bufs
 import numpy as np
+import pytest
+from mockgpu.emu.errors import InvalidInstruction
 
 def test_branch_skips_and_loops():
   # s4 counts a backward loop 5 times; s_branch jumps over an instruction that would clobber s5
@@ -31,3 +33,17 @@ def test_barrier_orders_lds_across_waves():
            lds_bytes=512)
   assert st.waves == 4
   np.testing.assert_array_equal(out, (np.arange(128) + 32) % 128)
+
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_endpgm_saved_ends_like_endpgm_and_wakeup_is_a_nop(backend):
+  """S_ENDPGM_SAVED ends the wave (with the register capture) like S_ENDPGM; S_WAKEUP has nothing to wake (S_SLEEP is a
+  no-op) and continues"""
+  st = run([s_mov_b32(s[4], 1), s_wakeup(), s_mov_b32(s[5], 2), s_endpgm_saved(), s_mov_b32(s[4], 9)], sgprs=(), backend=backend)
+  assert (st.state.sgprs[4], st.state.sgprs[5], st.instructions) == (1, 2, 4)
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_endpgm_ordered_ps_done_is_pixel_shader_only(backend):
+  with pytest.raises(InvalidInstruction, match="S_ENDPGM_ORDERED_PS_DONE is pixel-shader only") as ei:
+    run([s_mov_b32(s[4], 1), s_endpgm_ordered_ps_done()], sgprs=(), backend=backend)
+  assert ei.value.report.pc == 4 and "S_ENDPGM_ORDERED_PS_DONE" in ei.value.report.disasm
