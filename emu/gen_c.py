@@ -43,7 +43,7 @@ PROSE_C = {
   "V_CLREXCP": "h_nop", "S_SET_VALU_COEXEC_MODE": "h_nop", "S_RFE_RESTORE_B64": "h_rfe_restore", "V_SCREEN_PARTITION_4SE_B32": "h_screen_partition",
   "DS_GWS_INIT": "h_gws_init", "DS_GWS_SEMA_V": "h_gws_sema_v", "DS_GWS_SEMA_BR": "h_gws_sema_br", "DS_GWS_SEMA_P": "h_gws_sema_p",
   "DS_GWS_SEMA_RELEASE_ALL": "h_gws_release_all", "DS_GWS_BARRIER": "h_gws_barrier", "DS_ORDERED_COUNT": "h_ds_ordered",
-  "S_ENDPGM_SAVED": "h_endpgm", "S_ENDPGM_ORDERED_PS_DONE": "h_ps_done", "DS_ADD_GS_REG_RTN": "h_gs_reg", "DS_SUB_GS_REG_RTN": "h_gs_reg",
+  "S_ENDPGM_SAVED": "h_endpgm", "S_SLEEP_VAR": "h_sleep", "S_ENDPGM_ORDERED_PS_DONE": "h_ps_done", "DS_ADD_GS_REG_RTN": "h_gs_reg", "DS_SUB_GS_REG_RTN": "h_gs_reg",
   "S_SUBVECTOR_LOOP_BEGIN": "h_subvec_begin", "S_SUBVECTOR_LOOP_END": "h_subvec_end",
 }
 # DS_READ_*_TR_* (gfx950 transposing LDS reads): element bits and dwords per lane (csrc/emu_prose.h ds_read_tr)

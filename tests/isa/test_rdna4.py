@@ -51,3 +51,27 @@ def test_int_clamp_and_swizzle(backend):
   assert (g[5][0], g[6][0]) == (M, M) and M * M + (M << 32 | (M - 1)) > 1 << 64   # (2^32-1)^2 + (2^64-2) saturates
   assert g[7][0] == M and g[8][0] == (M + 5) & M
   assert g[10][:8] == tuple(50 + (i & ~3) + 3 - (i & 3) for i in range(8))
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_sleep_var_wakeup_and_endpgm_saved(backend):
+  """S_SLEEP_VAR (a sleep for SSRC0 time units) and S_WAKEUP are no-ops (execution is in order, nothing sleeps); S_ENDPGM_SAVED
+  ends the wave like S_ENDPGM"""
+  prog = b"".join(i.to_bytes() for i in (R4.s_mov_b32(R4.s[4], 1000), R4.s_sleep_var(R4.s[4]), R4.s_wakeup(), R4.s_mov_b32(R4.s[5], 2),
+                                         R4.s_endpgm_saved(), R4.s_mov_b32(R4.s[5], 9)))
+  st = run_code(prog, arch="gfx1201", block=(32, 1, 1), capture=True, backend=backend)
+  assert (st.state.sgprs[4], st.state.sgprs[5], st.instructions) == (1000, 2, 5)
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_ds_condxchg32_rtn_b64(backend):
+  """RDNA4 runs the same corrected DS_CONDXCHG32_RTN_B64 text: both dwords at (ADDR + offset) & 0xfff8 and +4 return their
+  old value; each is replaced by the low 31 bits of its half of DATA when that half's bit 31 is set"""
+  I = R4
+  prog = [I.v_lshlrev_b32_e32(I.v[1], 3, I.v[0]), I.v_add_nc_u32_e32(I.v[2], 0x100, I.v[0]), I.v_add_nc_u32_e32(I.v[3], 0x200, I.v[0]),
+          I.ds_store_b64(addr=I.v[1], data0=I.v[2:3]), I.v_or_b32_e32(I.v[4], 0x80000000, I.v[0]), I.v_mov_b32_e32(I.v[5], 7),
+          I.v_subrev_nc_u32_e32(I.v[6], 2, I.v[1]), I.s_wait_dscnt(simm16=0),
+          I.ds_condxchg32_rtn_b64(vdst=I.v[8:9], addr=I.v[6], data0=I.v[4:5], offset0=2), I.s_wait_dscnt(simm16=0),   # (8l - 2 + 2) & 0xfff8
+          I.ds_load_b64(vdst=I.v[10:11], addr=I.v[1]), I.s_wait_dscnt(simm16=0)]
+  st = run_code(r4code(*prog), arch="gfx1201", block=(32, 1, 1), lds_bytes=256, capture=True, backend=backend)
+  vg = st.state.vgprs
+  for l in range(32):
+    assert (vg[8][l], vg[9][l], vg[10][l], vg[11][l]) == (0x100 + l, 0x200 + l, l, 0x200 + l), l
