@@ -10,7 +10,7 @@ from mockgpu.emu import buffer, bvh
 from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.pcinfo import Usage, usage
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS, vinterp, image
-from mockgpu.emu.image import c_defs as image_defs
+from mockgpu.emu.image import c_defs as image_defs, c_aliases as image_aliases, alias_members as image_members
 
 __all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "INT_CLAMP", "MODS_ON_BITS", "SEMANTICS_ALIAS", "D16_PRESERVE", "f16_half",
            "handler_names", "int_clamp", "acc_rules", "semantics_entry", "zero_hi16"]
@@ -510,7 +510,7 @@ def _fields_c(f: Format, fields, dw: int = 0) -> list[str]:
 
 def _decoder(arch: ArchSpec, fmts: tuple[Format, ...]) -> tuple[str, list[str]]:
   members = sorted({fl.name for f in fmts for fl in f.fields} | {fl.name for f in fmts for v in f.variants.values() for fl in v[1]}
-                   | set(CORE_FIELDS))
+                   | set(CORE_FIELDS) | image_members(f.name for f in fmts))
   L = [f"#define EMU_INST_FIELDS int32_t {', '.join(members)};"]
   D = ["static int emu_decode(const uint32_t *w, int ndw, Inst *in) {", "  uint32_t op; (void)op;"]
   for fi, f in enumerate(fmts):
@@ -525,7 +525,7 @@ def _decoder(arch: ArchSpec, fmts: tuple[Format, ...]) -> tuple[str, list[str]]:
       conds.append(f"(ndw > {lo // 32}) && {opx} && VALID_{f.name}[op]")
     D.append(f"  if ({' && '.join(conds) or '0'}) {{")
     D.append(f"    in->fmt = {fi}; in->size = {f.size}; in->valid = 1;")
-    D += ["    " + x for x in _fields_c(f, f.fields)]
+    D += ["    " + x for x in _fields_c(f, f.fields) + image_aliases(f.name)]
     if f.op_field: D.append("    in->op = (int32_t)op;")
     else:
       D.append("    if (!VALID_VOPD[in->opx] || !VALID_VOPD[in->opy]) return 0;" if f.name == "VOPD" else "    in->op = 0;")

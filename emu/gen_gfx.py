@@ -12,7 +12,7 @@ __all__ = ["GFX_PROSE", "EXPORT_FORMATS", "IMAGE_FORMATS", "vinterp_shadows", "v
 GFX_PROSE = {"LDS_DIRECT_LOAD": "h_lds_direct_load", "DS_DIRECT_LOAD": "h_lds_direct_load",
              "LDS_PARAM_LOAD": "h_lds_param_load", "DS_PARAM_LOAD": "h_lds_param_load"}
 EXPORT_FORMATS = ("EXP", "VEXPORT")   # no opcode field: every encoding is one export (h_export)
-IMAGE_FORMATS = ("MIMG",)             # RDNA3; RDNA4 VIMAGE/VSAMPLE are not modelled (docs/emu.md)
+IMAGE_FORMATS = ("MIMG", "VIMAGE", "VSAMPLE")   # RDNA3, RDNA4; their fields map onto one core (image.ALIASES)
 
 def image_kind(name: str) -> tuple[str, int, int] | None:
   """("load" | "store", mip, pck: 0 convert / 1 raw / 2 raw sign-extended), ("atomic", 0, 0), ("resinfo", 0, 0),
@@ -26,7 +26,7 @@ def image_kind(name: str) -> tuple[str, int, int] | None:
   return None
 
 def image(h: str, fn: str | None, name: str) -> str | None:
-  """C handler of one MIMG opcode (csrc/emu_image.h does the work; atomics run pcode's `fn` on the texel address), or None."""
+  """C handler of one image opcode (csrc/emu_image.h does the work; atomics run pcode's `fn` on the texel address), or None."""
   k = image_kind(name)
   if k is None or (k[0] == "atomic" and fn is None): return None
   call = {"load": f"img_load(w, in, {k[1]}, {k[2]})", "store": f"img_store(w, in, {k[1]}, {k[2]})", "atomic": f"img_atomic(w, in, {fn})",

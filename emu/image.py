@@ -1,12 +1,12 @@
-"""Image facts of RDNA3 (gfx11) shared by both backends: the image resource descriptor (T#) fields, the swizzle modes, the
-address VGPRs per MIMG `dim`, and the linear layout the emulator models (docs/emu.md "Images"). `c_defs()` emits them for
-csrc/emu_image.h; pyimage.py reads them directly. The T# FORMAT uses the unified gfx10+ data-format numbering whose table
+"""Image facts shared by both backends: the image resource descriptor (T#) fields, the swizzle modes, the address VGPRs
+per `dim`, the linear layout the emulator models (docs/emu.md "Images"), and how each image encoding's fields map onto the
+core's (RDNA3 MIMG, RDNA4 VIMAGE/VSAMPLE: `ALIASES`). `c_defs()` emits them for csrc/emu_image.h; pyimage.py reads them directly. The T# FORMAT uses the unified gfx10+ data-format numbering whose table
 and conversions live with the buffer instructions (`buffer.format_table`, `from_format` / `to_format`)."""
 from __future__ import annotations
 import math, re
 
-__all__ = ["TSHARP", "SSHARP", "SW_MODES", "DIM_NAMES", "DIM_COORDS", "DIM_GRADS", "IMG_TYPES", "SEL", "SAMPLE_FLAGS", "field", "sfield",
-           "sample_flags", "c_defs", "linear_pitch"]
+__all__ = ["TSHARP", "SSHARP", "SW_MODES", "DIM_NAMES", "DIM_COORDS", "DIM_GRADS", "IMG_TYPES", "SEL", "SAMPLE_FLAGS", "ALIASES", "field", "sfield",
+           "sample_flags", "c_defs", "linear_pitch", "aliases", "c_aliases", "alias_members"]
 
 # T# bit fields (lo, width) over the descriptor as one little-endian integer (8 dwords; r128=1: the first 4). `depth` is
 # depth-1 for 3D, the last array slice for arrays, and pitch-1 (in texels) for a linear 2D image when non-zero.
@@ -33,6 +33,33 @@ SW_MODES = ("LINEAR", "256B_S", "256B_D", "256B_R", "4KB_Z", "4KB_S", "4KB_D", "
             "RESERVED_12", "RESERVED_13", "RESERVED_14", "RESERVED_15", "64KB_Z_T", "64KB_S_T", "64KB_D_T", "64KB_R_T", "4KB_Z_X",
             "4KB_S_X", "4KB_D_X", "4KB_R_X", "64KB_Z_X", "64KB_S_X", "64KB_D_X", "64KB_R_X", "256KB_Z_X", "256KB_S_X", "256KB_D_X",
             "256KB_R_X")
+
+# The core (csrc/emu_image.h, pyimage.py) reads MIMG's field names; the decoder sets them for the other encodings from this
+# table: member -> (source field | None, op, k): value = source + k ("+"), source & k ("&"), or k (None). The address dwords
+# are va0..va<nva-1> (VGPR numbers 0..255): MIMG names one contiguous block (vaddr); VIMAGE (vaddr0..4) and VSAMPLE
+# (vaddr0..3) name one VGPR per dword, and when an instruction has more address dwords than fields the last field starts a
+# contiguous block holding the rest (gfx12 partial NSA). RDNA4's atomics return the old value with th[0] (MIMG: glc).
+ALIASES = {
+  "MIMG": {"va0": ("vaddr", "+", -256), "nva": (None, "=", 1)},
+  "VIMAGE": {"srsrc": ("rsrc", "+", 0), "glc": ("th", "&", 1), "nsa": (None, "=", 0), "lwe": (None, "=", 0),
+             **{f"va{i}": (f"vaddr{i}", "+", 0) for i in range(5)}, "nva": (None, "=", 5)},
+  "VSAMPLE": {"srsrc": ("rsrc", "+", 0), "ssamp": ("samp", "+", 0), "glc": ("th", "&", 1), "nsa": (None, "=", 0),
+              **{f"va{i}": (f"vaddr{i}", "+", 0) for i in range(4)}, "nva": (None, "=", 4)},
+}
+NVA = 5   # the most address fields of an encoding (va0..va4)
+
+def alias_members(fmts) -> set[str]:
+  """The `Inst` members the core needs beyond the encodings' own fields, for an arch whose formats are `fmts` (names)."""
+  al = [ALIASES[f] for f in fmts if f in ALIASES]
+  return {f"va{i}" for i in range(NVA)} | {"nva", "srsrc", "ssamp", "glc", "nsa", "lwe", "unrm"} if al else set()
+
+def c_aliases(fmt: str) -> list[str]:
+  """The decoder's C statements that set the core's members from format `fmt`'s fields (after the fields are decoded)."""
+  return [f"in->{m} = {k};" if src is None else f"in->{m} = in->{src} {'&' if op == '&' else '+'} {k};" for m, (src, op, k) in ALIASES.get(fmt, {}).items()]
+
+def aliases(fmt: str, f: dict) -> None:
+  """The Python decoder's twin of c_aliases: add the core's members to the decoded fields `f` of format `fmt`."""
+  for m, (src, op, k) in ALIASES.get(fmt, {}).items(): f[m] = k if src is None else f[src] & k if op == "&" else f[src] + k
 
 def field(desc: int, name: str) -> int:
   lo, w = TSHARP[name]

@@ -18,6 +18,7 @@ from mockgpu.emu.pygfx import exec_vinterp, lds_direct_load, lds_param_load, exp
 from mockgpu.emu.pyimage import exec_mimg
 from mockgpu.emu.bvh import BVH_FORMATS, BVH_OPS
 from mockgpu.emu.pybvh import exec_bvh
+from mockgpu.emu.image import aliases as image_aliases
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.emu.report import raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT, ST_TRAP, ST_DEADLOCK
 
@@ -60,6 +61,7 @@ def decode(arch: ArchSpec, words: list[int]) -> tuple[int, dict] | None:
       f["op"] = (raw >> lo) & ((1 << wd) - 1)
       if f["op"] not in fm.valid: continue
     for fl in fm.fields: field(fl, f)
+    image_aliases(fm.name, f)
     if fm.name == "VOPD" and (f["opx"] not in fm.valid or f["opy"] not in fm.valid): return None
     if f.get("op") in fm.mfma_ops:
       for fl in fm.variants["_MFMA"][1]: field(fl, f)
@@ -247,7 +249,8 @@ def pyrun(c: Ctx, w: Wave, ename: str, space: str = "global", **kw):
   mem = _BufMem(w, "global", lane) if space == "buffer" else _SBufMem(w, *w.sbuf) if space == "sbuffer" else _Mem(w, space, lane)
   st.MODE, st.mem, st.vgpr, st.sgpr = kw.get("MODE", w.mode), mem, _VRegs(w), _SRegs(w)
   # RDNA4 and CDNA address built-ins return the effective address the caller put in ADDR (as csrc/emu_pre.h does)
-  st.hooks = {n: (lambda *a, st=st: st.ADDR) for n in ("CalcGlobalAddr", "CalcScratchAddr", "CalcFlatAddr", "CalcDsAddr", "CalcScalarGlobalAddr")}
+  st.hooks = {n: (lambda *a, st=st: st.ADDR) for n in ("CalcGlobalAddr", "CalcScratchAddr", "CalcFlatAddr", "CalcDsAddr", "CalcScalarGlobalAddr",
+                                                           "CalcImageAddr")}
   if space in ("buffer", "sbuffer"): st.hooks["CalcBufferAddr"] = st.hooks["CalcScalarBufferAddr"] = lambda *a, st=st: st.ADDR
   return prun(c.arch.family, ename, st)
 

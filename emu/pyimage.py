@@ -1,6 +1,7 @@
-"""Python-backend mirror of csrc/emu_image.h: RDNA3 MIMG loads, stores, atomics, GET_RESINFO and sampling (SAMPLE, GATHER4,
-GET_LOD) on linear images, with the same T# / S# decoding (mockgpu.emu.image), format table and conversions
-(mockgpu.emu.buffer), memory checks, faults and messages. Sampling rounds every f32 operation like the C (f64 result -> f32)."""
+"""Python-backend mirror of csrc/emu_image.h: RDNA3 MIMG and RDNA4 VIMAGE loads, stores, atomics, GET_RESINFO and RDNA3
+sampling (SAMPLE, GATHER4, GET_LOD) on linear images, with the same T# / S# decoding (mockgpu.emu.image), format table and
+conversions (mockgpu.emu.buffer), memory checks, faults and messages. Sampling rounds every f32 operation like the C (f64
+result -> f32)."""
 from __future__ import annotations
 import ctypes, math, struct
 import functools
@@ -42,9 +43,12 @@ def _setup(w, f: dict) -> dict:
               base_level=field(d, "base_level"), last_level=field(d, "last_level"), pitch2d=depth + 1 if ty == 9 and depth else 0,
               sel=[field(d, k) for k in ("sel_x", "sel_y", "sel_z", "sel_w")])
 
+def _areg(f: dict, j: int) -> int:   # the VGPR of address dword j (as csrc/emu_image.h img_areg)
+  nv = f["nva"]
+  return (f[f"va{j}"] if j < nv else f[f"va{nv - 1}"] + j - (nv - 1)) & 255
+
 def _coords(w, f: dict, L: int, n: int) -> list[int]:
-  r = f["vaddr"] - 256
-  return [(w.v[(r + i // 2) & 255][L] >> (i % 2 * 16)) & 0xffff if f["a16"] else w.v[(r + i) & 255][L] for i in range(n)]
+  return [(w.v[_areg(f, i // 2)][L] >> (i % 2 * 16)) & 0xffff if f["a16"] else w.v[_areg(f, i)][L] for i in range(n)]
 
 def _texel(t: dict, dim: int, c: list[int], lvl: int) -> int | None:
   x, y = c[0], 0 if dim in (0, 4) else c[1]
@@ -152,7 +156,7 @@ def _resinfo(c, w, f):
   layers, exe = t["nslices"] - t["base_array"], w.exec
   for L in range(c.wave_size):
     if not exe >> L & 1: continue
-    lvl, r = w.v[f["vaddr"] - 256][L], [0, 0, 0, nl]
+    lvl, r = w.v[_areg(f, 0)][L], [0, 0, 0, nl]
     if lvl < nl:
       l = 0 if t["type"] >= 14 else t["base_level"] + lvl
       r[0] = max(1, t["w"] >> l)

@@ -1,4 +1,4 @@
-/* emu_image.h: RDNA3 MIMG loads, stores, atomics and GET_RESINFO on linear images (docs/emu.md "Images"). The T# field
+/* emu_image.h: RDNA3 MIMG and RDNA4 VIMAGE loads, stores, atomics and GET_RESINFO on linear images (docs/emu.md "Images"). The T# field
  * positions, swizzle-mode names and address counts come from mockgpu.emu.image (generated above this header), the data
  * formats and their conversions from the buffer instructions (BUF_FMTS, bf_from / bf_to in emu_buffer.h);
  * pyimage.py is the Python mirror. Texel accesses go through gptr(): the same MemoryMap checks and fault records as
@@ -50,11 +50,15 @@ static int img_setup(Wave *w, const Inst *in, Img *t) {
 }
 static inline uint64_t img_pitch(int width, int bpp) { int g = 256; while (bpp % g) g >>= 1; uint64_t st = 256 / g; return (width + st - 1) / st * st; }
 
+/* the VGPR of address dword j: field va<j>, past the last field (va<nva-1>) the VGPRs after it (image.ALIASES) */
+static inline int img_areg(const Inst *in, int j) {
+  const int32_t va[5] = {in->va0, in->va1, in->va2, in->va3, in->va4};
+  return (j < in->nva ? va[j] : va[in->nva - 1] + j - (in->nva - 1)) & 255;
+}
 /* the address coordinates of lane L (a16: two 16-bit values per VGPR) */
 static inline void img_coords(const Wave *w, const Inst *in, int L, int n, uint32_t *c) {
-  int r = in->vaddr - 256;
   for (int i = 0; i < n; i++)
-    c[i] = in->a16 ? w->v[((r + i / 2) & 255) * MAXLANES + L] >> (i % 2 * 16) & 0xffff : w->v[((r + i) & 255) * MAXLANES + L];
+    c[i] = in->a16 ? w->v[img_areg(in, i / 2) * MAXLANES + L] >> (i % 2 * 16) & 0xffff : w->v[img_areg(in, i) * MAXLANES + L];
 }
 /* texel address of (x, y, slice | z[, fragment]) at level base_level + lvl; 0 if the texel is outside the image (no memory
  * access). MSAA types: one level of 1 << LAST_LEVEL samples per texel, stored after each other (docs/emu.md Images). */
@@ -189,7 +193,7 @@ static void img_resinfo(Wave *w, const Inst *in) {
   int nl = t.type >= 14 ? 1 : t.last_level >= t.base_level ? t.last_level - t.base_level + 1 : 0, layers = t.nslices - t.base_array;
   while (ex) {
     int L = __builtin_ctzll(ex); ex &= ex - 1;
-    uint32_t lvl = w->v[(in->vaddr - 256) * MAXLANES + L], r[4] = {0, 0, 0, (uint32_t)nl}, k = 0;
+    uint32_t lvl = w->v[img_areg(in, 0) * MAXLANES + L], r[4] = {0, 0, 0, (uint32_t)nl}, k = 0;
     if (lvl < (uint32_t)nl) {
       int l = t.type >= 14 ? 0 : t.base_level + (int)lvl;
       r[0] = t.w >> l ? (uint32_t)(t.w >> l) : 1;

@@ -14,3 +14,4 @@
 #define PC_EXT_CalcFlatAddr(s, ...) ((s)->ADDR)
 #define PC_EXT_CalcDsAddr(s, ...) ((s)->ADDR)
 #define PC_EXT_CalcScalarGlobalAddr(s, ...) ((s)->ADDR)
+#define PC_EXT_CalcImageAddr(s, ...) ((s)->ADDR)
