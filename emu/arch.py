@@ -48,7 +48,7 @@ class ArchSpec:
 ARCHS: dict[str, ArchSpec] = {a.name: a for a in (
   ArchSpec("gfx1100", "rdna3", (32, 64), 106, 256, 0, 65536, 1024, False, 125, 124, 233, 250, -1),
   ArchSpec("gfx1201", "rdna4", (32, 64), 106, 256, 0, 65536, 1024, True, 125, 124, 233, 250, -1, vsharp=("_GFX11", "_GFX12"), rsrc1_dx10_ieee=False,
-           notes="RDNA4: VIMAGE/VSAMPLE not modelled except BVH intersection (docs/emu.md)"),
+           notes="RDNA4: VSAMPLE, VIMAGE BVH_DUAL/BVH8 not modelled (docs/emu.md)"),
   ArchSpec("gfx950", "cdna", (64,), 102, 256, 256, 163840, 1024, False, 124, -1, -1, 250, 249, vsharp=("", ""), true16=False,
            d16_zero_hi=True, dpp_gfx9=True, notes="CDNA gfx950, wave64 only (what is not modelled: docs/emu.md)"),
 )}

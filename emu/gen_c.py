@@ -675,7 +675,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
           "#include \"emu_buffer.h\"",
           "typedef void (*VHalf)(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);", "#include \"emu_prose.h\"",
           *(("#include \"emu_gfx.h\"",) if any(f.name in EXPORT_FORMATS for f in fmts) else ()),   # graphics encodings: RDNA only
-          *((image_defs(), "#include \"emu_image.h\"") if any(f.name in IMAGE_FORMATS for f in fmts) else ()),
+          *((image_defs(arch.family), "#include \"emu_image.h\"") if any(f.name in IMAGE_FORMATS for f in fmts) else ()),
           *((bvh.c_defs(), "#include \"emu_bvh.h\"") if any(f.name in bvh.BVH_FORMATS for f in fmts) else ())]
   vopd = any(f.name == "VOPD" for f in fmts)
   ds_tr = [f"static void {PROSE_C[n]}(Wave *w, const Inst *in) {{ ds_read_tr(w, in, {wd}, {nd}); }}" for n, (wd, nd) in DS_READ_TR.items()

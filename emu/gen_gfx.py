@@ -12,7 +12,7 @@ __all__ = ["GFX_PROSE", "EXPORT_FORMATS", "IMAGE_FORMATS", "vinterp_shadows", "v
 GFX_PROSE = {"LDS_DIRECT_LOAD": "h_lds_direct_load", "DS_DIRECT_LOAD": "h_lds_direct_load",
              "LDS_PARAM_LOAD": "h_lds_param_load", "DS_PARAM_LOAD": "h_lds_param_load"}
 EXPORT_FORMATS = ("EXP", "VEXPORT")   # no opcode field: every encoding is one export (h_export)
-IMAGE_FORMATS = ("MIMG", "VIMAGE", "VSAMPLE")   # RDNA3, RDNA4; their fields map onto one core (image.ALIASES)
+IMAGE_FORMATS = ("MIMG", "VIMAGE")   # RDNA3, RDNA4: one core, the fields mapped by image.ALIASES; RDNA4 VSAMPLE is not modelled
 
 def image_kind(name: str) -> tuple[str, int, int] | None:
   """("load" | "store", mip, pck: 0 convert / 1 raw / 2 raw sign-extended), ("atomic", 0, 0), ("resinfo", 0, 0),

@@ -1,6 +1,6 @@
 """Image facts shared by both backends: the image resource descriptor (T#) fields, the swizzle modes, the address VGPRs
 per `dim`, the linear layout the emulator models (docs/emu.md "Images"), and how each image encoding's fields map onto the
-core's (RDNA3 MIMG, RDNA4 VIMAGE/VSAMPLE: `ALIASES`). `c_defs()` emits them for csrc/emu_image.h; pyimage.py reads them directly. The T# FORMAT uses the unified gfx10+ data-format numbering whose table
+core's (RDNA3 MIMG, RDNA4 VIMAGE/VSAMPLE: `ALIASES`). `c_defs(family)` emits them for csrc/emu_image.h; pyimage.py reads them directly. The T# FORMAT uses the unified gfx10+ data-format numbering whose table
 and conversions live with the buffer instructions (`buffer.format_table`, `from_format` / `to_format`)."""
 from __future__ import annotations
 import math, re
@@ -29,10 +29,13 @@ ADDR_MODES = ("WRAP", "MIRROR", "CLAMP_LAST_TEXEL", "MIRROR_ONCE_LAST_TEXEL", "C
 # the MIMG sampling ops by name: IMAGE_SAMPLE / IMAGE_GATHER4 with the suffixes below, IMAGE_GATHER4H, IMAGE_GET_LOD
 SAMPLE_FLAGS = {"O": 1, "B": 2, "C": 4, "D": 8, "L": 16, "LZ": 32, "CL": 64, "G16": 128, "GATHER": 256, "GATHER4H": 512, "GET_LOD": 1024}
 SEL = {0: "0", 1: "1", 4: "X", 5: "Y", 6: "Z", 7: "W"}   # DST_SEL values (2, 3 reserved: read as 0)
-SW_MODES = ("LINEAR", "256B_S", "256B_D", "256B_R", "4KB_Z", "4KB_S", "4KB_D", "4KB_R", "64KB_Z", "64KB_S", "64KB_D", "64KB_R",
+SW_MODES_GFX11 = ("LINEAR", "256B_S", "256B_D", "256B_R", "4KB_Z", "4KB_S", "4KB_D", "4KB_R", "64KB_Z", "64KB_S", "64KB_D", "64KB_R",
             "RESERVED_12", "RESERVED_13", "RESERVED_14", "RESERVED_15", "64KB_Z_T", "64KB_S_T", "64KB_D_T", "64KB_R_T", "4KB_Z_X",
             "4KB_S_X", "4KB_D_X", "4KB_R_X", "64KB_Z_X", "64KB_S_X", "64KB_D_X", "64KB_R_X", "256KB_Z_X", "256KB_S_X", "256KB_D_X",
             "256KB_R_X")
+# gfx12 numbers its swizzle modes anew (AMD's address library, Addr3SwizzleMode); 8..31 are not defined
+SW_MODES_GFX12 = ("LINEAR", "256B_2D", "4KB_2D", "64KB_2D", "256KB_2D", "4KB_3D", "64KB_3D", "256KB_3D", *(f"RESERVED_{i}" for i in range(8, 32)))
+SW_MODES = {"rdna3": SW_MODES_GFX11, "rdna4": SW_MODES_GFX12}   # by ISA family: the names error messages use
 
 # The core (csrc/emu_image.h, pyimage.py) reads MIMG's field names; the decoder sets them for the other encodings from this
 # table: member -> (source field | None, op, k): value = source + k ("+"), source & k ("&"), or k (None). The address dwords
@@ -83,13 +86,13 @@ def linear_pitch(width: int, bpp: int) -> int:
   step = 256 // math.gcd(256, bpp)
   return -(-width // step) * step
 
-def c_defs() -> str:
-  """The C side of these tables (included by csrc/emu_image.h through the generated translation unit)."""
+def c_defs(family: str) -> str:
+  """The C side of these tables for ISA `family` (included by csrc/emu_image.h through the generated translation unit)."""
   L = [f"#define TS_{k.upper()} {lo}, {w}" for k, (lo, w) in TSHARP.items()]
   L += [f"#define SS_{k.upper()} {lo}, {w}" for k, (lo, w) in SSHARP.items()]
   L += [f"#define SF_{k} {v}" for k, v in SAMPLE_FLAGS.items()]
   L.append(f"static const uint8_t DIM_GRADS[8] = {{{', '.join(map(str, DIM_GRADS))}}};")
   L.append(f"static const uint8_t DIM_COORDS[8] = {{{', '.join(map(str, DIM_COORDS))}}};")
-  L.append(f"static const char *const SW_MODE_NAMES[32] = {{{', '.join(f'{chr(34)}{n}{chr(34)}' for n in SW_MODES)}}};")
+  L.append(f"static const char *const SW_MODE_NAMES[32] = {{{', '.join(f'{chr(34)}{n}{chr(34)}' for n in SW_MODES[family])}}};")
   L.append(f"static const char *const DIM_NAMES[8] = {{{', '.join(f'{chr(34)}{n}{chr(34)}' for n in DIM_NAMES)}}};")
   return "\n".join(L) + "\n"

@@ -33,7 +33,7 @@ def _setup(w, f: dict) -> dict:
   r, nd = f["srsrc"], 4 if f["r128"] else 8
   d = sum((w.s[r + i] if r + i < 128 else 0) << (32 * i) for i in range(nd))
   sw, fm, ty = field(d, "sw_mode"), field(d, "format"), field(d, "type")
-  if sw: raise _Stop(ST_UNSUPPORTED, msg=f"image T# in s[{r}:{r + nd - 1}] uses swizzle mode {sw} (SW_{SW_MODES[sw]}): only linear images (SW_LINEAR) are modelled")
+  if sw: raise _Stop(ST_UNSUPPORTED, msg=f"image T# in s[{r}:{r + nd - 1}] uses swizzle mode {sw} (SW_{SW_MODES[w.c.arch.family][sw]}): only linear images (SW_LINEAR) are modelled")
   if ty < 8: raise _Stop(ST_INVALID, msg=f"T# in s[{r}:{r + nd - 1}] has TYPE={ty}, not an image type (8..15)")
   fo = _fmt(w.c.arch, fm)
   if fo is None: raise _Stop(ST_UNSUPPORTED, msg=f"image T# in s[{r}:{r + nd - 1}]: FORMAT={fm} is not modelled (docs/emu.md Images)")
