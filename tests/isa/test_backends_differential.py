@@ -260,3 +260,51 @@ def test_random_sampling_programs_agree(seed):
   c, p = res
   assert (c.instructions, c.op_counts) == (p.instructions, p.op_counts)
   for reg in range(80): assert c.state.vgprs[reg] == p.state.vgprs[reg], f"v{reg}"
+
+def vimage_program(seed: int, base: int, n: int = 24) -> bytes:
+  """random RDNA4 VIMAGE ops on a 16x16 linear 2D image (256-byte rows) of a random 32-bit format: loads/stores (PCK, MIP,
+  D16, A16, TFE, any dmask) and atomics with address VGPRs anywhere in v1..v9, coordinates 0..19 (16..19 are outside)"""
+  from tinygrad.runtime.autogen.amd.rdna4 import ins as R
+  from tinygrad.runtime.autogen.amd.rdna4.enum import VIMAGEOp
+  from tinygrad.runtime.autogen.amd.rdna4.operands import OPERANDS
+  r = random.Random(seed)
+  fmt = r.choice([20, 22, 42, 35, 24])     # 32_UINT, 32_FLOAT, 8_8_8_8_UNORM, 16_16_FLOAT, 16_16_SNORM
+  d = (base >> 8) | fmt << 52 | 15 << 62 | 15 << 78 | 4 << 96 | 5 << 99 | 6 << 102 | 7 << 105 | 9 << 124 | 63 << 128
+  insts = [R.s_mov_b32(R.s[40 + i], (d >> (32 * i)) & 0xffffffff) for i in range(8)]
+  insts += [R.v_mul_u32_u24_e32(R.v[i], r.randint(1, 7), R.v[0]) for i in range(1, 10)]
+  insts += [R.v_and_b32_e32(R.v[i], r.choice([15, 19 | 16]) if i % 3 else 0x130013, R.v[i]) for i in range(1, 10)]   # < 20, a16 pairs
+  insts += [R.v_mov_b32_e32(R.v[i], r.choice([r.randint(0, 1 << 31), _f(r.uniform(-2, 2))])) for i in range(10, 20)]
+  atomics = [o for o in VIMAGEOp if "ATOMIC" in o.name]
+  def op():
+    a = dict(vaddr0=r.randint(1, 9), vaddr1=r.randint(1, 9), vaddr2=r.randint(1, 9), rsrc=40, dim=1, a16=r.randint(0, 1))
+    k = r.random()
+    if k < 0.35:
+      f = r.choice([R.image_load, R.image_load_pck, R.image_load_mip, R.image_load_pck_sgn])
+      return f(vdata=R.v[10:14], dmask=r.randint(1, 15), d16=r.randint(0, 1), tfe=r.randint(0, 1), **a)
+    if k < 0.7:
+      f = r.choice([R.image_store, R.image_store_pck, R.image_store_mip])
+      return f(vdata=R.v[14:17], dmask=r.randint(1, 15), d16=r.randint(0, 1), **a)
+    o = r.choice(atomics)
+    if "BVH" in o.name: o = VIMAGEOp.IMAGE_ATOMIC_ADD_UINT
+    nreg = OPERANDS[o]["vdata"][1] // 32
+    lo = r.randint(10, 16)
+    return getattr(R, o.name.lower())(vdata=R.v[lo:lo + nreg - 1] if nreg > 1 else R.v[lo], dmask=3 if "CMPSWAP" in o.name else 1,
+                                      th=r.randint(0, 1), **a)
+  insts += [op() for _ in range(n)]
+  return b"".join(i.to_bytes() for i in insts) + R.s_endpgm().to_bytes()
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_vimage_programs_agree(seed):
+  import numpy as np
+  from mockgpu.emu.memory import MemoryMap
+  init = np.random.default_rng(seed).integers(0, 1 << 32, 1024 + 64, dtype=np.uint32)
+  res = []
+  for b in ("c", "python"):
+    raw = init.copy(); base = (raw.ctypes.data + 255) & ~255
+    mem = MemoryMap(); mem.add(base, 4096, "image")
+    st = run_code(vimage_program(seed, base), mem, arch="gfx1201", backend=b, capture=True, op_counts=True)
+    res.append((st, raw[(base - raw.ctypes.data) // 4:][:1024].copy()))
+  (c, cm), (p, pm) = res
+  assert (c.instructions, c.op_counts) == (p.instructions, p.op_counts)
+  for reg in range(20): assert c.state.vgprs[reg] == p.state.vgprs[reg], f"v{reg}"
+  np.testing.assert_array_equal(cm, pm)
