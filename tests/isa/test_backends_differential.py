@@ -280,7 +280,7 @@ def vimage_program(seed: int, base: int, n: int = 24) -> bytes:
     k = r.random()
     if k < 0.35:
       f = r.choice([R.image_load, R.image_load_pck, R.image_load_mip, R.image_load_pck_sgn])
-      return f(vdata=R.v[10:14], dmask=r.randint(1, 15), d16=r.randint(0, 1), tfe=r.randint(0, 1), **a)
+      return f(vdata=R.v[10:13], dmask=r.randint(1, 15), d16=r.randint(0, 1), tfe=r.randint(0, 1), **a)
     if k < 0.7:
       f = r.choice([R.image_store, R.image_store_pck, R.image_store_mip])
       return f(vdata=R.v[14:17], dmask=r.randint(1, 15), d16=r.randint(0, 1), **a)
