@@ -297,13 +297,14 @@ def vimage_program(seed: int, base: int, n: int = 24) -> bytes:
 def test_random_vimage_programs_agree(seed):
   import numpy as np
   from mockgpu.emu.memory import MemoryMap
-  init = np.random.default_rng(seed).integers(0, 1 << 32, 1024 + 64, dtype=np.uint32)
+  init = np.random.default_rng(seed).integers(0, 1 << 32, 1024, dtype=np.uint32)
   res = []
   for b in ("c", "python"):
-    raw = init.copy(); base = (raw.ctypes.data + 255) & ~255
+    raw = np.zeros(1024 + 64, np.uint32); base = (raw.ctypes.data + 255) & ~255
+    img = raw[(base - raw.ctypes.data) // 4:][:1024]; img[:] = init
     mem = MemoryMap(); mem.add(base, 4096, "image")
     st = run_code(vimage_program(seed, base), mem, arch="gfx1201", backend=b, capture=True, op_counts=True)
-    res.append((st, raw[(base - raw.ctypes.data) // 4:][:1024].copy()))
+    res.append((st, img.copy()))
   (c, cm), (p, pm) = res
   assert (c.instructions, c.op_counts) == (p.instructions, p.op_counts)
   for reg in range(20): assert c.state.vgprs[reg] == p.state.vgprs[reg], f"v{reg}"
