@@ -204,9 +204,9 @@ def test_errors_and_faults(backend):
   with pytest.raises(InvalidInstruction, match=r"swizzle mode 2 \(SW_4KB_2D\): only linear"):
     im.run(tsharp(im.base, "32_UINT", 8, 8, sw=2), load, backend)
   with pytest.raises(InvalidInstruction, match=r"not modelled") as ei:
-    im.run(tsharp(im.base, "32_UINT", 8, 8), [image_bvh_intersect_ray(vdata=v[4:7], vaddr0=0, vaddr1=2, vaddr2=4, vaddr3=8, vaddr4=12,
-                                                                      rsrc=Image.R)], backend)
-  assert "IMAGE_BVH_INTERSECT_RAY" in ei.value.report.disasm
+    im.run(tsharp(im.base, "32_UINT", 8, 8), [image_bvh8_intersect_ray(vdata=v[4:13], vaddr0=0, vaddr1=2, vaddr2=4, vaddr3=8, vaddr4=12,
+                                                                       rsrc=Image.R)], backend)
+  assert "IMAGE_BVH8_INTERSECT_RAY" in ei.value.report.disasm
   # a 64x64 R32 image of which 256 bytes (row 0) are registered: lane 16 stores to (0, 1), a global write fault
   with pytest.raises(GPUFault) as ei:
     im.run(tsharp(im.base, "32_UINT", 64, 64), [v_and_b32_e32(v[1], 15, v[0]), v_lshrrev_b32_e32(v[2], 4, v[0]),
