@@ -639,7 +639,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
         handlers.append(bvh.c_handler(h, name, f.name)); row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);"); continue
       if f.name in IMAGE_FORMATS:
         if (c := image(h, f"pc_{ename}" if f"pc_{ename}" in pcode_fns else None, name)) is None:
-          row.append("h_image_unsupported"); missing[key] = "image op without a model (an atomic without compiled pseudocode)"; continue
+          row.append("h_image_unsupported"); missing[key] = "image op without a model (RDNA4 BVH_DUAL/BVH8, or an atomic without compiled pseudocode)"; continue
         handlers.append(c); row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);"); continue
       if base_name in PROSE_C or base_name in GFX_PROSE: row.append(PROSE_C.get(base_name) or GFX_PROSE[base_name]); continue
       if f.name in buffer.BUFFER_FORMATS and "FORMAT" in name and "LDS" not in name:   # format conversions: hand-written (buffer.py)

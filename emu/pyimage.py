@@ -26,7 +26,7 @@ def _fmt(arch, code: int):
 def to_reg(fo, c: int, raw: int) -> int: return from_format(raw, fo.bits[c], fo.numfmt)
 def from_reg(fo, c: int, v: int) -> int: return to_format(v, fo.bits[c], fo.numfmt)
 
-UNSUPPORTED = "this MIMG op is not modelled (docs/emu.md Images)"
+UNSUPPORTED = "this image op is not modelled (docs/emu.md Images, Ray tracing, What is missing)"
 
 def _setup(w, f: dict) -> dict:
   if f["nsa"]: raise _Stop(ST_UNSUPPORTED, msg="MIMG with NSA (non-sequential address VGPRs) is not modelled")

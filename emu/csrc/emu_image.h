@@ -228,7 +228,7 @@ static void img_msaa_load(Wave *w, const Inst *in) {
 }
 static void h_image_unsupported(Wave *w, const Inst *in) {
   (void)in;
-  set_status(w, ST_UNSUPPORTED, "this MIMG op is not modelled (docs/emu.md Images)");
+  set_status(w, ST_UNSUPPORTED, "this image op is not modelled (docs/emu.md Images, Ray tracing, What is missing)");
 }
 
 /* ---- sampling: IMAGE_SAMPLE*, IMAGE_GATHER4*, IMAGE_GET_LOD (docs/emu.md "Sampling"); pyimage.py mirrors it operation by
