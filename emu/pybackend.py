@@ -20,6 +20,7 @@ from mockgpu.emu.bvh import BVH_FORMATS, BVH_OPS
 from mockgpu.emu.pybvh import exec_bvh
 from mockgpu.emu.image import aliases as image_aliases
 from mockgpu.emu.memory import MemoryMap
+from mockgpu.pcode.errors import PcodeRuntimeError
 from mockgpu.emu.report import raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT, ST_TRAP, ST_DEADLOCK
 
 __all__ = ["run"]
@@ -252,7 +253,10 @@ def pyrun(c: Ctx, w: Wave, ename: str, space: str = "global", **kw):
   st.hooks = {n: (lambda *a, st=st: st.ADDR) for n in ("CalcGlobalAddr", "CalcScratchAddr", "CalcFlatAddr", "CalcDsAddr", "CalcScalarGlobalAddr",
                                                            "CalcImageAddr")}
   if space in ("buffer", "sbuffer"): st.hooks["CalcBufferAddr"] = st.hooks["CalcScalarBufferAddr"] = lambda *a, st=st: st.ADDR
-  return prun(c.arch.family, ename, st)
+  try: return prun(c.arch.family, ename, st)
+  except PcodeRuntimeError as e:   # a built-in this emulator does not provide: unsupported, named as the C backend names it
+    if e.hook is None: raise
+    raise Stop(ST_UNSUPPORTED, msg=e.hook) from e
 
 def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: dict, u):
   sb, sf, db, dfw = _opinfo(ops, fm.name, name)

@@ -26,4 +26,8 @@ class PcodeUnsupported(PcodeError):
   """A backend cannot translate a construct (e.g. an unknown built-in); add it to `builtins` or the prose table."""
 
 class PcodeRuntimeError(PcodeError):
-  """The reference evaluator hit something it cannot execute (e.g. a loop that never ends, a missing input)."""
+  """The reference evaluator hit something it cannot execute (e.g. a loop that never ends, a missing input). `hook` names
+  the machine hook when one was not provided (the C backend's `pc_ext_missing` reports the same name)."""
+  def __init__(self, msg:str, hook:str|None=None):
+    super().__init__(msg)
+    self.hook = hook

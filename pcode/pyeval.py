@@ -227,7 +227,7 @@ class Evaluator:
     n, args, md = e.name, e.args, self.s.MODE
     if n in B.EXTERNAL:
       fn = self.s.hooks.get(n)
-      if fn is None: raise PcodeRuntimeError(f"machine hook {n} is not provided (State.hooks[{n!r}])")
+      if fn is None: raise PcodeRuntimeError(f"machine hook {n} is not provided (State.hooks[{n!r}])", hook=n)
       return fn(*[self.ex(a) for a in args]) & M(64)
     if (m := B.CONV_RE.fullmatch(n)):
       src, dst, sr, scale = e.src, e.ty, m.group(3), m.group(4)

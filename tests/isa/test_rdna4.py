@@ -75,3 +75,12 @@ def test_ds_condxchg32_rtn_b64(backend):
   vg = st.state.vgprs
   for l in range(32):
     assert (vg[8][l], vg[9][l], vg[10][l], vg[11][l]) == (0x100 + l, 0x200 + l, l, 0x200 + l), l
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_missing_pcode_builtin_is_unsupported_on_both_backends(backend):
+  # RDNA4's DS_BVH_STACK_PUSH4_POP1 pseudocode calls DECODE_ADDR, a built-in the emulator does not provide (docs/emu.md)
+  from mockgpu.emu.errors import InvalidInstruction
+  with pytest.raises(InvalidInstruction, match="DECODE_ADDR") as ei:
+    run_code(r4code(R4.ds_bvh_stack_push4_pop1_rtn_b32(R4.v[1], R4.v[2], R4.v[3], R4.v[4:7])), arch="gfx1201", block=(32, 1, 1),
+             lds_bytes=1024, backend=backend)
+  assert "DS_BVH_STACK_PUSH4_POP1_RTN_B32" in ei.value.report.disasm and ei.value.report.kind == "invalid"
