@@ -1,6 +1,23 @@
 """Checks shared by the NVIDIA end-to-end tests (test_cuda_ptx.py, test_nv.py): one tinygrad program runs many small kernels
 (tinygrad's start-up dominates) and reports (name, ok, detail) per check; numpy (or exact rationals) is the oracle."""
 
+def oob_ptx(stride: int) -> str:
+  """A one-line kernel: thread t stores 1.0f at data0 + t * stride (out of bounds for a large enough t or stride)."""
+  return f""".version 7.5
+.target sm_70
+.address_size 64
+.visible .entry oob (.param .u64 data0)
+{{
+  .reg .u64 %a<3>; .reg .u32 %t; .reg .f32 %f;
+  ld.param.u64 %a0, [data0+0];
+  mov.u32 %t, %tid.x;
+  cvt.u64.u32 %a1, %t;
+  mad.lo.s64 %a2, %a1, {stride}, %a0;
+  mov.b32 %f, 0f3F800000;
+  st.global.f32 [%a2+0], %f;
+  ret;
+}}"""
+
 CHECKS = r"""
 import numpy as np
 from tinygrad import Tensor, dtypes, Device

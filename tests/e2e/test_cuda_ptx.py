@@ -1,5 +1,5 @@
 """Real tinygrad on DEV=MOCK+CUDA:PTX (the fake libcuda + the PTX engine), numpy as the oracle (checks in nvidia_checks.py)."""
-from nvidia_checks import CHECKS, assert_checks
+from nvidia_checks import CHECKS, assert_checks, oob_ptx
 
 
 def test_tinygrad_on_mock_cuda_ptx(run):
@@ -15,26 +15,13 @@ def test_kernel_fault_is_a_cuda_error_with_the_report(run):
     from tinygrad.device import TinyELF
     dev = Device["CUDA"]
     buf = dev.allocator.alloc(16)
-    ptx = '''.version 7.5
-    .target sm_70
-    .address_size 64
-    .visible .entry oob (.param .u64 data0)
-    {
-      .reg .u64 %a<3>; .reg .u32 %t; .reg .f32 %f;
-      ld.param.u64 %a0, [data0+0];
-      mov.u32 %t, %tid.x;
-      cvt.u64.u32 %a1, %t;
-      mad.lo.s64 %a2, %a1, 4, %a0;
-      mov.b32 %f, 0f3F800000;
-      st.global.f32 [%a2+0], %f;
-      ret;
-    }'''
+    ptx = OOB_PTX
     prg = CUDAProgram(dev, TinyELF(name="oob", lib=ptx.encode(), target=None, signature=()))
     try: prg(buf, local_size=(5, 1, 1))
     except RuntimeError as e: msg = str(e)
     from mockgpu.tinygrad.compat import cuda as mcuda
     out({"msg": msg, "sticky": mcuda.cuCtxSynchronize(), "buf": buf.value})
-  """, dev="MOCK+CUDA:PTX")
+  """.replace("OOB_PTX", repr(oob_ptx(4))), dev="MOCK+CUDA:PTX")
   msg = r.result["msg"]
   assert msg.startswith("CUDA Error 700, mockgpu: an illegal memory access was encountered: write fault in global")
   assert f"addr={r.result['buf'] + 16:#x} size=4" in msg and "workgroup=(0, 0, 0)" in msg and "thread (4, 0, 0)" in msg

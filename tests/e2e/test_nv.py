@@ -1,6 +1,6 @@
 """Real tinygrad on DEV=MOCK+NV:PTX: tinygrad's own NV kernel-driver code path (RM ioctls, UVM, GPFIFO, QMD) on the mock
 driver and device thread, kernels run by the PTX engine; numpy as the oracle (checks in nvidia_checks.py)."""
-from nvidia_checks import CHECKS, assert_checks
+from nvidia_checks import CHECKS, assert_checks, oob_ptx
 
 def test_tinygrad_on_mock_nv(run):
   r = run(CHECKS + """
@@ -31,20 +31,7 @@ def test_kernel_fault_reaches_tinygrad_as_mmu_fault(run):
     from tinygrad.runtime.ops_nv import NVProgram
     dev = Device["NV"]
     buf = dev.allocator.alloc(16)
-    ptx = '''.version 7.5
-    .target sm_70
-    .address_size 64
-    .visible .entry oob (.param .u64 data0)
-    {
-      .reg .u64 %a<3>; .reg .u32 %t; .reg .f32 %f;
-      ld.param.u64 %a0, [data0+0];
-      mov.u32 %t, %tid.x;
-      cvt.u64.u32 %a1, %t;
-      mad.lo.s64 %a2, %a1, 0x100000000, %a0;
-      mov.b32 %f, 0f3F800000;
-      st.global.f32 [%a2+0], %f;
-      ret;
-    }'''
+    ptx = OOB_PTX
     prg = NVProgram(dev, TinyELF(name="oob", lib=ptx.encode(), target=None, signature=()))
     try:
       prg(buf, local_size=(8, 1, 1))
@@ -52,7 +39,7 @@ def test_kernel_fault_reaches_tinygrad_as_mmu_fault(run):
       msg = "no error"
     except RuntimeError as e: msg = str(e)
     out({"msg": msg, "buf": buf.va_addr})
-  """, dev="MOCK+NV:PTX", HCQDEV_WAIT_TIMEOUT_MS="1500", check=False)
+  """.replace("OOB_PTX", repr(oob_ptx(0x100000000))), dev="MOCK+NV:PTX", HCQDEV_WAIT_TIMEOUT_MS="1500", check=False)
   assert r.result is not None, r.stderr[-3000:]
   # thread 1 is the first out of range (thread 0 writes the buffer itself)
   assert r.result["msg"] == f"MMU fault: 0x{r.result['buf'] + 0x100000000:X} | NV_PFAULT_FAULT_TYPE_PTE | WRITE"

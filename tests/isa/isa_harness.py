@@ -50,3 +50,18 @@ def lanes(ops, a, b=None, c=None, n=32, out_dtype=np.uint32, out_words=1, **kw):
           [v_lshlrev_b32_e32(v[1], 3, v[0]), global_store_b64(addr=v[1], data=v[5:6], saddr=s[6:7])])
   st = run(pre + list(ops) + post, bf, block=(n, 1, 1), **kw)
   return out.view(out_dtype) if out_dtype != np.uint32 else out, st
+
+# ---- image tests (test_mimg.py, test_vimage.py): a T# written independently of mockgpu.emu.image, from the bit positions
+# docs/emu.md "Images" states ----
+IMG_FMT = {"8_UNORM": 1, "8_SINT": 6, "16_SNORM": 8, "16_FLOAT": 13, "32_UINT": 20, "32_FLOAT": 22, "16_16_SNORM": 24, "10_11_11_FLOAT": 30,
+           "16_16_FLOAT": 35, "2_10_10_10_UNORM": 36, "8_8_8_8_UNORM": 42, "8_8_8_8_UINT": 46, "8_8_8_8_SINT": 47,
+           "16_16_16_16_UINT": 55, "16_16_16_16_FLOAT": 57, "IMAGE_ONLY_100": 100}
+IMG_TY = {"1D": 8, "2D": 9, "3D": 10, "CUBE": 11, "1D_ARRAY": 12, "2D_ARRAY": 13, "2D_MSAA": 14, "2D_MSAA_ARRAY": 15}
+XYZW = (4, 5, 6, 7)
+
+def tsharp(base, fmt, w, h=1, typ="2D", depth=0, sel=XYZW, base_level=0, last_level=0, sw=0, base_array=0) -> list[int]:
+  """The 8 dwords of an image descriptor: 256-byte aligned `base`, format (an IMG_FMT name or the code), size, type, DST_SEL,
+  levels, swizzle mode."""
+  d = ((base >> 8) | (IMG_FMT[fmt] if isinstance(fmt, str) else fmt) << 52 | (w - 1) << 62 | (h - 1) << 78 | sel[0] << 96 | sel[1] << 99 | sel[2] << 102 | sel[3] << 105 |
+       base_level << 108 | last_level << 112 | sw << 116 | IMG_TY[typ] << 124 | depth << 128 | base_array << 144)
+  return [(d >> (32 * i)) & 0xffffffff for i in range(8)]

@@ -123,6 +123,16 @@ class Scene:
         self.bufs, block=(len(rays), 1, 1), backend=backend)
     return self.out.reshape(32, 4)[:len(rays)].tolist()
 
+def small_scene():
+  """A triangle at byte 192 and a box node at 256 with four children (shared by the BVH64/A16 and RDNA4 tests)."""
+  sc = Scene()
+  V = [[0, 0, 2], [2, 0, 2], [0, 2, 2]]
+  sc.tri(192, V)
+  kids = [1, 2, 3, 4]
+  lo = [[-1, -1, 3], [-1, -1, 1], [5, 5, 5], [-1, -1, 2]]; hi = [[1, 2, 4], [1, 1, 1.5], [6, 6, 6], [1, 1, 2.5]]
+  sc.box(256, kids, lo, hi)
+  return sc, V, kids, lo, hi
+
 # the reference model (docs/emu.md "Ray tracing") in numpy float32: one rounding per operation
 def ref_box(children, lo, hi, o, inv, ext, sort=1):
   lo, hi, o, inv = (np.asarray(x, np.float32) for x in (lo, hi, o, inv))
@@ -231,12 +241,7 @@ def test_random_triangles_match_the_model(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_bvh64_and_a16(backend):
-  sc = Scene()
-  V = [[0, 0, 2], [2, 0, 2], [0, 2, 2]]
-  sc.tri(192, V)
-  kids = [1, 2, 3, 4]
-  lo = [[-1, -1, 3], [-1, -1, 1], [5, 5, 5], [-1, -1, 2]]; hi = [[1, 2, 4], [1, 1, 1.5], [6, 6, 6], [1, 1, 2.5]]
-  sc.box(256, kids, lo, hi)
+  sc, V, kids, lo, hi = small_scene()
   # BVH64 with T# base 0: the node address is the 64-bit pointer >> 3 times 64, i.e. the absolute address
   tri64, box64 = (sc.base + 192) >> 3 | TRI, (sc.base + 256) >> 3 | BOX32
   d, o = [.125, .25, 1], [.1, .2, -1]
@@ -295,12 +300,7 @@ def run_r4(sc: Scene, rays, T, backend, bvh64=False, a16=False):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_rdna4_vimage_bvh(backend):
-  sc = Scene()
-  V = [[0, 0, 2], [2, 0, 2], [0, 2, 2]]
-  sc.tri(192, V)
-  kids = [1, 2, 3, 4]
-  lo = [[-1, -1, 3], [-1, -1, 1], [5, 5, 5], [-1, -1, 2]]; hi = [[1, 2, 4], [1, 1, 1.5], [6, 6, 6], [1, 1, 2.5]]
-  sc.box(256, kids, lo, hi)
+  sc, V, kids, lo, hi = small_scene()
   d, o = [.125, .25, 1], [.1, .2, -1]
   rays = [(sc.ptr(192, TRI), 10, o, d, _inv(d)), (sc.ptr(256, BOX32), 10, o, d, _inv(d)), (sc.ptr(256, BOX32), 2.5, o, d, _inv(d))]
   want = [ref_tri(V, o, d), ref_box(kids, lo, hi, o, _inv(d), 10), ref_box(kids, lo, hi, o, _inv(d), 2.5)]

@@ -11,20 +11,16 @@ from tinygrad.runtime.autogen.amd.rdna3.ins import v, s, s_mov_b32, s_waitcnt, v
 from tinygrad.runtime.autogen.amd.rdna3.enum import MIMGOp
 from tinygrad.runtime.autogen.amd.rdna3.operands import OPERANDS
 from mockgpu.emu.errors import InvalidInstruction
-from isa_harness import run, Bufs
+from isa_harness import run, Bufs, tsharp as img_tsharp
 
 BACKENDS = ["c", "python"]
 f32 = np.float32
 FMT = {"RGBA32F": (63, 16), "R32F": (22, 4), "RGBA8": (42, 4), "R32U": (20, 4), "RGBA16F": (57, 8)}   # code, bytes per texel
-TYPES = {"1D": 8, "2D": 9, "3D": 10, "CUBE": 11, "1D_ARRAY": 12, "2D_ARRAY": 13}
 DIMS = {"1D": 0, "2D": 1, "3D": 2, "CUBE": 3, "1D_ARRAY": 4, "2D_ARRAY": 5}
 NCOORD, NGRAD = {0: 1, 1: 2, 2: 3, 3: 3, 4: 2, 5: 3}, {0: 1, 1: 2, 2: 3, 3: 2, 4: 1, 5: 2}
 SENT = 0xdeadbeef
 
-def tsharp(base, fmt, w, h=1, typ="2D", depth=0, base_level=0, last_level=0, base_array=0, sel=(4, 5, 6, 7)):
-  d = ((base >> 8) | FMT[fmt][0] << 52 | (w - 1) << 62 | (h - 1) << 78 | sel[0] << 96 | sel[1] << 99 | sel[2] << 102 | sel[3] << 105 |
-       base_level << 108 | last_level << 112 | TYPES[typ] << 124 | depth << 128 | base_array << 144)
-  return [(d >> (32 * i)) & 0xffffffff for i in range(8)]
+def tsharp(base, fmt, *args, **kw): return img_tsharp(base, FMT[fmt][0], *args, **kw)
 
 def ssharp(mx=2, my=2, mz=2, cmp=0, unnorm=0, mag=1, mn=1, zf=0, mip=0, border=0, min_lod=0, max_lod=15 * 256, bias=0, filter_mode=0, aniso=0):
   """S#: CLAMP_X/Y/Z [8:0], MAX_ANISO_RATIO [11:9], DEPTH_COMPARE_FUNC [14:12], FORCE_UNNORMALIZED [15], FILTER_MODE [30:29],

@@ -7,18 +7,9 @@ import numpy as np
 import pytest
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
 from mockgpu.emu.errors import GPUFault, InvalidInstruction
-from isa_harness import run, Bufs
+from isa_harness import run, Bufs, tsharp
 
 BACKENDS = ["c", "python"]
-FMT = {"8_UNORM": 1, "8_SINT": 6, "16_SNORM": 8, "16_FLOAT": 13, "32_UINT": 20, "32_FLOAT": 22, "16_16_SNORM": 24, "8_8_8_8_UNORM": 42,
-       "8_8_8_8_UINT": 46, "8_8_8_8_SINT": 47, "2_10_10_10_UNORM": 36, "16_16_16_16_FLOAT": 57, "16_16_16_16_UINT": 55, "10_11_11_FLOAT": 30, "IMAGE_ONLY_100": 100}
-TY = {"1D": 8, "2D": 9, "3D": 10, "2D_ARRAY": 13, "2D_MSAA": 14, "2D_MSAA_ARRAY": 15}
-XYZW = (4, 5, 6, 7)
-
-def tsharp(base, fmt, w, h=1, typ="2D", depth=0, sel=XYZW, base_level=0, last_level=0, sw=0, base_array=0):
-  d = ((base >> 8) | FMT[fmt] << 52 | (w - 1) << 62 | (h - 1) << 78 | sel[0] << 96 | sel[1] << 99 | sel[2] << 102 | sel[3] << 105 |
-       base_level << 108 | last_level << 112 | sw << 116 | TY[typ] << 124 | depth << 128 | base_array << 144)
-  return [(d >> (32 * i)) & 0xffffffff for i in range(8)]
 
 class Image:
   """A 256-byte aligned image of `nbytes` (registered exactly as "image") + an output buffer; s[8:15] holds the T#, s[0:1]

@@ -9,17 +9,9 @@ from tinygrad.runtime.autogen.amd.rdna4.enum import VIMAGEOp
 from tinygrad.runtime.autogen.amd.rdna4.operands import OPERANDS
 from mockgpu.emu.api import run_code
 from mockgpu.emu.errors import GPUFault, InvalidInstruction
-from isa_harness import Bufs
+from isa_harness import Bufs, tsharp
 
 BACKENDS = ["c", "python"]
-FMT = {"8_8_8_8_UNORM": 42, "8_8_8_8_SINT": 47, "16_16_16_16_FLOAT": 57, "32_UINT": 20, "32_FLOAT": 22, "16_16_FLOAT": 35}
-TY = {"1D": 8, "2D": 9, "3D": 10, "2D_ARRAY": 13}
-XYZW = (4, 5, 6, 7)
-
-def tsharp(base, fmt, w, h=1, typ="2D", depth=0, sel=XYZW, base_level=0, last_level=0, sw=0, base_array=0):
-  d = ((base >> 8) | FMT[fmt] << 52 | (w - 1) << 62 | (h - 1) << 78 | sel[0] << 96 | sel[1] << 99 | sel[2] << 102 | sel[3] << 105 |
-       base_level << 108 | last_level << 112 | sw << 116 | TY[typ] << 124 | depth << 128 | base_array << 144)
-  return [(d >> (32 * i)) & 0xffffffff for i in range(8)]
 
 class Image:
   """A 256-byte aligned image of `nbytes` (registered as "image"), an output buffer (address in s[0:1]; 4 dwords per lane by
