@@ -8,6 +8,7 @@ COMMANDS = {
   "emu": ("mockgpu.emu.cli", "run raw kernels or code objects, benchmarks"),
   "fuzz": ("mockgpu.tinygrad.fuzz.cli", "fuzz tinygrad: symbolic, idiv, oob, render"),
   "bench": ("mockgpu.tinygrad.bench", "full-stack benchmarks of tinygrad on the mock GPUs"),
+  "ci": ("mockgpu.tinygrad.ci", "run tinygrad's mock-GPU CI jobs on its test tree, per-test results and baselines"),
 }
 
 def usage() -> str:
