@@ -76,6 +76,19 @@ CASES = [
   ("add.f16 {d}, {a}, {b}", "f16 f16", (0x3C00, f16(3 * 2**-11)), "f16", 0x3C02),
   ("mul.f16 {d}, {a}, {b}", "f16 f16", (f16(300.0), f16(300.0)), "f16", INF16),
   ("setp.lt.f16 {p}, {a}, {b}; selp.b16 {d}, {a}, {b}, {p}", "f16 f16", (f16(-1.5), f16(0.5)), "f16", f16(-1.5)),
+  # f16 arithmetic rounds to f16 after every instruction; numpy's float16 is the oracle (its ops round the exact result once)
+  # (1+2^-10)^2 - (1+2^-9) = 2^-20 (a subnormal half) when fused; mul then add rounds the square to 1+2^-9 and gives 0
+  ("fma.rn.f16 {d}, {a}, {b}, {c}", "f16 f16 f16", (f16(1 + 2**-10), f16(1 + 2**-10), f16(-(1 + 2**-9))), "f16",
+   f16(np.float16(np.float64(1 + 2**-10) ** 2 - (1 + 2**-9)))),
+  ("mul.f16 {d}, {a}, {b}; add.f16 {d}, {d}, {c}", "f16 f16 f16", (f16(1 + 2**-10), f16(1 + 2**-10), f16(-(1 + 2**-9))), "f16",
+   f16((np.float16(1 + 2**-10) * np.float16(1 + 2**-10)) + np.float16(-(1 + 2**-9)))),
+  ("div.rn.f16 {d}, {a}, {b}", "f16 f16", (f16(1.0), f16(3.0)), "f16", f16(np.float16(1) / np.float16(3))),
+  ("sub.f16 {d}, {a}, {b}", "f16 f16", (f16(2**-14), f16(2**-14 + 2**-24)), "f16", f16(np.float16(2**-14) - np.float16(2**-14 + 2**-24))),
+  ("max.f16 {d}, {a}, {b}", "f16 f16", (0x7E00, f16(-3.0)), "f16", f16(-3.0)),
+  # tinygrad's half multiply-accumulate: fma.rn.f32 on the widened halves, then cvt.rn.f16.f32. The two roundings give -164.0
+  # here where one rounding of the exact -164.0625049 would give -164.125: the engine must do what the PTX says
+  ("cvt.f32.f16 {a}32, {a}; cvt.f32.f16 {b}32, {b}; cvt.f32.f16 {c}32, {c}; fma.rn.f32 {c}32, {a}32, {b}32, {c}32; cvt.rn.f16.f32 {d}, {c}32",
+   "f16 f16 f16", (0xBD93, 0xB32D, 0xD923), "f16", f16(np.float16(np.float32(-1.3935546875) * np.float32(-0.2242431640625) + np.float32(-164.375)))),
   ("ex2.approx.f32 {d}, {a}", "f32", (f32(3.0),), "f32", f32(8.0)),
   ("ex2.approx.f32 {d}, {a}", "f32", (f32(-1.0),), "f32", f32(0.5)),
   ("lg2.approx.f32 {d}, {a}", "f32", (f32(1024.0),), "f32", f32(10.0)),
@@ -95,6 +108,7 @@ def _alu_kernel() -> str:
     ins = tin.split()
     for n, t in zip("abc", ins): regs.append(f".reg .{t} %{n}{j};"); body.append(f"ld.global.b{max(8, TYPES[t][1])} %{n}{j}, [%in+{24*j + 8*'abc'.index(n)}];")
     regs += [f".reg .{tout} %d{j};", f".reg .pred %p{j};"]
+    if "}32" in text: regs.append(f".reg .f32 %a{j}32, %b{j}32, %c{j}32;")     # f32 temporaries of a multi-instruction case
     body.append(text.format(a=f"%a{j}", b=f"%b{j}", c=f"%c{j}", d=f"%d{j}", p=f"%p{j}") + ";")
     body.append(f"st.global.b{TYPES[tout][1]} [%out+{8*j}], %d{j};")
   return ".visible .entry alu (.param .u64 out, .param .u64 in)\n{\n.reg .u64 %out, %in;\n" + "\n".join(regs) + \
