@@ -9,7 +9,7 @@ import ctypes, os
 from dataclasses import dataclass, field
 from tinygrad.runtime.autogen import amdgpu_kd as kd
 from mockgpu.emu.arch import ArchSpec, get_arch
-from mockgpu.emu.errors import UnsupportedDispatch, BackendUnavailable
+from mockgpu.emu.errors import UnsupportedDispatch, BackendUnavailable, FaultReport
 from mockgpu.emu.memory import MemoryMap
 
 __all__ = ["Dispatch", "Stats", "WaveState", "run", "run_code", "warm_up", "DEFAULT_BUDGET", "DEFAULT_RESIDENT", "DEFAULT_RSRC1"]
@@ -67,7 +67,9 @@ class WaveState:
 @dataclass(frozen=True)
 class Stats:
   """What a dispatch did. `instructions` counts wave-instructions (one per wave per executed instruction, VOPD = 1).
-  `op_counts` maps "FORMAT OPNAME" to counts when requested. `seconds` is wall time of the backend call."""
+  `op_counts` maps "FORMAT OPNAME" to counts when requested. `seconds` is wall time of the backend call. `oob_reads` (strict
+  MemoryMaps only) counts reads outside every allocation but inside its mapped granules, which the hardware performs;
+  `oob_report` describes the first of them (a FaultReport of kind "read")."""
   instructions: int
   workgroups: int
   waves: int
@@ -76,6 +78,8 @@ class Stats:
   op_counts: dict[str, int] | None = None
   state: WaveState | None = None
   extra: dict = field(default_factory=dict)
+  oob_reads: int = 0
+  oob_report: FaultReport | None = None
 
 def check_dispatch(d: Dispatch) -> ArchSpec:
   """Validate a Dispatch against its arch. Returns the ArchSpec. Raises UnsupportedDispatch naming the bad field."""
@@ -100,7 +104,7 @@ def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, tim
   Args:
     dispatch: the command processor state (see Dispatch).
     memory: the host ranges the kernel may touch; global accesses and instruction fetches are checked against a snapshot
-      taken at the start of the call.
+      taken at the start of the call: against the mapped granules, or byte-exact if the map is strict (see MemoryMap).
     budget: maximum wave-instructions before WatchdogExpired (default MOCKGPU_EMU_BUDGET or 4e9).
     timeout: optional wall-clock limit in seconds, also reported as WatchdogExpired.
     backend: "c" (generated C, compiled once per arch and cached) or "python" (reference, slow).

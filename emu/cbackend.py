@@ -7,7 +7,7 @@ from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu.build import Library, build
 from mockgpu.emu.errors import GPUFault, FaultReport
 from mockgpu.emu.memory import MemoryMap
-from mockgpu.emu.report import raise_status
+from mockgpu.emu.report import oob_report, raise_status
 
 __all__ = ["run", "load"]
 
@@ -16,6 +16,7 @@ class MRange(ctypes.Structure): _fields_ = [("start", ctypes.c_uint64), ("end", 
 class EmuArgs(ctypes.Structure):
   """Mirror of EmuArgs in csrc/emu_core.h (same order, natural alignment)."""
   _fields_ = [("code_addr", ctypes.c_uint64), ("ranges", ctypes.POINTER(MRange)), ("nranges", ctypes.c_int64),
+    ("mranges", ctypes.POINTER(MRange)), ("nmranges", ctypes.c_int64),
     ("grid", ctypes.c_uint32 * 3), ("block", ctypes.c_uint32 * 3), ("user_sgprs", ctypes.c_uint32 * 32), ("nuser", ctypes.c_uint32),
     ("rsrc1", ctypes.c_uint32), ("rsrc2", ctypes.c_uint32), ("rsrc3", ctypes.c_uint32), ("mode", ctypes.c_uint32),
     ("wave_size", ctypes.c_uint32), ("lds_bytes", ctypes.c_uint32), ("scratch_per_lane", ctypes.c_uint32), ("tgid_in_ttmp", ctypes.c_uint32),
@@ -25,7 +26,10 @@ class EmuArgs(ctypes.Structure):
     ("instructions", ctypes.c_uint64), ("waves", ctypes.c_uint64), ("workgroups", ctypes.c_uint64),
     *[(n, ctypes.c_int32) for n in ("status", "f_kind", "f_space", "f_size", "f_lane", "f_wave", "f_fmt", "f_op", "f_len", "f_pad")],
     ("f_addr", ctypes.c_uint64), ("f_pc", ctypes.c_uint64), ("f_limit", ctypes.c_uint64),
-    ("f_wg", ctypes.c_uint32 * 3), ("f_raw", ctypes.c_uint32 * 4), ("f_msg", ctypes.c_char * 160), ("f_info", ctypes.c_int64 * 6)]
+    ("f_wg", ctypes.c_uint32 * 3), ("f_raw", ctypes.c_uint32 * 4), ("f_msg", ctypes.c_char * 160), ("f_info", ctypes.c_int64 * 6),
+    ("v_count", ctypes.c_uint64), ("v_addr", ctypes.c_uint64), ("v_pc", ctypes.c_uint64),
+    *[(n, ctypes.c_int32) for n in ("v_size", "v_lane", "v_wave", "v_len", "v_fmt", "v_op")], ("v_wg", ctypes.c_uint32 * 3), ("v_raw", ctypes.c_uint32 * 4),
+    ("v_pad", ctypes.c_uint32)]
 
 @functools.cache
 def load(arch: ArchSpec) -> tuple[ctypes.CDLL, Library]:
@@ -39,16 +43,17 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
         resident: int) -> Stats:
   """Run `d` on the C backend. See mockgpu.emu.api.run for the contract."""
   dll, lib = load(arch)
-  rs = memory.ranges()
-  code = next((r for r in rs if r.start <= d.code_addr < r.end), None)
-  if code is None:
+  exact, mapped = memory.spans()
+  if (code:=mapped.find(d.code_addr)) is None:
     near = memory.nearest(d.code_addr)
     raise GPUFault(FaultReport("fetch", "code", d.code_addr, 4, arch.name, 0, d.code_addr, b"", "(code not mapped)",
                                nearest=(near.name, near.start, near.size) if near else None, offset=d.code_addr - near.start if near else None),
                    "register the code object's buffer in the MemoryMap before dispatching")
   a = EmuArgs()
-  arr = (MRange * max(1, len(rs)))(*[MRange(r.start, r.end) for r in rs])
-  a.code_addr, a.ranges, a.nranges = d.code_addr, arr, len(rs)
+  def arr(sp): return (MRange * max(1, len(sp)))(*[MRange(s, e) for s, e in sp])
+  check = exact if memory.strict else mapped   # the struct keeps the arrays alive (ctypes _objects)
+  a.code_addr, a.ranges, a.nranges = d.code_addr, arr(check), len(check)
+  if memory.strict: a.mranges, a.nmranges = arr(mapped), len(mapped)
   a.grid[:], a.block[:] = d.grid, d.block
   us = list(d.user_sgprs)[:32]
   a.user_sgprs[:len(us)] = us
@@ -61,7 +66,7 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
     cs, cv = (ctypes.c_uint32 * 128)(), (ctypes.c_uint32 * (arch.nvregs * 64))()
     a.cap_sgpr, a.cap_vgpr = cs, cv
   t0 = time.perf_counter()
-  st = dll.emu_run(ctypes.byref(a), code.end)
+  st = dll.emu_run(ctypes.byref(a), code[1])
   dt = time.perf_counter() - t0
   raise_status(arch, st, code_addr=d.code_addr, memory=memory, budget=budget, timeout=timeout, pc=a.f_pc,
                raw=bytes(a.f_raw)[:max(0, min(a.f_len, 16))], fmt=a.f_fmt, op=a.f_op, wave=a.f_wave, wg=tuple(a.f_wg), kind=a.f_kind,
@@ -72,4 +77,6 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   if capture and a.cap_misc[5]:
     ws = d.wave_size
     state = WaveState(tuple(cs), tuple(tuple(cv[r*64:r*64+ws]) for r in range(arch.nvregs)), a.cap_misc[0], a.cap_misc[1], a.cap_misc[2], a.cap_misc[3], a.cap_misc[4], a.cap_misc[6])
-  return Stats(a.instructions, a.workgroups, a.waves, dt, "c", oc, state)
+  oob = oob_report(arch, memory, d.code_addr, a.v_count, a.v_addr, a.v_size, a.v_lane, a.v_wave, tuple(a.v_wg), a.v_pc,
+                   bytes(a.v_raw)[:max(0, min(a.v_len, 16))], a.v_fmt, a.v_op) if a.v_count else None
+  return Stats(a.instructions, a.workgroups, a.waves, dt, "c", oc, state, oob_reads=a.v_count, oob_report=oob)

@@ -1,39 +1,85 @@
 """The registry of host address ranges a GPU may touch (GPU VA == host address on the KFD path).
 
-The KFD model adds a range on MAP_MEMORY_TO_GPU and removes it on UNMAP; the emulator snapshots the sorted ranges at the
-start of each dispatch and checks every global access against them before touching host memory."""
+Each range is an allocation `[start, start+size)` mapped with a granule: the KFD driver maps whole pages (granule 4096),
+CUDA hands out 256-byte granules of larger mappings. Like the hardware, the emulator faults only outside the mapped
+granules (`mapped()`), so code that over-reads an allocation inside its last page (e.g. an `s_load_b128` of a 12-byte
+buffer, which LLVM emits) runs as on a GPU. Strict mode (`MemoryMap(strict=True)` or `MOCKGPU_STRICT=1`) checks byte-exact
+against the allocations (`exact()`): a read past an allocation but inside its mapping is reported (`Stats.oob_reads`, and
+the mock GPUs print it) and the kernel goes on, a write or atomic there faults. The KFD model adds a range on
+MAP_MEMORY_TO_GPU and removes it on UNMAP; the emulator snapshots the ranges at the start of each dispatch and checks
+every global access against them before touching host memory."""
 from __future__ import annotations
-import bisect, threading
+import bisect, os, threading
 from typing import NamedTuple
 from mockgpu.emu.errors import EmuError
 
-__all__ = ["Range", "MemoryMap"]
+__all__ = ["Range", "Spans", "MemoryMap", "PAGE", "strict_default"]
+
+PAGE = 0x1000   # the granule of the KFD driver's GPU mappings (and of host pages)
+M64 = (1 << 64) - 1
+
+def strict_default() -> bool:
+  """Whether MemoryMaps are strict unless told otherwise: `MOCKGPU_STRICT=1` in the environment."""
+  return os.environ.get("MOCKGPU_STRICT", "0") not in ("", "0")
 
 class Range(NamedTuple):
+  """An allocation `[start, end)`, mapped as the whole granules it touches `[map_start, map_end)`."""
   start: int
   size: int
   name: str
+  granule: int = 1
   @property
   def end(self) -> int: return self.start + self.size
+  @property
+  def map_start(self) -> int: return self.start - self.start % self.granule
+  @property
+  def map_end(self) -> int: return -(-self.end // self.granule) * self.granule
+
+class Spans:
+  """A sorted tuple of disjoint half-open `(start, end)` intervals (adjacent or overlapping inputs are merged) with a
+  bisect lookup: the form both emulator backends check addresses against."""
+  def __init__(self, intervals):
+    merged: list[list[int]] = []
+    for s, e in sorted(intervals):
+      if merged and s <= merged[-1][1]: merged[-1][1] = max(merged[-1][1], e)
+      else: merged.append([s, e])
+    self.spans = tuple((s, e) for s, e in merged)
+    self._starts = [s for s, _ in self.spans]
+  def find(self, addr: int, n: int = 1) -> tuple[int, int] | None:
+    """The interval holding all of `[addr, addr+n)`, or None (also when the access wraps past 2^64)."""
+    i = bisect.bisect_right(self._starts, addr) - 1
+    if i < 0 or addr + n > M64 + 1: return None
+    s, e = self.spans[i]
+    return (s, e) if addr + n <= e else None
+  def __contains__(self, addr: int) -> bool: return self.find(addr) is not None
+  def __iter__(self): return iter(self.spans)
+  def __len__(self) -> int: return len(self.spans)
+  def __repr__(self) -> str: return f"Spans({', '.join(f'[{s:#x}, {e:#x})' for s, e in self.spans)})"
 
 class MemoryMap:
-  """Thread-safe set of non-overlapping host ranges `(start, size, name)`.
+  """Thread-safe set of non-overlapping allocations `(start, size, name, granule)`.
 
+  Args: strict: byte-exact checks (see the module doc); default `MOCKGPU_STRICT`.
   Every mutation bumps `version`, so consumers can cache derived snapshots."""
-  def __init__(self):
+  def __init__(self, strict: bool | None = None):
     self._lock = threading.Lock()
     self._starts: list[int] = []
     self._ranges: list[Range] = []
-    self.version = 0
+    self.version, self.strict = 0, strict_default() if strict is None else strict
+    self._spans: tuple[int, Spans, Spans] | None = None
 
-  def add(self, start: int, size: int, name: str = "") -> Range:
-    """Register `[start, start+size)`.
+  def add(self, start: int, size: int, name: str = "", granule: int = 1) -> Range:
+    """Register the allocation `[start, start+size)`, mapped as whole `granule`s.
 
     Args: start: host address (GPU VA). size: bytes, > 0. name: shown in fault reports (e.g. "buf0", "kernarg").
+      granule: mapping granularity in bytes, a power of two (PAGE for KFD allocations, 1 for an exact mapping).
     Returns: the stored Range.
-    Raises: EmuError if size <= 0 or the range overlaps a registered one (remove it first)."""
-    if size <= 0 or start < 0: raise EmuError(f"MemoryMap.add: bad range start={start:#x} size={size}; size must be > 0")
-    r = Range(start, size, name or f"range@{start:#x}")
+    Raises: EmuError if the range is empty, wraps past 2^64, the granule is not a power of two, or the range overlaps a
+      registered allocation (remove it first). Mappings of neighbours may share a granule; allocations may not overlap."""
+    if size <= 0 or start < 0 or start + size > M64 + 1:
+      raise EmuError(f"MemoryMap.add: bad range start={start:#x} size={size}; size must be > 0 and the range must end at or below 2^64")
+    if granule < 1 or granule & (granule - 1): raise EmuError(f"MemoryMap.add: granule={granule} must be a power of two")
+    r = Range(start, size, name or f"range@{start:#x}", granule)
     with self._lock:
       i = bisect.bisect_right(self._starts, start)
       if (i > 0 and self._ranges[i-1].end > start) or (i < len(self._ranges) and self._ranges[i].start < r.end):
@@ -46,7 +92,7 @@ class MemoryMap:
     return r
 
   def remove(self, start: int) -> Range:
-    """Unregister the range that starts at `start`.
+    """Unregister the allocation that starts at `start`.
 
     Returns: the removed Range. Raises: EmuError if no range starts there."""
     with self._lock:
@@ -58,22 +104,35 @@ class MemoryMap:
       return self._ranges.pop(i)
 
   def ranges(self) -> tuple[Range, ...]:
-    """A consistent sorted snapshot of all ranges."""
+    """A consistent sorted snapshot of all allocations."""
     with self._lock: return tuple(self._ranges)
 
+  def spans(self) -> tuple[Spans, Spans]:
+    """(exact, mapped): the allocations' bytes and the granules mapped for them, merged; cached per `version`."""
+    with self._lock:
+      if self._spans is None or self._spans[0] != self.version:
+        self._spans = (self.version, Spans((r.start, r.end) for r in self._ranges), Spans((r.map_start, r.map_end) for r in self._ranges))
+      return self._spans[1], self._spans[2]
+
   def find(self, addr: int, size: int = 1) -> Range | None:
-    """The range that fully contains `[addr, addr+size)`, or None."""
+    """The allocation that fully contains `[addr, addr+size)`, or None."""
     with self._lock:
       i = bisect.bisect_right(self._starts, addr) - 1
       if i >= 0 and self._ranges[i].start <= addr and addr + size <= self._ranges[i].end: return self._ranges[i]
     return None
 
+  def mapped(self, addr: int, size: int = 1) -> bool:
+    """Whether the hardware may access `[addr, addr+size)` without a fault: inside the mapped granules (byte-exact
+    inside one allocation in strict mode)."""
+    exact, mapped = self.spans()
+    return (exact if self.strict else mapped).find(addr, max(size, 1)) is not None
+
   def nearest(self, addr: int) -> Range | None:
-    """The range closest to `addr` (containing it, or the nearest by distance to either end), None if empty."""
+    """The allocation closest to `addr` (containing it, or the nearest by distance to either end), None if empty."""
     rs = self.ranges()
     if not rs: return None
     def dist(r: Range) -> int: return 0 if r.start <= addr < r.end else min(abs(addr - r.start), abs(addr - (r.end - 1)))
     return min(rs, key=dist)
 
   def __len__(self) -> int: return len(self._ranges)
-  def __repr__(self) -> str: return f"MemoryMap({len(self)} ranges, version={self.version})"
+  def __repr__(self) -> str: return f"MemoryMap({len(self)} ranges, version={self.version}{', strict' if self.strict else ''})"

@@ -11,7 +11,7 @@ from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
 from mockgpu.emu.gen_c import PROSE_C, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, \
-  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR, smem_align
+  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR, smem_align, dst_sgpr
 from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS
 from mockgpu.emu.pygfx import exec_vinterp, lds_direct_load, lds_param_load, export
@@ -21,7 +21,7 @@ from mockgpu.emu.pybvh import exec_bvh
 from mockgpu.emu.image import aliases as image_aliases
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.pcode.errors import PcodeRuntimeError
-from mockgpu.emu.report import raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT, ST_TRAP, ST_DEADLOCK
+from mockgpu.emu.report import oob_report, raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT, ST_TRAP, ST_DEADLOCK
 
 __all__ = ["run"]
 
@@ -82,29 +82,38 @@ def decode(arch: ArchSpec, words: list[int]) -> tuple[int, dict] | None:
     return fi, f
   return None
 
+def global_check(w, addr: int, n: int, kind: int, lane: int) -> int:
+  """Check a global access of `n` bytes before it touches host memory, as gptr() in csrc/emu_core.h: inside the mapped
+  granules (byte-exact in strict mode, where a read outside the allocations but inside their granules is noted in
+  Ctx.oob and performed). Returns `addr`; raises Stop(ST_FAULT)."""
+  c = w.c
+  if c.check.find(addr, n) is not None: return addr
+  if c.strict and c.mapped.find(addr, n) is not None:
+    if kind != 1: raise Stop(ST_FAULT, kind=kind, space=1, addr=addr, size=n, lane=lane)
+    if c.oob[0] == 0: c.oob[1] = (addr, n, lane, w.id, c.wg, w.pc0)
+    c.oob[0] += 1
+    return addr
+  raise Stop(ST_FAULT, kind=kind, space=1, addr=addr, size=n, lane=lane)
+
 class _Mem:
-  """Checked byte access for pyeval's MEM (global / LDS / scratch of one lane); faults raise Stop before touching memory."""
+  """Checked access for pyeval's MEM (global / LDS / scratch of one lane), a whole access at a time like the C backend;
+  faults raise Stop before touching memory."""
   def __init__(self, wave, space: str, lane_ref): self.w, self.space, self.lane = wave, space, lane_ref
-  def _check(self, addr: int, kind: int):
+  def _check(self, addr: int, n: int, kind: int):
     w, lane = self.w, self.lane[0]
-    if self.space == "global":
-      if not any(r.start <= addr < r.end for r in w.ranges): raise Stop(ST_FAULT, kind=kind, space=1, addr=addr, size=w.cur_size, lane=lane)
-      return ("g", addr)
-    if self.space == "lds":
-      a = addr & M32
-      if a >= len(w.lds): raise Stop(ST_FAULT, kind=kind, space=2, addr=a, size=w.cur_size, lane=lane, limit=len(w.lds))
-      return ("l", a)
-    a = addr & M32
-    if a >= w.scratch_lane: raise Stop(ST_FAULT, kind=kind, space=3, addr=a, size=w.cur_size, lane=lane, limit=w.scratch_lane)
-    return ("p", lane * w.scratch_lane + a)
-  def get(self, addr, default=0):
-    k, a = self._check(addr, 3 if self.w.atomic else 1)
-    return ctypes.c_uint8.from_address(a).value if k == "g" else (self.w.lds[a] if k == "l" else self.w.scratch[a])
-  def __setitem__(self, addr, val):
-    k, a = self._check(addr, 2 if not self.w.atomic else 3)
-    if k == "g": ctypes.c_uint8.from_address(a).value = val
-    elif k == "l": self.w.lds[a] = val
-    else: self.w.scratch[a] = val
+    if self.space == "global": return ("g", global_check(w, addr, n, kind, lane))
+    a, lim = addr & M32, len(w.lds) if self.space == "lds" else w.scratch_lane
+    if a + n > lim: raise Stop(ST_FAULT, kind=kind, space=2 if self.space == "lds" else 3, addr=a, size=n, lane=lane, limit=lim)
+    return ("l", a) if self.space == "lds" else ("p", lane * w.scratch_lane + a)
+  def read(self, addr: int, n: int) -> int:
+    k, a = self._check(addr, n, 3 if self.w.atomic else 1)
+    if k == "g": return int.from_bytes(ctypes.string_at(a, n), "little")
+    return int.from_bytes((self.w.lds if k == "l" else self.w.scratch)[a:a + n], "little")
+  def write(self, addr: int, n: int, val: int):
+    k, a = self._check(addr, n, 3 if self.w.atomic else 2)
+    b = (val & ((1 << (8 * n)) - 1)).to_bytes(n, "little")
+    if k == "g": ctypes.memmove(a, b, n)
+    else: (self.w.lds if k == "l" else self.w.scratch)[a:a + n] = b
 
 class _BufMem(_Mem):
   """MEM of a buffer op: each whole access maps the lane's linear address through the V# (swizzle, range check: out of
@@ -114,25 +123,18 @@ class _BufMem(_Mem):
     return buffer.map_access(b["desc"], b["idx"], b["off"] + addr - b["addr"])
   def read(self, addr: int, n: int) -> int:
     p, ok = self._map(addr)
-    self.w.cur_size = n
-    return sum(self.get(p + i) << (8 * i) for i in range(n)) if ok else 0
+    return super().read(p, n) if ok else 0
   def write(self, addr: int, n: int, val: int):
     p, ok = self._map(addr)
-    self.w.cur_size = n
-    if ok:
-      for i in range(n): self[p + i] = (val >> (8 * i)) & 0xff
+    if ok: super().write(p, n, val)
 
 class _SBufMem(_Mem):
   """MEM of a scalar buffer op (S_BUFFER_*): an access of n bytes is in range iff its offset from the V# base + n <= the
   limit of buffer.scalar_desc (out of range: reads 0, writes are dropped), then it is a checked global access."""
   def __init__(self, wave, base: int, lim: int): super().__init__(wave, "global", [0]); self.base, self.lim = base, lim
-  def read(self, addr: int, n: int) -> int:
-    self.w.cur_size = n
-    return sum(self.get(addr + i) << (8 * i) for i in range(n)) if addr - self.base + n <= self.lim else 0
+  def read(self, addr: int, n: int) -> int: return super().read(addr, n) if addr - self.base + n <= self.lim else 0
   def write(self, addr: int, n: int, val: int):
-    self.w.cur_size = n
-    if addr - self.base + n <= self.lim:
-      for i in range(n): self[addr + i] = (val >> (8 * i)) & 0xff
+    if addr - self.base + n <= self.lim: super().write(addr, n, val)
 
 class _VRegs:
   def __init__(self, w): self.w = w
@@ -155,9 +157,9 @@ class Wave:
     self.c, self.id, self.s, self.scc, self.pc, self.pc0, self.state = ctx, wid, [0] * 128, 0, 0, 0, "run"
     self.wait_kind, self.wait_arg, self.wait_tag, self.wait_pc, self.ordinal, self.released = 0, 0, 0, 0, 0, 0   # as csrc/emu_core.h
     self.v = [[0] * 64 for _ in range(ctx.arch.nvregs)]
-    self.ranges, self.lds, self.scratch_lane = ctx.ranges, ctx.lds, ctx.scratch_lane
+    self.lds, self.scratch_lane = ctx.lds, ctx.scratch_lane
     self.scratch = bytearray(max(1, ctx.scratch_lane * 64))
-    self.atomic, self.cur_size, self.vshadow = False, 0, []
+    self.atomic, self.vshadow = False, []
     self.mode = ctx.arch.initial_mode(ctx.d.rsrc1)    # the MODE register (hwreg 1)
   @property
   def exec(self): return ((self.s[127] << 32) | self.s[126]) & self.c.wave_mask
@@ -176,7 +178,9 @@ class Slot:
 
 class Ctx:
   def __init__(self, arch, d: Dispatch, memory: MemoryMap, budget, timeout):
-    self.arch, self.d, self.ranges, self.budget, self.timeout = arch, d, memory.ranges(), budget, timeout
+    self.arch, self.d, self.budget, self.timeout = arch, d, budget, timeout
+    exact, self.mapped = memory.spans()   # global accesses: checked against `check` (global_check)
+    self.strict, self.check, self.oob = memory.strict, exact if memory.strict else self.mapped, [0, None]
     self.wave_size, self.wave_mask = d.wave_size, (1 << d.wave_size) - 1
     self.lds, self.scratch_lane = None, d.scratch_bytes_per_lane   # lds: the running workgroup's (Slot.lds)
     self.icount, self.wg, self.cache, self.t0 = 0, (0, 0, 0), {}, time.perf_counter()
@@ -265,8 +269,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
   cmp = name.startswith(("V_CMP_", "V_CMPX_"))
   vcc_src2 = fm.name in ("VOP3", "VOP3SD") and "src2" in ops and ops["src2"][0].name == "FMT_NUM_M64"
   if vcc_src2: sb[2] = 0
-  vd = ops.get("vdst")
-  dst_sgpr = vd is not None and vd[2].name in ("OPR_SREG", "OPR_SDST") and not cmp
+  dsts = dst_sgpr(ops, name)
   es = [f.get("src0", 0), f.get("src1", 0) if fm.name != "VOP1" else 0, f.get("src2", 0)]   # VOPD: src2 set for an accumulating half
   opsel, neg, ab, neg_hi, opsel_hi = (0, 0, 0, 0, 0) if enc32 else (f.get("opsel", 0), f.get("neg", 0), f.get("abs", 0), f.get("neg_hi", 0),
                                                                  f.get("opsel_hi", 0) | f.get("opsel_hi2", 0) << 2)
@@ -339,7 +342,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
     if bits == 64: return ((get(L) | get(L, 1) << 32) & am) ^ xm
     if bits > 64: return sum(get(L, k) << (32 * k) for k in range(bits // 32))
     return (get(L) & am & M32) ^ xm
-  edst = f.get("vdst", 0) if not (cmp or dst_sgpr) and "vdst" in ops else 0
+  edst = f.get("vdst", 0) if not (cmp or dsts) and "vdst" in ops else 0
   dsh, dr = 0, edst - 256
   if edst >= 256 and db == 16:
     h = dr >> 7 if t16 else (opsel >> 3 & 1)
@@ -351,12 +354,12 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
             INST_ABS=f.get("abs", 0), INST_NEG=f.get("neg", 0), INST_OMOD=f.get("omod", 0), OPSEL=opsel, OPSEL_HI=opsel_hi, NEG=neg, SRC0=(es[0] - 256) & M32, SRC1=(es[1] - 256) & M32, SRC2=(es[2] - 256) & M32,
             DST=(f.get("vdst", 0) - 256) & M32, VDST=(f.get("vdst", 0) - 256) & M32)
   kw["VCC"] = (scalar_src(w, f, f.get("src2", 0), 64, 0) & c.wave_mask) if vcc_src2 else w.vcc
-  if u.wave_vgpr or dst_sgpr:
+  if u.wave_vgpr or dsts:
     for i in range(3):
       if sb[i] and es[i] < 256: kw[f"S{i}"] = scalar_src(w, f, es[i], sb[i], sf[i])
     st = pyrun(c, w, ename, laneId=0, **kw)
     if "D0" in u.writes:
-      if dst_sgpr: sdst_write(w, f.get("vdst", 0) - 256, st.D0, db)
+      if dsts: sdst_write(w, f.get("vdst", 0) - 256, st.D0, db)
       else:
         for L in range(64):
           if exe >> L & 1: w.v[dr][L] = st.D0 & M32
@@ -494,7 +497,6 @@ def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: d
         w.sbuf, space = buffer.scalar_desc(c.arch, w.s[f["sbase"]:f["sbase"] + 4]), "sbuffer"
         addr = w.sbuf[0] + (off & M32 & ~(al - 1))
       else: addr = ((w.s[f["sbase"]] | w.s[f["sbase"] + 1] << 32) + off) & M64 & ~(al - 1)
-      w.cur_size = 4
       data = sum(w.s[f["sdata"] + i] << (32 * i) for i in range(max(1, db // 32)) if f["sdata"] + i < 128)
       st = pyrun(c, w, ename, space, ADDR=addr, SDATA=data, DATA=data, **base)
       if "SDATA" in u.writes: _sput(w, f["sdata"], db, st.SDATA)
@@ -510,7 +512,6 @@ def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: d
       for L in range(c.wave_size):
         if not exe >> L & 1: continue
         addr = w.v[f["addr"] - 256][L] + (0 if uses_off else off)
-        w.cur_size = 4
         kw = dict(base, laneId=L, ADDR=addr, ADDR_BASE=addr, OFFSET=off, OFFSET0=f["offset0"], OFFSET1=f["offset1"],
                   DATA=_vget(w, f["data0"] - 256, L, d0), DATA2=_vget(w, f["data1"] - 256, L, d1), RETURN_DATA=_vget(w, f["vdst"] - 256, L, dbits))
         kw["DATA0"], kw["DATA1"] = kw["DATA"], kw["DATA2"]
@@ -527,7 +528,6 @@ def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: d
       a = f[A] - 256
       if space == "scratch": addr = ((w.s[f["saddr"]] if sa else 0) + (w.v[a][L] if f.get("sve") else 0) + off) & M32
       else: addr = ((sbase + w.v[a][L]) if sa else (w.v[a][L] | w.v[(a + 1) & (len(w.v) - 1)][L] << 32)) + off & M64
-      w.cur_size = 4
       kw = dict(base, laneId=L, ADDR=addr, DATA=_vget(w, f[D] - 256, L, data),
                 VDATA=_vget(w, f[D] - 256, L, data) if "STORE" in name else _vget(w, f["vdst"] - 256, L, dbits))
       st = pyrun(c, w, ename, flat_space(addr) if fm.name in _FLAT else space, **kw)
@@ -551,10 +551,7 @@ def exec_buffer(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops
     if fi is None: raise Stop(ST_UNSUPPORTED, msg="buffer data format code is not a valid format on this arch")
     ndw, lane = ((1 if hi else (nch + 1) // 2) if d16 else nch), [0]
     mem = _Mem(w, "global", lane)
-    def rd(a, n): w.cur_size = n; return sum(mem.get(a + i) << (8 * i) for i in range(n))
-    def wr(a, n, v):
-      w.cur_size = n
-      for i in range(n): mem[a + i] = (v >> (8 * i)) & 0xff
+    rd, wr = mem.read, mem.write
   else: dbits, rbits = buffer.data_bits(ops, name)
   ret = (f["th"] & 1) if fl["ret"] == "th" else f[fl["ret"]]
   w.atomic = "ATOMIC" in name
@@ -570,7 +567,7 @@ def exec_buffer(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops
         else: _vput(w, r, L, 32 * ndw, buffer.fmt_load(d, idx, off, fi, nch, d16, hi, old, rd))
         if f.get("tfe") and not store: _vput(w, r + ndw, L, 32, 0)
         continue
-      w.buf, w.cur_size = {"desc": d, "idx": idx, "off": off, "addr": addr}, 4
+      w.buf = {"desc": d, "idx": idx, "off": off, "addr": addr}
       data = _vget(w, r, L, dbits)
       st = pyrun(c, w, ename, "buffer", SCC=w.scc, EXEC=w.exec, laneId=L, ADDR=addr, DATA=data, VDATA=data, vgpr_a=0, sgpr_o=0)
       if "VDATA" in u.writes: _vput(w, r, L, dbits, st.VDATA)
@@ -584,8 +581,7 @@ def exec_lds_load(c: Ctx, w: Wave, fm: Format, f: dict, name: str):
   n, sx, tid = buffer.lds_load_op(name)
   lane = [0]
   def rd(space, a, k):
-    w.cur_size, m = k, _Mem(w, space, lane)
-    return sum(m.get(a + i) << (8 * i) for i in range(k))
+    return _Mem(w, space, lane).read(a, k)
   if fm.name == "MUBUF":
     if f.get("tfe"): raise Stop(ST_INVALID, msg=TFE_INVALID)
     if f["srsrc"] + 3 >= 128: raise Stop(ST_UNSUPPORTED, msg="buffer resource descriptor register out of range")
@@ -613,14 +609,11 @@ def exec_lds_load(c: Ctx, w: Wave, fm: Format, f: dict, name: str):
       if n > 4:
         for k in range(n // 4):
           v = rd("global", (addr + 4 * k) & M64, 4)
-          w.cur_size, m = 4, _Mem(w, "lds", lane)
-          for i in range(4): m[(w.s[c.arch.enc_m0] + ioff + n * L + 4 * k + i) & M32] = (v >> (8 * i)) & 0xff
+          _Mem(w, "lds", lane).write((w.s[c.arch.enc_m0] + ioff + n * L + 4 * k) & M32, 4, v)
         continue
       v = rd("global", addr & M64, n)
     if n and n < 4 and sx: v = sext(v, 8 * n) & M32
-    w.cur_size, m = 4, _Mem(w, "lds", lane)
-    la = (w.s[c.arch.enc_m0] + ioff + 4 * L) & M32
-    for i in range(4): m[la + i] = (v >> (8 * i)) & 0xff
+    _Mem(w, "lds", lane).write((w.s[c.arch.enc_m0] + ioff + 4 * L) & M32, 4, v)
 
 def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
   fm = c.fmts[fi]
@@ -747,11 +740,10 @@ def ds_counter(c: Ctx, w: Wave, f: dict, sign: int):
   if not ex: return
   addr = (f["offset0"] | f["offset1"] << 8) + ((w.s[c.arch.enc_m0] & 0xffff) if ds_counter_m0(c.ents) else 0)
   lane = [(ex & -ex).bit_length() - 1]
-  mem, w.atomic, w.cur_size = _Mem(w, "lds", lane), True, 4
+  mem, w.atomic = _Mem(w, "lds", lane), True
   try:
-    old = sum(mem.get(addr + k) << (8 * k) for k in range(4))
-    new = (old + sign * bin(ex).count("1")) & M32
-    for k in range(4): mem[addr + k] = new >> (8 * k) & 0xff
+    old = mem.read(addr, 4)
+    mem.write(addr, 4, (old + sign * bin(ex).count("1")) & M32)
   finally: w.atomic = False
   for L in range(c.wave_size):
     if ex >> L & 1: w.v[f["vdst"] - 256][L] = old
@@ -764,9 +756,7 @@ def ds_read_tr(c: Ctx, w: Wave, f: dict, width: int, ndw: int):
   for L in range(c.wave_size):
     if not ex >> L & 1: continue
     lane[0], a = L, w.v[(f["addr"] - 256) & (len(w.v) - 1)][L] + off
-    for k in range(ndw):
-      w.cur_size = 4
-      src[L] |= sum(m.get((a + 4 * k + i) & M32) << (8 * i) for i in range(4)) << (32 * k)
+    for k in range(ndw): src[L] |= m.read((a + 4 * k) & M32, 4) << (32 * k)
   for i in range(c.wave_size):
     if not ex >> i & 1: continue
     g, li = i & ~15, i & 15
@@ -831,9 +821,9 @@ def _capture(c: Ctx, w: Wave):
 def _fetch(c: Ctx, w: Wave):
   addr = c.d.code_addr + w.pc
   if w.pc in c.cache: return c.cache[w.pc]
-  if w.pc & 3 or not (c.code.start <= addr and addr + 4 <= c.code.end):
-    raise Stop(ST_FAULT, kind=4, space=4, addr=addr, size=4, lane=-1, limit=c.code.end - c.d.code_addr, noinst=True)
-  n = min(4, (c.code.end - addr) // 4)
+  if w.pc & 3 or not (c.code[0] <= addr and addr + 4 <= c.code[1]):
+    raise Stop(ST_FAULT, kind=4, space=4, addr=addr, size=4, lane=-1, limit=c.code[1] - c.d.code_addr, noinst=True)
+  n = min(4, (c.code[1] - addr) // 4)
   words = list((ctypes.c_uint32 * n).from_address(addr))
   r = decode(c.arch, words)
   raw = b"".join(x.to_bytes(4, "little") for x in words)
@@ -848,7 +838,7 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   from mockgpu.emu.cbackend import GPUFault, FaultReport
   c = Ctx(arch, d, memory, budget, timeout)
   c.capture, c.state = capture, None
-  c.code = next((r for r in c.ranges if r.start <= d.code_addr < r.end), None)
+  c.code = c.mapped.find(d.code_addr)
   if c.code is None: raise GPUFault(FaultReport("fetch", "code", d.code_addr, 4, arch.name, 0, d.code_addr, b"", "(code not mapped)"),
                                     "register the code object's buffer in the MemoryMap before dispatching")
   counts: dict[str, int] = {}
@@ -929,7 +919,13 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
                  fmt=k.get("fi", k.get("fmt", -1)), op=f.get("opx") or f.get("op", -1), wave=w.id if w else -1, wg=c.wg, kind=k.get("kind", 0),
                  space=k.get("space", 0), addr=k.get("addr", 0), size=k.get("size", 0), lane=k.get("lane", -1), limit=k.get("limit", 0),
                  msg=k.get("msg", ""), info=k.get("info", ()))
-  return Stats(c.icount, stats[1], stats[0], time.perf_counter() - t0, "python", counts if op_counts else None, c.state)
+  oob = None
+  if c.oob[0]:
+    addr, n, lane, wid, wg, pc = c.oob[1]
+    fi, f, raw = c.cache[pc]
+    oob = oob_report(arch, memory, d.code_addr, c.oob[0], addr, n, lane, wid, wg, pc, raw, fi, f.get("opx") or f.get("op", -1))
+  return Stats(c.icount, stats[1], stats[0], time.perf_counter() - t0, "python", counts if op_counts else None, c.state, oob_reads=c.oob[0],
+               oob_report=oob)
 
 def _init_wave(c: Ctx, w: Wave, nt: int, nw: int):
   d, n = c.d, (c.d.rsrc2 >> 1) & 31

@@ -79,7 +79,8 @@ def exec_bvh(c, w, fmt: str, f: dict, name: str):
         if nt not in NODE_BYTES:
           raise _Stop(ST_UNSUPPORTED, msg=f"IMAGE_BVH lane {L}: node pointer 0x{ptr:x} has type {nt} ({NODE_TYPES[nt]}), which is not modelled (docs/emu.md Ray tracing)")
         a, n = (base + (ptr >> 3) * 64) & M64, NODE_BYTES[nt]
-        if a + n > M64 or not any(rg.start <= a and a + n <= rg.end for rg in w.ranges): raise _Stop(ST_FAULT, kind=1, space=1, addr=a, size=n, lane=L)
+        from mockgpu.emu.pybackend import global_check   # (pybackend imports this module)
+        global_check(w, a, n, 1, L)
         p = ctypes.string_at(a, n)
         res = _triangle(p, o, dr) if nt == 0 else _box(p, nt == 4, ext, o, inv, sort)
       for i in range(4): w.v[(f["data0"] - 256 + i) & 255][L] = res[i]

@@ -73,8 +73,8 @@ def _Stop(status: int, **kw):
   return Stop(status, **kw)
 
 def _mem(w, addr: int, n: int, kind: int, lane: int) -> int:
-  if not any(r.start <= addr and addr + n <= r.end for r in w.ranges): raise _Stop(ST_FAULT, kind=kind, space=1, addr=addr, size=n, lane=lane)
-  return addr
+  from mockgpu.emu.pybackend import global_check
+  return global_check(w, addr, n, kind, lane)
 
 def _isfloat(fo) -> bool: return fo.numfmt not in ("UINT", "SINT")
 def _comp(raw: int, fo, c: int) -> int:
@@ -144,7 +144,6 @@ def _atomic(c, w, f, ename, pyrun):
       co, ret = _coords(w, f, L, nc), 0
       a = _texel(t, f["dim"], co, 0)
       if a is not None:
-        w.cur_size = 4
         data = sum(w.v[(f["data0"] - 256 + i) & 255][L] << (32 * i) for i in range(min(nd, 2)))
         ret = pyrun(c, w, ename, laneId=L, ADDR=a, DATA=data).RETURN_DATA & M32
       if f["glc"]: w.v[f["data0"] - 256][L] = ret

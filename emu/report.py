@@ -5,12 +5,13 @@ from mockgpu.emu.errors import Deadlock, FaultReport, GPUFault, InvalidInstructi
 from mockgpu.emu.isa import formats
 from mockgpu.emu.memory import MemoryMap
 
-__all__ = ["disasm", "raise_status", "ST_OK", "ST_FAULT", "ST_INVALID", "ST_WATCHDOG", "ST_UNSUPPORTED", "ST_TIMEOUT", "ST_NOMEM", "ST_TRAP", "ST_DEADLOCK"]
+__all__ = ["disasm", "raise_status", "oob_report", "ST_OK", "ST_FAULT", "ST_INVALID", "ST_WATCHDOG", "ST_UNSUPPORTED", "ST_TIMEOUT", "ST_NOMEM", "ST_TRAP", "ST_DEADLOCK"]
 
 ST_OK, ST_FAULT, ST_INVALID, ST_WATCHDOG, ST_UNSUPPORTED, ST_TIMEOUT, ST_NOMEM, ST_TRAP, ST_DEADLOCK = range(9)
 KINDS = {1: "read", 2: "write", 3: "atomic", 4: "fetch"}
 SPACES = {1: "global", 2: "lds", 3: "scratch", 4: "code", 6: "gds"}
 WAITS = {1: "semaphore", 2: "barrier", 3: "ordered"}   # Wave.wait_kind (WK_* in csrc/emu_core.h)
+STRICT_FAULT = "a write or atomic outside every allocation but inside its mapped page faults only in strict mode (MOCKGPU_STRICT=1)"
 
 def disasm(arch: ArchSpec, raw: bytes, fmt: int = -1, op: int = -1) -> str:
   """Best-effort text for an instruction: tinygrad's decode (repr of the DSL instruction), else format + opcode name."""
@@ -38,12 +39,15 @@ def raise_status(arch: ArchSpec, status: int, *, code_addr: int, memory: MemoryM
     sp = SPACES.get(space, "none")
     near = off = None
     if sp in ("global", "code") and (r := memory.nearest(addr)) is not None: near, off = (r.name, r.start, r.size), addr - r.start
+    strict = sp == "global" and memory.strict and memory.spans()[1].find(addr, max(size, 1)) is not None
+    if strict: msg = msg or STRICT_FAULT
     rep = FaultReport(KINDS.get(kind, "access"), sp, addr, size, nearest=near, offset=off,
                       limit=limit if sp in ("lds", "scratch", "code", "gds") else None, extra={"message": msg}, **base)
     hint = {"lds": "the kernel indexes LDS beyond the workgroup's allocation (Dispatch.lds_bytes / RSRC2 LDS_SIZE)",
             "scratch": "the kernel indexes private memory beyond Dispatch.scratch_bytes_per_lane",
             "code": "a branch or s_setpc left the code object; check the jump target",
             "gds": "DS_ORDERED_COUNT's M0[15:0] + 4 * lane must be a dword inside the ordered-count memory"}.get(sp, "check the kernel's indexing or register the buffer with MemoryMap.add")
+    if strict: hint = "fix the kernel's indexing; the hardware would write there silently (" + STRICT_FAULT + ")"
     if kind == 0: raise EmuError(f"emulator fault at pc={pc:#x}: {msg}. Next step: report this kernel (raw={raw.hex()})")
     raise GPUFault(rep, hint)
   if status in (ST_INVALID, ST_UNSUPPORTED):
@@ -63,3 +67,13 @@ def raise_status(arch: ArchSpec, status: int, *, code_addr: int, memory: MemoryM
     rep = FaultReport("watchdog", "none", 0, 0, extra={"timeout": timeout if status == ST_TIMEOUT else None}, **base)
     raise WatchdogExpired(rep, budget if status == ST_WATCHDOG else -1)
   raise EmuError(f"emulator error status={status} at pc={pc:#x}: {msg}")
+
+def oob_report(arch: ArchSpec, memory: MemoryMap, code_addr: int, count: int, addr: int, size: int, lane: int, wave: int, wg: tuple, pc: int,
+               raw: bytes, fmt: int = -1, op: int = -1) -> FaultReport:
+  """The report of a strict-mode read outside every allocation but inside its mapped granules (the first of `count`)."""
+  near = memory.nearest(addr)
+  return FaultReport("read", "global", addr, size, arch=arch.name, pc=pc, pc_addr=code_addr + pc, raw=raw,
+                     disasm=disasm(arch, raw, fmt, op) if raw else "(no instruction)", lane=lane, wave=wave, workgroup=tuple(wg),
+                     nearest=(near.name, near.start, near.size) if near else None, offset=addr - near.start if near else None,
+                     extra={"message": "read outside the allocation, inside its mapped page: the hardware performs it (strict mode)",
+                            "count": count})

@@ -41,13 +41,14 @@ class GPU:
     self.memory = MemoryMap()
     self.queues: list[Queue] = []
     self.doorbells = host_mmap(0, DOORBELL_PAGE)
-    self.stats = {"dispatches": 0, "wave_instructions": 0, "emu_seconds": 0.0, "indirect_buffers": 0}
+    self.stats = {"dispatches": 0, "wave_instructions": 0, "emu_seconds": 0.0, "indirect_buffers": 0, "oob_reads": 0}
 
   def __repr__(self): return f"GPU(node={self.node.node} gpu_id={self.gpu_id:#x} arch={self.profile.arch})"
 
   def check(self, addr:int, size:int, engine:str, what:str) -> int:
-    """Raise QueueFault unless `[addr, addr+size)` is mapped to this GPU. Returns `addr`."""
-    if self.memory.find(addr, max(size, 1)) is None: raise QueueFault(engine, addr, size, what)
+    """Raise QueueFault unless `[addr, addr+size)` is mapped to this GPU (whole pages, as the driver maps them; byte-exact
+    in strict mode). Returns `addr`."""
+    if not self.memory.mapped(addr, size): raise QueueFault(engine, addr, size, what)
     return addr
 
 class Queue:

@@ -8,6 +8,7 @@ import ctypes, errno, itertools, os, threading
 from dataclasses import dataclass, field
 from tinygrad.runtime.autogen import kfd, amdgpu_drm
 from mockgpu.emu.errors import EmuError, GPUFault
+from mockgpu.emu.memory import PAGE
 from mockgpu.mock.errors import QueueFault
 from mockgpu.mock.gpu import GPU, DeviceThread, DOORBELL_PAGE, MAP_FIXED, host_mmap
 from mockgpu.mock.aql import AQLQueue
@@ -194,7 +195,7 @@ class KFD:
     alloc = self._alloc(a.handle, "MAP_MEMORY_TO_GPU")
     for i, gpu in enumerate(self._device_ids(a, "MAP_MEMORY_TO_GPU")):
       if gpu.gpu_id not in alloc.mapped:
-        try: gpu.memory.add(alloc.va, alloc.size, f"{alloc.kind} handle={alloc.handle:#x}")
+        try: gpu.memory.add(alloc.va, alloc.size, f"{alloc.kind} handle={alloc.handle:#x}", granule=PAGE)   # the driver maps whole pages
         except EmuError as e: raise OSError(errno.EINVAL, f"MAP_MEMORY_TO_GPU handle={alloc.handle:#x} on gpu_id={gpu.gpu_id:#x}: {e}") from e
         alloc.mapped.add(gpu.gpu_id)
       a.n_success = i + 1

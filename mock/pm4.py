@@ -5,7 +5,7 @@ method named after its packet and returns False while it must wait (the packet i
 malformed packets raise PacketError, which stops the queue with a hardware-exception event (never skipped silently).
 Ring pointers are in dwords and read modulo the ring; INDIRECT_BUFFER pushes an IB that runs to its end (HCQGraph)."""
 from __future__ import annotations
-import ctypes
+import ctypes, sys
 from mockgpu.mock.errors import PacketError
 from mockgpu.mock.gpu import GPU, TRACE, Queue, gpu_clock
 
@@ -145,6 +145,10 @@ class PM4Queue(Queue):
     """Run one grid on the emulator (`mockgpu.emu.api.run`) against this GPU's mapped ranges; errors stop the queue."""
     from mockgpu.emu.api import run
     stats = run(dispatch, self.gpu.memory)
+    if stats.oob_reads:   # strict mode only (MOCKGPU_STRICT=1): the hardware performs these reads, so the kernel goes on
+      self.gpu.stats["oob_reads"] += stats.oob_reads
+      print(f"mockgpu: {self}: {stats.oob_reads} read(s) outside every allocation but inside its mapped page (strict mode); the first: "
+            f"{stats.oob_report.describe()}", file=sys.stderr)
     self.gpu.stats["dispatches"] += 1
     self.gpu.stats["wave_instructions"] += stats.instructions
     self.gpu.stats["emu_seconds"] += stats.seconds

@@ -43,7 +43,8 @@ typedef struct { uint64_t start, end; } MRange;
 /* what the caller (Python) passes in and reads back; layout mirrored in cbackend.py */
 typedef struct {
   uint64_t code_addr;
-  const MRange *ranges; int64_t nranges;
+  const MRange *ranges; int64_t nranges;      /* where global accesses may go: the mapped granules, or the allocations in strict mode */
+  const MRange *mranges; int64_t nmranges;    /* strict mode only: the mapped granules (reads there outside `ranges` are noted in v_*) */
   uint32_t grid[3], block[3];
   uint32_t user_sgprs[32]; uint32_t nuser;
   uint32_t rsrc1, rsrc2, rsrc3, mode;   /* mode: the MODE register every wave starts with (ArchSpec.initial_mode of RSRC1) */
@@ -60,6 +61,10 @@ typedef struct {
   uint32_t f_wg[3], f_raw[4];
   char f_msg[160];
   int64_t f_info[6];            /* ST_DEADLOCK: wait kind, GWS id / ordered index, counter, blocked waves, resident workgroups, waited-for wave */
+  /* strict mode: reads outside the allocations but inside their mapped granules (the first one in detail) */
+  uint64_t v_count, v_addr, v_pc;
+  int32_t v_size, v_lane, v_wave, v_len, v_fmt, v_op;
+  uint32_t v_wg[3], v_raw[4], v_pad;
 } EmuArgs;
 
 typedef struct {
@@ -161,12 +166,37 @@ static inline int lanes_in_range(Wave *w, uint64_t lo, uint64_t hi, int n) {
   if (lo >= c->hit_lo && hi + n <= c->hit_hi) return 1;
   return range_find(c, lo, hi + n - lo);
 }
+/* strict mode: `[addr, addr+n)` misses the allocations; a read inside their mapped granules is noted and performed (the
+ * hardware allows it), anything else faults (writes and atomics outside an allocation in strict mode, or unmapped) */
+static uint8_t *gptr_miss(Wave *w, uint64_t addr, int n, int kind, int lane) {
+  Ctx *c = w->c; EmuArgs *a = c->a;
+  if (a->nmranges && addr + n > addr) {
+    const MRange *r = a->mranges; int64_t lo = 0, hi = a->nmranges - 1;
+    while (lo <= hi) {
+      int64_t mid = (lo + hi) >> 1;
+      if (r[mid].end <= addr) lo = mid + 1;
+      else if (r[mid].start > addr) hi = mid - 1;
+      else {
+        if (addr + n > r[mid].end) break;
+        if (kind != K_READ || c->atomic) break;   /* report.raise_status names the strict-mode cause */
+        if (a->v_count++ == 0) {
+          const Inst *in = &c->icache[w->pc0 >> 2];
+          a->v_addr = addr; a->v_size = n; a->v_lane = lane; a->v_wave = w->id; a->v_pc = w->pc0;
+          a->v_len = in->size; a->v_fmt = in->fmt; a->v_op = in->opx ? in->opx : in->op;
+          memcpy(a->v_wg, c->wg, sizeof(a->v_wg)); memcpy(a->v_raw, in->raw, sizeof(a->v_raw));
+        }
+        return (uint8_t *)(uintptr_t)addr;
+      }
+    }
+  }
+  set_fault(w, kind, SP_GLOBAL, addr, n, lane, 0, 0);
+  return 0;
+}
 static inline uint8_t *gptr(Wave *w, uint64_t addr, int n, int kind, int lane) {
   Ctx *c = w->c;
   if (LIKELY(addr >= c->hit_lo && addr + n <= c->hit_hi && addr + n > addr)) return (uint8_t *)(uintptr_t)addr;
   if (range_find(c, addr, n)) return (uint8_t *)(uintptr_t)addr;
-  set_fault(w, kind, SP_GLOBAL, addr, n, lane, 0, 0);
-  return 0;
+  return gptr_miss(w, addr, n, kind, lane);
 }
 static inline uint64_t g_rd(PcState *s, uint64_t addr, int n) {
   Wave *w = (Wave *)s->user; uint8_t *p = gptr(w, addr, n, K_READ, (int)s->laneId);

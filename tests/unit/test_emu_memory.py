@@ -40,3 +40,34 @@ def test_thread_safety():
 
 def test_errors_share_the_root():
   for cls in (EmuError, GPUFault, InvalidInstruction, WatchdogExpired): assert issubclass(cls, MockGPUError)
+
+def test_granule_maps_whole_pages():
+  m = MemoryMap()
+  m.add(0x10000, 12, "kfd", granule=0x1000)     # the driver maps the allocation's whole page
+  m.add(0x20010, 0x20, "userptr", granule=0x1000)
+  r = m.find(0x10000, 12)
+  assert (r.map_start, r.map_end) == (0x10000, 0x11000) and m.find(0x10000, 16) is None   # allocations stay byte-exact
+  assert m.mapped(0x10000, 16) and m.mapped(0x10ffc, 4) and not m.mapped(0x10ffd, 4) and not m.mapped(0x11000)
+  assert m.mapped(0x20000, 0x1000) and not m.mapped(0x1fffc, 8)   # an unaligned start maps from its page's start
+  exact, mapped = m.spans()
+  assert list(exact) == [(0x10000, 0x1000c), (0x20010, 0x20030)] and list(mapped) == [(0x10000, 0x11000), (0x20000, 0x21000)]
+
+def test_neighbours_sharing_a_page_merge_into_one_span():
+  m = MemoryMap()
+  m.add(0x1000, 0x10, "a", granule=0x1000); m.add(0x1800, 0x10, "b", granule=0x1000); m.add(0x2000, 0x10, "c", granule=0x1000)
+  assert list(m.spans()[1]) == [(0x1000, 0x3000)] and m.mapped(0x1ffe, 4)
+
+def test_strict_map_is_byte_exact():
+  m = MemoryMap(strict=True); m.add(0x10000, 12, "kfd", granule=0x1000)
+  assert m.mapped(0x10000, 12) and not m.mapped(0x10000, 16) and "strict" in repr(m)
+
+def test_strict_default_comes_from_the_environment(monkeypatch):
+  monkeypatch.setenv("MOCKGPU_STRICT", "1"); assert MemoryMap().strict
+  monkeypatch.setenv("MOCKGPU_STRICT", "0"); assert not MemoryMap().strict
+
+def test_bad_granule_and_wrapping_range_are_errors():
+  m = MemoryMap()
+  with pytest.raises(EmuError, match="granule=3 must be a power of two"): m.add(0x1000, 4, granule=3)
+  with pytest.raises(EmuError, match="end at or below 2\\^64"): m.add((1 << 64) - 8, 16)
+  m.add((1 << 64) - 16, 16, "top")
+  assert not m.mapped((1 << 64) - 8, 16)   # an access that wraps is never inside a span
