@@ -75,6 +75,7 @@ class KFD:
     self._nonsignal = itertools.count(kfd.KFD_SIGNAL_EVENT_LIMIT)   # non-signal event ids follow the signal slots
     self.thread: DeviceThread|None = None
     self.runtime_enabled, self.acquired_vms, self.pid = False, set(), os.getpid()
+    self.injected: dict[int, bytes] = {}   # caller-array address -> the memory-exception data a MOCKGPU_EMU_FAULTADDR wait wrote there
 
   # *** files ***
   def lookup(self, path:str):
@@ -236,14 +237,35 @@ class KFD:
     data = (kfd.struct_kfd_event_data * a.num_events).from_address(a.events_ptr)
     evs = [self.events.get(d.event_id) for d in data]
     if None in evs: raise OSError(errno.EINVAL, f"WAIT_EVENTS: event_id={data[evs.index(None)].event_id} does not exist")
-    if (fa:=os.environ.get("MOCKGPU_EMU_FAULTADDR")): self._fire_fault(next(iter(self.gpus.values()), None), int(fa, 0), None)
+    if (fa:=os.environ.get("MOCKGPU_EMU_FAULTADDR")) and (inj:=self._injected_fault(fa, evs)) is not None:
+      for d, e in zip(data, evs):   # an injected fault belongs to this wait only: the events themselves are left as they are
+        if e.type == kfd.KFD_IOC_EVENT_MEMORY:
+          ctypes.memmove(dst:=ctypes.addressof(d.memory_exception_data), ctypes.addressof(inj), ctypes.sizeof(inj))
+          self.injected[dst] = bytes(inj)
+      a.wait_result = kfd.KFD_IOC_WAIT_RESULT_COMPLETE
+      return
+    for d in data:   # the first wait after it takes back what the injection wrote, if the caller's array still holds it
+      if (inj:=self.injected.pop(ctypes.addressof(m:=d.memory_exception_data), None)) is not None and bytes(m) == inj:
+        ctypes.memset(ctypes.addressof(m), 0, ctypes.sizeof(m))
     if self.thread is not None: self.thread.kick()
     done = (all if a.wait_for_all else any)
     self.cond.wait_for(lambda: done(e.signaled for e in evs), timeout=a.timeout / 1000)
     a.wait_result = kfd.KFD_IOC_WAIT_RESULT_COMPLETE if done(e.signaled for e in evs) else kfd.KFD_IOC_WAIT_RESULT_TIMEOUT
-    for d, e in zip(data, evs):
+    for d, e in zip(data, evs):   # as the kernel: data is copied out for signalled memory / HW-exception events only
       if e.data is not None and e.signaled: ctypes.memmove(ctypes.addressof(d), ctypes.addressof(e.data), 32)
       if e.signaled and e.auto_reset: e.signaled = False
+
+  def _injected_fault(self, fa:str, evs:list[Event]) -> kfd.struct_kfd_hsa_memory_exception_data|None:
+    """MOCKGPU_EMU_FAULTADDR (tinygrad's test_on_device_hang sets it around one call): while it is set, a wait that includes a
+    memory event returns a page fault at that address on the first GPU, as if the GPU had just faulted. Nothing is recorded,
+    so the GPU works again once the variable is gone; the next wait also clears the fault data it wrote into the caller's
+    array (tinygrad checks that array after every wait)."""
+    try: va = int(fa, 0)
+    except ValueError: raise OSError(errno.EINVAL, f"WAIT_EVENTS: MOCKGPU_EMU_FAULTADDR={fa!r} is not an integer address (e.g. 0xDEADBEE1)") from None
+    if not self.gpus or not any(e.type == kfd.KFD_IOC_EVENT_MEMORY for e in evs): return None
+    m = kfd.struct_kfd_hsa_memory_exception_data(gpu_id=next(iter(self.gpus)), va=va)
+    m.failure.NotPresent = 1
+    return m
 
   def create_queue(self, a):
     gpu = self.gpu(a.gpu_id, "CREATE_QUEUE")

@@ -134,6 +134,25 @@ def test_fault_address_env_reports_an_mmu_fault(drv, monkeypatch):
   assert arr[1].memory_exception_data.gpu_id == drv.gpu_ids[0] and arr[1].memory_exception_data.va == 0xDEAD000
   assert arr[1].memory_exception_data.failure.NotPresent == 1 and arr[2].hw_exception_data.gpu_id == 0
 
+def test_injected_fault_belongs_to_the_wait_during_which_it_is_set(drv, monkeypatch):
+  sig, mem, hw = drv.events()
+  drv.kfd.gpu(drv.gpu_ids[0], "test")
+  arr = (kfd.struct_kfd_event_data * 3)(*[kfd.struct_kfd_event_data(event_id=e.event_id) for e in (sig, mem, hw)])   # one array, reused as tinygrad does
+  def wait(): return drv.io(kfd.AMDKFD_IOC_WAIT_EVENTS, events_ptr=ctypes.addressof(arr), num_events=3, wait_for_all=0, timeout=0)
+  monkeypatch.setenv("MOCKGPU_EMU_FAULTADDR", "0xDEADBEE1")
+  assert wait().wait_result == kfd.KFD_IOC_WAIT_RESULT_COMPLETE and arr[1].memory_exception_data.va == 0xDEADBEE1
+  monkeypatch.delenv("MOCKGPU_EMU_FAULTADDR")
+  assert wait().wait_result == kfd.KFD_IOC_WAIT_RESULT_TIMEOUT          # nothing fired: the memory event was never signalled
+  assert arr[1].memory_exception_data.gpu_id == 0 and arr[1].memory_exception_data.va == 0   # and the injected data is taken back
+  drv.kfd.interrupt(drv.kfd.gpu(drv.gpu_ids[0], "test"), sig.event_id)
+  assert wait().wait_result == kfd.KFD_IOC_WAIT_RESULT_COMPLETE and arr[1].memory_exception_data.gpu_id == 0
+
+def test_bad_injected_fault_address_is_einval(drv, monkeypatch):
+  sig, mem, hw = drv.events()
+  monkeypatch.setenv("MOCKGPU_EMU_FAULTADDR", "deadbeef?")
+  with pytest.raises(OSError, match="MOCKGPU_EMU_FAULTADDR='deadbeef\\?' is not an integer") as e: drv.wait([sig, mem, hw])
+  assert e.value.errno == errno.EINVAL
+
 def test_create_queue_checks_and_doorbells(drv):
   ring, _ = drv.userptr(0x1000)
   base = dict(ring_base_address=ring, ring_size=0x1000, gpu_id=drv.gpu_ids[0], queue_percentage=100, queue_priority=7,
