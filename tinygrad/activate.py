@@ -13,9 +13,10 @@ SHIMS: dict[str, tuple[str, tuple[str, ...]]] = {
   "test.mockgpu.mockgpu": ("mockgpu.mock.fileio", ("MockFileIOInterface",)),
   "test.mockgpu.usb": ("mockgpu.tinygrad.compat.usb", ("MockUSB3",)),
   "test.mockgpu.cuda.cuda": ("mockgpu.tinygrad.compat.cuda", ("*",)),
+  "test.mockgpu.amd.emu": ("mockgpu.tinygrad.compat.amd_emu", ("*",)),
 }
 # synthetic packages on the way to the shims; `test` itself only when no other finder provides one
-PACKAGES = ("test.mockgpu", "test.mockgpu.cuda")
+PACKAGES = ("test.mockgpu", "test.mockgpu.cuda", "test.mockgpu.amd")
 
 def enabled(env=os.environ) -> bool:
   """True when `DEV` names a MOCK interface and `MOCKGPU` is not "0"."""
@@ -34,8 +35,8 @@ class _ShimLoader(importlib.abc.Loader):
     module.__all__ = list(names)
 
 class MockGPUFinder(importlib.abc.MetaPathFinder):
-  """Meta-path finder serving `test.mockgpu`, `test.mockgpu.mockgpu`, `test.mockgpu.usb`, `test.mockgpu.cuda[.cuda]` from
-  mockgpu, and a synthetic `test` package only if no other finder can import one."""
+  """Meta-path finder serving `test.mockgpu`, `test.mockgpu.mockgpu`, `test.mockgpu.usb`, `test.mockgpu.cuda[.cuda]`,
+  `test.mockgpu.amd[.emu]` from mockgpu, and a synthetic `test` package only if no other finder can import one."""
   def find_spec(self, fullname, path=None, target=None):
     if fullname == "test":
       if any(f.find_spec(fullname, path) for f in sys.meta_path if f is not self and hasattr(f, "find_spec")): return None

@@ -1,7 +1,7 @@
 """Errors of the tinygrad integration layer (activation and the modules tinygrad imports)."""
 from mockgpu.errors import MockGPUError
 
-__all__ = ["IntegrationError", "NotSupportedYet"]
+__all__ = ["IntegrationError", "NotSupportedYet", "RunAsmError"]
 
 class IntegrationError(MockGPUError):
   """Base class of errors raised by mockgpu's tinygrad integration."""
@@ -11,3 +11,7 @@ class NotSupportedYet(IntegrationError):
   def __init__(self, target:str, hint:str="use DEV=MOCKKFD+AMD (or MOCK+AMD) for an emulated AMD GPU"):
     self.target = target
     super().__init__(f"{target} is not supported yet by mockgpu: {hint}")
+
+class RunAsmError(IntegrationError):
+  """`test.mockgpu.amd.emu.run_asm` was called with arguments it cannot serve (unknown arch, empty code, a grid or block the
+  emulator rejects). What the kernel itself does wrong is not raised: run_asm reports it and returns a non-zero code."""

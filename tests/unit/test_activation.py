@@ -83,3 +83,12 @@ def test_install_is_idempotent_and_first(monkeypatch):
 def test_pytest_header(env, want):
   from mockgpu.tinygrad.pytest_plugin import describe
   assert want in describe(env)
+
+def test_run_asm_served_for_tinygrads_amd_tests(tmp_path):
+  out = run_py("""
+    import test.mockgpu.amd, test.mockgpu.amd.emu as emu
+    from test.mockgpu.amd.emu import run_asm
+    print(run_asm.__module__, sorted(emu.__all__) == sorted(__import__("mockgpu.tinygrad.compat.amd_emu", fromlist=["x"]).__all__))""",
+    tmp_path, DEV="MOCKKFD+AMD")
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.split() == ["mockgpu.tinygrad.compat.amd_emu", "True"]
