@@ -5,16 +5,20 @@
 #   ./dev.sh slow         the slow suites (long fuzz campaigns, full-size workloads)
 #   ./dev.sh bench        benchmarks (emulator throughput, full-stack ratios)
 # Installs system packages (LLVM 19 for tinygrad's AMD compiler, LLVM 22 for gfx950, a C compiler, clang for tinygrad's CPU backend) and a
-# virtualenv in .venv with mockgpu installed editable, then runs the command.
+# virtualenv in .venv with mockgpu installed editable (pip, setuptools and the test tools come from PyPI, nothing from the
+# system's Python but the interpreter), then runs the command.
 set -euo pipefail
 cd "$(dirname "$0")"
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
 need_apt=()
-ldconfig -p 2>/dev/null | grep -q 'libLLVM.so.19\|libLLVM-19' || need_apt+=(libllvm19)
-ldconfig -p 2>/dev/null | grep -q 'libLLVM.so.2[0-9]\|libLLVM-2[0-9]' || need_apt+=(libllvm22)   # gfx950 (CDNA) kernels need LLVM >= 20
+libs="$( (ldconfig -p || /sbin/ldconfig -p) 2>/dev/null || true)"   # /sbin is not on a non-root user's PATH
+grep -q 'libLLVM.so.19\|libLLVM-19' <<<"$libs" || need_apt+=(libllvm19)
+grep -q 'libLLVM.so.2[0-9]\|libLLVM-2[0-9]' <<<"$libs" || need_apt+=(libllvm22)   # gfx950 (CDNA) kernels need LLVM >= 20
 command -v cc >/dev/null || need_apt+=(gcc libc6-dev)
 command -v clang >/dev/null || command -v clang-19 >/dev/null || need_apt+=(clang-19)
-python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
+command -v git >/dev/null || need_apt+=(git)   # tests/e2e/test_install.py builds the sdist from `git ls-files`
+command -v python3 >/dev/null || need_apt+=(python3)
+python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)   # Debian ships ensurepip in python3.X-venv
 if [ ${#need_apt[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
@@ -22,7 +26,7 @@ fi
 # tinygrad's CPU backend runs $CC or `clang`
 command -v clang >/dev/null || export CC="${CC:-clang-19}"
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
-if ! .venv/bin/python -c 'import mockgpu, pytest, xdist' 2>/dev/null || [ pyproject.toml -nt .venv/.installed ] || [ setup.py -nt .venv/.installed ]; then
+if ! .venv/bin/python -c 'import mockgpu, pytest, xdist, build' 2>/dev/null || [ pyproject.toml -nt .venv/.installed ] || [ setup.py -nt .venv/.installed ]; then
   .venv/bin/pip install -q --upgrade pip >/dev/null
   .venv/bin/pip install -q -e ".[test]"
   touch .venv/.installed
