@@ -154,8 +154,15 @@ def _kill(p:subprocess.Popen) -> None:
   except (ProcessLookupError, PermissionError): pass
 
 def _tail(log:Path) -> str:
-  lines = [l.strip() for l in log.read_text(errors="replace").splitlines() if l.strip()] if log.exists() else []
-  return lines[-1][:200] if lines else "(no output)"
+  """Why a step died, from its output: the first exception (the line that ends a Python traceback) and the last line."""
+  lines = [l.rstrip() for l in log.read_text(errors="replace").splitlines() if l.strip()] if log.exists() else []
+  last, first, in_tb = (lines[-1].strip()[:200] if lines else "(no output)"), "", False
+  for l in lines:
+    if (at := l.find("Fatal Python error")) >= 0 or (in_tb and not l[0].isspace()):   # faulthandler's line may follow pytest's dots
+      first = l[max(at, 0):].strip()[:200]
+      break
+    in_tb |= l.startswith("Traceback (most recent call last):")
+  return f"{first} | output ends: {last}" if first and first != last else last
 
 def _with_k(args:tuple[str, ...], k:str|None) -> list[str]:
   a = list(args)

@@ -61,6 +61,14 @@ def test_with_k_ands_the_users_expression():
   assert ci._with_k(("t.py", "-k", "copy"), "small") == ["t.py", "-k", "(copy) and (small)"]
   assert ci._with_k(("t.py",), "small") == ["t.py", "-k", "small"] and ci._with_k(("t.py",), None) == ["t.py"]
 
+def test_step_failure_reason_names_the_first_exception(tmp_path):
+  (log := tmp_path / "s.log").write_text("ok\nTraceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n    import nope\n"
+                                         "ModuleNotFoundError: No module named 'nope'\n\nTraceback (most recent call last):\n  ...\n"
+                                         "RuntimeError: later\n----\nFAILED (errors=2)\n")
+  assert ci._tail(log) == "ModuleNotFoundError: No module named 'nope' | output ends: FAILED (errors=2)"
+  (log := tmp_path / "t.log").write_text("bad.py: the device said no\n\n")
+  assert ci._tail(log) == "bad.py: the device said no" and ci._tail(tmp_path / "none.log") == "(no output)"
+
 JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" tests="8">
 <testcase classname="test.test_x.TestA.TestInner" name="test_n" file="test/test_x.py" line="3" time="0.5" />
 <testcase classname="test.test_x.TestA" name="test_p[a.b]" file="test/test_x.py" time="0.25">
@@ -189,7 +197,7 @@ def test_ci_end_to_end_on_a_fake_tree(tree):
   # the crashed pytest (SIGABRT, no junit) still reports what it ran and names the test that was running
   crash = res["rows"][2]["steps"][0]
   assert crash["exit_code"] == -6 and crash["tests"]["pytest test/test_crash.py"]["reason"].startswith(
-    "killed by SIGABRT while running test/test_crash.py::test_second before pytest wrote its junit report")
+    "killed by SIGABRT while running test/test_crash.py::test_second before pytest wrote its junit report: Fatal Python error: Aborted")
   table = p.stdout.splitlines()
   assert table[0].split() == ["job", "DEV", "passed", "failed", "skipped", "wall", "s"]
   assert [l.split()[:5] for l in table[1:4]] == [["fake", "FAKE0", "4", "2", "1"], ["fake", "FAKE1", "4", "2", "1"],
