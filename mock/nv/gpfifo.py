@@ -1,151 +1,199 @@
-"""GPFIFO channels of the mock NVIDIA GPU: the device thread polls each channel's GPPut in USERD, executes the pushbuffer
-segments the ring entries point at (host/semaphore methods on subchannel 0, compute on 1, copy on 4), launches QMDs with
-the PTX engine and writes the QMD releases (contract-pci-usb-nv-cuda.md sections 4.6 and 4.7). A semaphore acquire that is
-not satisfied keeps its place and is re-checked every round, so CPU-written signals and other channels unblock it.
-A failing channel stops, prints the error, and is reported through the debugger controls (tinygrad's on_device_hang)."""
+"""GPFIFO channels of the mock NVIDIA GPU: the device thread polls each channel's GPPut in USERD and runs the pushbuffer
+segments the ring entries point at like the host's PBDMA (contract-pci-usb-nv-cuda.md sections 4.6 and 4.7): a dword
+stream of method headers (every form the NVC56F_DMA_* encoding defines) and their data, delivered one method at a time to
+the host (methods below 0x100 on any subchannel) or to the engine object SET_OBJECT bound to the subchannel (compute:
+QMD launches into the PTX engine; copy: pitch copies). A semaphore acquire that is not satisfied keeps its place and is
+re-checked every round, so CPU-written signals and other channels unblock it. A failing channel stops, prints the error,
+and is reported through the debugger controls (tinygrad's on_device_hang)."""
 from __future__ import annotations
 import ctypes, sys, threading, time, traceback, weakref
 from typing import TYPE_CHECKING
 from tinygrad.runtime.autogen import nv_570 as nv
 from mockgpu.emu.errors import EmuError, GPUFault
-from mockgpu.errors import MockGPUError
 from mockgpu.mock.errors import PacketError, QueueFault
 from mockgpu.mock.gpu import DeviceThread
-from mockgpu.mock.ptx import engine
+from mockgpu.mock.nv.engines import ENGINES, Engine, QMD_FIELDS, bits as _bits, method_name
 if TYPE_CHECKING: from mockgpu.mock.nv.rm import NVDriver
 
-__all__ = ["Channel", "NVDeviceThread", "QMD_FIELDS"]
+__all__ = ["Channel", "NVDeviceThread", "QMD_FIELDS", "decode_header"]
 
-_Q = "NVC6C0_QMDV03_00_"
-QMD_FIELDS = {n[len(_Q):]: v for n, v in vars(nv).items() if n.startswith(_Q) and isinstance(v, tuple)}
-QMD_BYTES = 0x100
-CBUF_BYTES, CBUF_NBUFS, CBUF_NVALS = 0x160, 80, 81      # mock-mode constant buffer 0 (NVArgsState)
+HOST_METHODS_END = 0x100                                # methods below this byte address belong to the host class on any subchannel
 
-def _field(raw:int, hi:int, lo:int) -> int: return (raw >> lo) & ((1 << (hi - lo + 1)) - 1)
-def _bits(value:int, spec:tuple[int, int]) -> int: return _field(value, *spec)
+# *** method headers (NVC56F_DMA_*): SEC_OP in bits 31:29. GRP0/GRP2 use TERT_OP (bits 17:16) with the old 11-bit count and
+# byte address fields; GRP0 TERT_OP 1..3 are the subdevice-mask operations, header 0 is a zero-count GRP0 increment (NOP).
+INC, NON_INC, ONE_INC, IMMD, END_SEGMENT, SET_MASK, STORE_MASK, USE_MASK = "inc", "non_inc", "one_inc", "immd", "end", "set_mask", "store_mask", "use_mask"
+_NEW_FORMS = {nv.NVC56F_DMA_SEC_OP_INC_METHOD: INC, nv.NVC56F_DMA_SEC_OP_NON_INC_METHOD: NON_INC, nv.NVC56F_DMA_SEC_OP_ONE_INC: ONE_INC}
+_MASK_OPS = {nv.NVC56F_DMA_SET_SUBDEVICE_MASK_OPCODE_VALUE: SET_MASK, nv.NVC56F_DMA_STORE_SUBDEVICE_MASK_OPCODE_VALUE: STORE_MASK,
+             nv.NVC56F_DMA_USE_SUBDEVICE_MASK_OPCODE_VALUE: USE_MASK}
+
+def decode_header(hdr:int) -> tuple[str, int, int, int] | str:
+  """One pushbuffer method header -> (form, subchannel, method byte address, count) where count is the number of data
+  dwords that follow (for IMMD: the 13-bit data itself; for the mask forms: the 12-bit mask in bits 15:4).
+  Returns an error text instead for the reserved encodings."""
+  sec, sub = _bits(hdr, nv.NVC56F_DMA_SEC_OP), _bits(hdr, nv.NVC56F_DMA_METHOD_SUBCHANNEL)
+  if (form:=_NEW_FORMS.get(sec)) is not None: return form, sub, _bits(hdr, nv.NVC56F_DMA_METHOD_ADDRESS) << 2, _bits(hdr, nv.NVC56F_DMA_METHOD_COUNT)
+  if sec == nv.NVC56F_DMA_SEC_OP_IMMD_DATA_METHOD: return IMMD, sub, _bits(hdr, nv.NVC56F_DMA_IMMD_ADDRESS) << 2, _bits(hdr, nv.NVC56F_DMA_IMMD_DATA)
+  if sec == nv.NVC56F_DMA_SEC_OP_END_PB_SEGMENT: return END_SEGMENT, 0, 0, 0
+  if sec in (nv.NVC56F_DMA_SEC_OP_GRP0_USE_TERT, nv.NVC56F_DMA_SEC_OP_GRP2_USE_TERT):
+    if sec == nv.NVC56F_DMA_SEC_OP_GRP0_USE_TERT and (op:=_MASK_OPS.get(_bits(hdr, nv.NVC56F_DMA_SET_SUBDEVICE_MASK_OPCODE))) is not None:
+      return op, 0, 0, _bits(hdr, nv.NVC56F_DMA_SET_SUBDEVICE_MASK_VALUE)
+    if _bits(hdr, nv.NVC56F_DMA_TERT_OP) == nv.NVC56F_DMA_TERT_OP_GRP0_INC_METHOD:   # == GRP2_NON_INC_METHOD
+      return (INC if sec == nv.NVC56F_DMA_SEC_OP_GRP0_USE_TERT else NON_INC), sub, _bits(hdr, nv.NVC56F_DMA_METHOD_ADDRESS_OLD) << 2, \
+        _bits(hdr, nv.NVC56F_DMA_METHOD_COUNT_OLD)
+    return f"SEC_OP {sec} with TERT_OP {_bits(hdr, nv.NVC56F_DMA_TERT_OP)} is a reserved header encoding"
+  return f"SEC_OP {sec} (RESERVED6) is a reserved header encoding"
 
 class Channel:
-  """One GPFIFO: ring of `entries` u64 at `ring`, USERD at `userd` (GPGet +0x88, GPPut +0x8C), doorbell token `token`."""
+  """One GPFIFO: ring of `entries` u64 at `ring`, USERD at `userd` (GPGet +0x88, GPPut +0x8C), doorbell token `token`.
+  The parser state (pending method, data count, subdevice mask) lives across segments, as in the PBDMA."""
   def __init__(self, drv:NVDriver, idx:int, ring:int, entries:int, userd:int, token:int):
     self.drv, self.idx, self.ring, self.entries, self.userd, self.token = drv, idx, ring, entries, userd, token
     self.get, self.pos, self.error = 0, 0, None          # ring index; dword offset inside the current segment
-    self.state: dict[tuple[int, int], int] = {}          # (subchannel, method byte address) -> last data
-    self.gpget = nv.AmpereAControlGPFifo.GPGet.offset
-    self.gpput = nv.AmpereAControlGPFifo.GPPut.offset
+    self.sub, self.mthd, self.left, self.mode = 0, 0, 0, INC   # the method header being consumed (`left` data dwords to go)
+    self.mask, self.stored_mask = 0xFFF, 0xFFF           # subdevice masks: this GPU is subdevice 0 (bit 0)
+    self.state: dict[tuple[int, int], int] = {}          # (subchannel, method byte address) -> last data; host methods under -1
+    self.objects: dict[int, Engine] = {}                 # subchannel -> engine object bound by SET_OBJECT
     self.launches = 0
 
   def __repr__(self): return f"GPFIFO channel {self.idx} (token {self.token})"
 
-  def _read(self, addr:int, size:int, what:str) -> bytes:
+  def read(self, addr:int, size:int, what:str) -> bytes:
     if self.drv.memory.find(addr, size) is None: raise QueueFault(repr(self), addr, size, what)
     return ctypes.string_at(addr, size)
-  def _u64(self, addr:int, what:str) -> int: return int.from_bytes(self._read(addr, 8, what), "little")
-  def _write(self, addr:int, data:bytes, what:str):
+  def _uint(self, addr:int, size:int, what:str) -> int: return int.from_bytes(self.read(addr, size, what), "little")
+  def write(self, addr:int, data:bytes, what:str):
     if self.drv.memory.find(addr, len(data)) is None: raise QueueFault(repr(self), addr, len(data), what)
     ctypes.memmove(addr, data, len(data))
 
   def run(self) -> bool:
-    """Execute ready work. Returns True if anything progressed."""
+    """Execute ready work. Returns True if anything progressed. Any error stops this channel only (see `_stop`)."""
     if self.error is not None: return False
     progress = False
     try:
-      while self.get != (put:=int.from_bytes(self._read(self.userd + self.gpput, 4, "USERD GPPut"), "little") % self.entries):
-        entry = self._u64(self.ring + 8 * self.get, "GP entry")
-        addr, n = entry & ((1 << 40) - 4), (entry >> 42) & 0x1FFFFF
-        words = (ctypes.c_uint32 * n).from_buffer_copy(self._read(addr, 4 * n, "pushbuffer segment")) if n else []
-        while self.pos < n:
-          hdr = words[self.pos]
-          typ, cnt, sub, mthd = hdr >> 28, (hdr >> 16) & 0x1FFF, (hdr >> 13) & 7, (hdr & 0x1FFF) << 2
-          if typ != 2 or self.pos + 1 + cnt > n:
-            raise PacketError(repr(self), f"segment {addr:#x}+{4*self.pos:#x}", hdr, "only incrementing method headers (SEC_OP 2) fitting the segment are modelled")
-          data = list(words[self.pos + 1:self.pos + 1 + cnt])
-          for i, v in enumerate(data): self.state[(sub, mthd + 4 * i)] = v
-          if not self._method(sub, mthd, data, f"segment {addr:#x}+{4*self.pos:#x}", hdr): return progress   # blocked
-          self.pos += 1 + cnt
-          progress = True
+      while self.get != (put:=self._uint(self.userd + nv.AmpereAControlGPFifo.GPPut.offset, 4, "USERD GPPut")):
+        if put >= self.entries:
+          raise PacketError(repr(self), "USERD GPPut", put, f"GPPut={put} is outside the ring of {self.entries} entries (write put % entries)")
+        entry = self._uint(self.ring + 8 * self.get, 8, "GP entry")
+        lo, hi, where = entry & 0xFFFFFFFF, entry >> 32, f"GP entry {self.get} ({entry:#018x})"
+        if (n:=_bits(hi, nv.NVC56F_GP_ENTRY1_LENGTH)) == 0:
+          if (op:=_bits(hi, nv.NVC56F_GP_ENTRY1_OPCODE)) != nv.NVC56F_GP_ENTRY1_OPCODE_NOP:
+            raise PacketError(repr(self), where, hi, f"control entry opcode {op} is not modelled (only NOP; ILLEGAL, GP_CRC and PB_CRC stop the channel)")
+        else:
+          if _bits(lo, nv.NVC56F_GP_ENTRY0_FETCH) == nv.NVC56F_GP_ENTRY0_FETCH_CONDITIONAL:
+            raise PacketError(repr(self), where, lo, "conditional fetch is not modelled (clear GP_ENTRY0_FETCH)")
+          addr = _bits(hi, nv.NVC56F_GP_ENTRY1_GET_HI) << 32 | _bits(lo, nv.NVC56F_GP_ENTRY0_GET) << 2
+          words = (ctypes.c_uint32 * n).from_buffer_copy(self.read(addr, 4 * n, "pushbuffer segment"))
+          if not self._segment(addr, words): return progress      # blocked on a semaphore acquire
         self.get, self.pos, progress = (self.get + 1) % self.entries, 0, True
-        self._write(self.userd + self.gpget, self.get.to_bytes(4, "little"), "USERD GPGet")
-    except (MockGPUError, OSError) as e: self._stop(e)
+        self.write(self.userd + nv.AmpereAControlGPFifo.GPGet.offset, self.get.to_bytes(4, "little"), "USERD GPGet")
+    except Exception as e: self._stop(e)
     return progress
 
-  def _method(self, sub:int, mthd:int, data:list[int], where:str, hdr:int) -> bool:
-    """Act on the methods of one header whose last data word lands on an action method. False = blocked (retry later)."""
-    last = mthd + 4 * (len(data) - 1)
-    s = self.state
-    if sub == 0 and last == nv.NVC56F_SEM_EXECUTE:
-      v = data[-1]
-      addr = s.get((0, nv.NVC56F_SEM_ADDR_LO), 0) | s.get((0, nv.NVC56F_SEM_ADDR_HI), 0) << 32
-      payload = s.get((0, nv.NVC56F_SEM_PAYLOAD_LO), 0) | s.get((0, nv.NVC56F_SEM_PAYLOAD_HI), 0) << 32
-      op, wide = _bits(v, nv.NVC56F_SEM_EXECUTE_OPERATION), _bits(v, nv.NVC56F_SEM_EXECUTE_PAYLOAD_SIZE) == nv.NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT
-      if op == nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE:
-        self._write(addr, (payload & ((1 << (64 if wide else 32)) - 1)).to_bytes(8 if wide else 4, "little"), "semaphore release")
-        if _bits(v, nv.NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP): self._write(addr + 8, time.perf_counter_ns().to_bytes(8, "little"), "semaphore timestamp")
-        return True
-      cur = int.from_bytes(self._read(addr, 8 if wide else 4, "semaphore acquire"), "little")
-      if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ: return cur >= payload if wide else ((cur - payload) & 0xFFFFFFFF) < 0x80000000
-      if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_AND: return (cur & payload) != 0
-      if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_NOR: return (~(cur | payload) & 0xFFFFFFFF) != 0
-      raise PacketError(repr(self), where, hdr, f"SEM_EXECUTE operation {op} is not modelled (release, acq_circ_geq, acq_and, acq_nor are)")
-    if sub == 1 and last == nv.NVC6C0_SEND_SIGNALING_PCAS2_B:
-      qmd = s.get((1, nv.NVC6C0_SEND_PCAS_A), 0) << 8
-      while qmd: qmd = self._launch(qmd)
-      return True
-    if sub == 4 and last == nv.NVC6B5_LAUNCH_DMA: self._dma(data[-1], where, hdr)
+  def _segment(self, addr:int, words) -> bool:
+    """Consume the segment from `self.pos`. False = blocked (the dword at `self.pos` is retried next round)."""
+    while self.pos < len(words):
+      v, where = words[self.pos], f"segment {addr:#x}+{4*self.pos:#x}"
+      if self.left:                                      # a data dword of the current header
+        if self.mask & 1 and not self._method(self.sub, self.mthd, v, where): return False
+        self.left -= 1
+        if self.mode != NON_INC: self.mthd += 4
+        if self.mode == ONE_INC: self.mode = NON_INC
+      else:
+        if isinstance(d:=decode_header(v), str): raise PacketError(repr(self), where, v, d + " (NVC56F_DMA_SEC_OP)")
+        form, sub, mthd, cnt = d
+        if form == END_SEGMENT: break
+        if form == IMMD:
+          if self.mask & 1 and not self._method(sub, mthd, cnt, where): return False
+        elif form == SET_MASK: self.mask = cnt
+        elif form == STORE_MASK: self.stored_mask = cnt
+        elif form == USE_MASK: self.mask = self.stored_mask
+        else: self.sub, self.mthd, self.left, self.mode = sub, mthd, cnt, form
+      self.pos += 1
     return True
 
-  def _dma(self, v:int, where:str, hdr:int):
-    s = self.state
-    kind, sem = _bits(v, nv.NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE), _bits(v, nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE)
-    if kind != nv.NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_NONE:
-      src = s.get((4, nv.NVC6B5_OFFSET_IN_UPPER), 0) << 32 | s.get((4, nv.NVC6B5_OFFSET_IN_LOWER), 0)
-      dst = s.get((4, nv.NVC6B5_OFFSET_OUT_UPPER), 0) << 32 | s.get((4, nv.NVC6B5_OFFSET_OUT_LOWER), 0)
-      n = s.get((4, nv.NVC6B5_LINE_LENGTH_IN), 0)
-      self._write(dst, self._read(src, n, "copy source"), "copy destination")
-    if sem == nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_FOUR_WORD_SEMAPHORE:
-      addr = s.get((4, nv.NVC6B5_SET_SEMAPHORE_A), 0) << 32 | s.get((4, nv.NVC6B5_SET_SEMAPHORE_B), 0)
-      self._write(addr, s.get((4, nv.NVC6B5_SET_SEMAPHORE_PAYLOAD), 0).to_bytes(8, "little") + time.perf_counter_ns().to_bytes(8, "little"), "copy semaphore")
-    elif sem != nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE_NONE:
-      raise PacketError(repr(self), where, hdr, f"LAUNCH_DMA semaphore type {sem} is not modelled (none, four-word release are)")
+  # *** method delivery: one (subchannel, method, data) at a time. Returns False when blocked.
+  def _method(self, sub:int, mthd:int, v:int, where:str) -> bool:
+    if mthd < HOST_METHODS_END:
+      if mthd == nv.NVC56F_SET_OBJECT: return self._set_object(sub, v, where)
+      self.state[(-1, mthd)] = v
+      return self._host(mthd, v, where)
+    self.state[(sub, mthd)] = v
+    if (eng:=self.objects.get(sub)) is not None: return eng.method(mthd, v, where)
+    raise PacketError(repr(self), where, mthd, f"method {mthd:#x} on subchannel {sub}, which has no object (send SET_OBJECT with the class first)")
 
-  def _launch(self, qmd_addr:int) -> int:
-    """Run the QMD at `qmd_addr`, write its releases; returns the dependent QMD to run next (0 if none)."""
-    raw = int.from_bytes(self._read(qmd_addr, QMD_BYTES, "QMD"), "little")
-    q = lambda name: _field(raw, *QMD_FIELDS[name])
-    grid = (q("CTA_RASTER_WIDTH"), q("CTA_RASTER_HEIGHT"), q("CTA_RASTER_DEPTH"))
-    block = (q("CTA_THREAD_DIMENSION0"), q("CTA_THREAD_DIMENSION1"), q("CTA_THREAD_DIMENSION2"))
-    prog = q("PROGRAM_ADDRESS_UPPER") << 32 | q("PROGRAM_ADDRESS_LOWER")
-    cbuf = _field(raw, *nv.NVC6C0_QMDV03_00_CONSTANT_BUFFER_ADDR_UPPER(0)) << 32 | _field(raw, *nv.NVC6C0_QMDV03_00_CONSTANT_BUFFER_ADDR_LOWER(0))
-    words = (ctypes.c_uint32 * (CBUF_BYTES // 4)).from_buffer_copy(self._read(cbuf, CBUF_BYTES, "constant buffer 0"))
-    nb, nvals = words[CBUF_NBUFS], words[CBUF_NVALS]
-    args = list((ctypes.c_uint64 * (nb + nvals)).from_buffer_copy(self._read(cbuf + CBUF_BYTES, 8 * (nb + nvals), "kernel arguments")))
-    r = self.drv.memory.find(prog)
-    if r is None: raise QueueFault(repr(self), prog, 1, "program (PTX text)")
-    text = ctypes.string_at(prog, min(r.end - prog, 1 << 24)).split(b"\0", 1)[0]
-    mod = engine.load(text)
-    if len(mod.kernels) != 1: raise PacketError(repr(self), f"QMD {qmd_addr:#x}", 0, f"the program at {prog:#x} has {len(mod.kernels)} kernels, expected 1")
-    mod.launch(next(iter(mod.kernels)), args, grid, block, self.drv.memory)
-    self.launches += 1
-    for i in (0, 1):
-      if q(f"RELEASE{i}_ENABLE"):
-        addr = q(f"RELEASE{i}_ADDRESS_UPPER") << 32 | q(f"RELEASE{i}_ADDRESS_LOWER")
-        payload = q(f"RELEASE{i}_PAYLOAD_UPPER") << 32 | q(f"RELEASE{i}_PAYLOAD_LOWER")
-        self._write(addr, payload.to_bytes(8, "little") + time.perf_counter_ns().to_bytes(8, "little"), f"QMD release{i}")
-    if q("DEPENDENT_QMD0_ENABLE") and q("DEPENDENT_QMD0_ACTION") == nv.NVC6C0_QMDV03_00_DEPENDENT_QMD0_ACTION_QMD_SCHEDULE:
-      return q("DEPENDENT_QMD0_POINTER") << 8
-    return 0
+  def _set_object(self, sub:int, v:int, where:str) -> bool:
+    if (cls:=_bits(v, nv.NVC56F_SET_OBJECT_NVCLASS)) not in ENGINES:
+      raise PacketError(repr(self), where, v, f"SET_OBJECT class {cls:#x} on subchannel {sub} is not an engine of the mock GPU "
+                                              f"(ADA_COMPUTE_A {nv.ADA_COMPUTE_A:#x}, AMPERE_DMA_COPY_B {nv.AMPERE_DMA_COPY_B:#x})")
+    self.objects[sub] = ENGINES[cls](self, sub)
+    return True
+
+  def _host(self, mthd:int, v:int, where:str) -> bool:
+    if mthd in _HOST_STATE or mthd in _HOST_NOOP: return True
+    if mthd == nv.NVC56F_SEM_EXECUTE: return self._sem_execute(v, where)
+    if mthd == nv.NVC56F_SEMAPHORED: return self._semaphore_d(v, where)
+    if mthd == nv.NVC56F_SET_REFERENCE:
+      self.write(self.userd + nv.AmpereAControlGPFifo.Reference.offset, v.to_bytes(4, "little"), "USERD Reference")
+      return True
+    if mthd == nv.NVC56F_ILLEGAL: raise PacketError(repr(self), where, v, "the ILLEGAL host method stops the channel")
+    raise PacketError(repr(self), where, v, f"host method {method_name('NVC56F', mthd)} is not modelled")
+
+  def _sem_execute(self, v:int, where:str) -> bool:
+    s = self.state
+    addr = s.get((-1, nv.NVC56F_SEM_ADDR_LO), 0) | s.get((-1, nv.NVC56F_SEM_ADDR_HI), 0) << 32
+    payload = s.get((-1, nv.NVC56F_SEM_PAYLOAD_LO), 0) | s.get((-1, nv.NVC56F_SEM_PAYLOAD_HI), 0) << 32
+    op, wide = _bits(v, nv.NVC56F_SEM_EXECUTE_OPERATION), _bits(v, nv.NVC56F_SEM_EXECUTE_PAYLOAD_SIZE) == nv.NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT
+    size = 8 if wide else 4
+    mask = (1 << (8 * size)) - 1
+    if op == nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE:
+      self.write(addr, (payload & mask).to_bytes(size, "little"), "semaphore release")
+      if _bits(v, nv.NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP): self.write(addr + 8, time.perf_counter_ns().to_bytes(8, "little"), "semaphore timestamp")
+      return True
+    cur, payload = self._uint(addr, size, "semaphore acquire"), payload & mask
+    if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE: return cur == payload
+    if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ: return cur >= payload
+    if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ: return ((cur - payload) & mask) <= mask >> 1
+    if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_AND: return (cur & payload) != 0
+    if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_NOR: return (~(cur | payload) & mask) != 0
+    raise PacketError(repr(self), where, v, f"SEM_EXECUTE operation {op} (reduction) is not modelled (release and the acquires are)")
+
+  def _semaphore_d(self, v:int, where:str) -> bool:
+    """The older four-method semaphore (SEMAPHOREA..D): 32-bit payload; a 16-byte release adds the ns timestamp at +8."""
+    s = self.state
+    addr = s.get((-1, nv.NVC56F_SEMAPHOREA), 0) << 32 | (s.get((-1, nv.NVC56F_SEMAPHOREB), 0) & ~3)
+    payload, op = s.get((-1, nv.NVC56F_SEMAPHOREC), 0), _bits(v, nv.NVC56F_SEMAPHORED_OPERATION)
+    if op == nv.NVC56F_SEMAPHORED_OPERATION_RELEASE:
+      four = _bits(v, nv.NVC56F_SEMAPHORED_RELEASE_SIZE) == nv.NVC56F_SEMAPHORED_RELEASE_SIZE_4BYTE
+      self.write(addr, payload.to_bytes(4, "little") + (b"" if four else bytes(4) + time.perf_counter_ns().to_bytes(8, "little")), "semaphore release")
+      return True
+    cur = self._uint(addr, 4, "semaphore acquire")
+    if op == nv.NVC56F_SEMAPHORED_OPERATION_ACQUIRE: return cur == payload
+    if op == nv.NVC56F_SEMAPHORED_OPERATION_ACQ_GEQ: return ((cur - payload) & 0xFFFFFFFF) < 0x80000000
+    if op == nv.NVC56F_SEMAPHORED_OPERATION_ACQ_AND: return (cur & payload) != 0
+    raise PacketError(repr(self), where, v, f"SEMAPHORED operation {op:#x} is not modelled (acquire, release, acq_geq, acq_and are)")
 
   def _stop(self, e:BaseException):
+    """Stop this channel for good: remember the first fault for the debugger controls and print the report."""
     self.error = e
     rep = getattr(e, "report", None)
     addr = rep.address if isinstance(e, GPUFault) and rep.space == "global" else getattr(e, "addr", None)
     if self.drv.fault is None:
       self.drv.fault = {"address": addr, "write": bool(rep and rep.kind == "write"), "esr": 0x10 if isinstance(e, EmuError) else 0x20, "error": e}
-    print(f"mockgpu: NV {self!r} stopped at GPGet={self.get} (tinygrad sees the fault after its wait times out; "
-          f"HCQDEV_WAIT_TIMEOUT_MS shortens that): {type(e).__name__}: {e}", file=sys.stderr)
+    tb = "" if type(e).__module__.startswith("mockgpu.") else "\n" + "".join(traceback.format_exception(e))
+    print(f"mockgpu: NV {self!r} stopped at GPGet={self.get} (tinygrad sees the fault after its wait times out, docs/mock.md; "
+          f"HCQDEV_WAIT_TIMEOUT_MS shortens that): {type(e).__name__}: {e}{tb}", file=sys.stderr)
+
+# *** what each class does with a method besides storing its data (anything else stops the channel, naming the method)
+_HOST_STATE = {nv.NVC56F_SEM_ADDR_LO, nv.NVC56F_SEM_ADDR_HI, nv.NVC56F_SEM_PAYLOAD_LO, nv.NVC56F_SEM_PAYLOAD_HI, nv.NVC56F_SEMAPHOREA,
+               nv.NVC56F_SEMAPHOREB, nv.NVC56F_SEMAPHOREC, nv.NVC56F_MEM_OP_A, nv.NVC56F_MEM_OP_B, nv.NVC56F_MEM_OP_C}
+# no effect in a model that runs every method to completion in order, without caches, TLBs or interrupts to deliver
+_HOST_NOOP = {nv.NVC56F_NOP, nv.NVC56F_NON_STALL_INTERRUPT, nv.NVC56F_FB_FLUSH, nv.NVC56F_WFI, nv.NVC56F_YIELD, nv.NVC56F_MEM_OP_D,
+              nv.NVC56F_CLEAR_FAULTED}
 
 class NVDeviceThread:
   """The daemon thread that runs every channel of the mock NVIDIA GPU (polling GPPut, round-robin, 0.1-0.5 ms idle sleeps).
-  Holds the driver lock while it executes, so ioctls (frees, maps) never change memory under a running kernel."""
+  Holds the driver lock while it executes, so ioctls (frees, maps) never change memory under a running kernel. Channel
+  errors stop only their channel (`Channel.run` catches them); a failure outside a channel is printed once per message."""
   def __init__(self, drv:NVDriver):
     self.drv = weakref.ref(drv)
     if sys.getswitchinterval() == 0.005 and DeviceThread.SWITCH_INTERVAL > 0: sys.setswitchinterval(DeviceThread.SWITCH_INTERVAL)
@@ -153,12 +201,14 @@ class NVDeviceThread:
     self.thread.start()
 
   def _loop(self):
-    delay = DeviceThread.POLL_MIN
+    delay, reported = DeviceThread.POLL_MIN, set()
     while (drv:=self.drv()) is not None:
       try:
-        with drv.lock: progress = any([ch.run() for ch in drv.channels])
-      except Exception:
-        traceback.print_exc(file=sys.stderr)
+        with drv.lock: progress = any([ch.run() for ch in list(drv.channels)])
+      except Exception as e:   # a bug in the model outside any channel: say so once, keep polling
+        if (msg:=f"{type(e).__name__}: {e}") not in reported:
+          reported.add(msg)
+          print("mockgpu: NV device thread error (channels keep running):\n" + "".join(traceback.format_exception(e)), file=sys.stderr)
         progress = False
       del drv
       if progress: delay = DeviceThread.POLL_MIN

@@ -89,6 +89,8 @@ class NVDriver:
       userd_obj = self.objects.get(g.hUserdMemory[0], (0, None))[1]
       if not isinstance(userd_obj, dict) or userd_obj["va"] is None:
         p.status = self._status(f"RM_ALLOC GPFIFO: hUserdMemory[0]={g.hUserdMemory[0]:#x} is not DMA-mapped memory", nv.NV_ERR_INVALID_ARGUMENT); return
+      if g.gpFifoEntries == 0:
+        p.status = self._status("RM_ALLOC GPFIFO: gpFifoEntries=0 (the ring needs at least one entry)", nv.NV_ERR_INVALID_ARGUMENT); return
       ch = Channel(self, len(self.channels), g.gpFifoOffset, g.gpFifoEntries, userd_obj["va"] + g.userdOffset[0], next(self._tokens))
       self.channels.append(ch)
       p.hObjectNew = self._new(p.hClass, ch)

@@ -1,13 +1,13 @@
 """The mock NVIDIA driver (mockgpu.mock.nv): RM/UVM ioctls with tinygrad's nv_570 structures, and a GPFIFO channel fed by
 hand-built pushbuffers (method headers and QMD fields encoded from tinygrad's autogen tables, the hardware definition)."""
-import ctypes, errno, itertools, struct
+import ctypes, errno, itertools, struct, time
 import numpy as np
 import pytest
 import tinygrad.runtime.support.hcq  # noqa: F401  (tinygrad's import order: hcq before the mock's file layer)
 from tinygrad.runtime.autogen import nv_570 as nv
 from mockgpu.mock.errors import PacketError
 from mockgpu.mock.gpu import host_mmap
-from mockgpu.mock.nv.gpfifo import Channel, QMD_FIELDS
+from mockgpu.mock.nv.gpfifo import Channel, NVDeviceThread, QMD_FIELDS
 from mockgpu.mock.nv.rm import NVDriver
 
 def esc(nr, arg): return (3 << 30) | (ctypes.sizeof(arg) & 0x1FFF) << 16 | ord("F") << 8 | nr
@@ -52,26 +52,49 @@ def test_build_version_classlist_and_gr_info(drv):
   control(nv.NV2080_CTRL_CMD_GR_GET_INFO, nv.NV2080_CTRL_GR_GET_INFO_PARAMS(grInfoListSize=2, grInfoList=ctypes.addressof(infos)))
   assert [infos[0].data, infos[1].data] == [0x700, 1]      # sm_70: (major << 8) | minor, as tinygrad decodes it
 
-def hdr(sub, mthd, n): return (2 << 28) | (n << 16) | (sub << 13) | (mthd >> 2)
+# *** method headers, encoded from the NVC56F_DMA_* field definitions (the host's pushbuffer format)
+def fld(spec, v):
+  hi, lo = spec
+  assert 0 <= v < 1 << (hi - lo + 1)
+  return v << lo
+def header(sec, sub, mthd, count):       # SEC_OP 1/3/5: count in 28:16, dword address in 11:0
+  return fld(nv.NVC56F_DMA_SEC_OP, sec) | fld(nv.NVC56F_DMA_METHOD_COUNT, count) | fld(nv.NVC56F_DMA_METHOD_SUBCHANNEL, sub) | \
+    fld(nv.NVC56F_DMA_METHOD_ADDRESS, mthd >> 2)
+def old_header(sec, sub, mthd, count):   # SEC_OP 0/2 with TERT_OP 0: count in 28:18, byte address in 12:2
+  return fld(nv.NVC56F_DMA_SEC_OP, sec) | fld(nv.NVC56F_DMA_METHOD_COUNT_OLD, count) | fld(nv.NVC56F_DMA_METHOD_SUBCHANNEL, sub) | \
+    fld(nv.NVC56F_DMA_TERT_OP, 0) | fld(nv.NVC56F_DMA_METHOD_ADDRESS_OLD, mthd >> 2)
+def immd(sub, mthd, data):
+  return fld(nv.NVC56F_DMA_IMMD_OPCODE, nv.NVC56F_DMA_IMMD_OPCODE_VALUE) | fld(nv.NVC56F_DMA_IMMD_DATA, data) | \
+    fld(nv.NVC56F_DMA_IMMD_SUBCHANNEL, sub) | fld(nv.NVC56F_DMA_IMMD_ADDRESS, mthd >> 2)
+def mask_op(opcode, mask=0): return fld(nv.NVC56F_DMA_SET_SUBDEVICE_MASK_OPCODE, opcode) | fld(nv.NVC56F_DMA_SET_SUBDEVICE_MASK_VALUE, mask)
+END = fld(nv.NVC56F_DMA_ENDSEG_OPCODE, nv.NVC56F_DMA_ENDSEG_OPCODE_VALUE)
+def hdr(sub, mthd, n): return header(nv.NVC56F_DMA_SEC_OP_INC_METHOD, sub, mthd, n)
+def sem_flags(op, wide=True, ts=False):
+  return fld(nv.NVC56F_SEM_EXECUTE_OPERATION, op) | fld(nv.NVC56F_SEM_EXECUTE_PAYLOAD_SIZE, int(wide)) | fld(nv.NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP, int(ts))
 def sem(addr, payload, op, wide=True, ts=False):
-  flags = op | (wide << 24) | (ts << 25)
-  return [hdr(0, nv.NVC56F_SEM_ADDR_LO, 5), addr & 0xFFFFFFFF, addr >> 32, payload & 0xFFFFFFFF, payload >> 32, flags]
+  return [hdr(0, nv.NVC56F_SEM_ADDR_LO, 5), addr & 0xFFFFFFFF, addr >> 32, payload & 0xFFFFFFFF, payload >> 32, sem_flags(op, wide, ts)]
+RELEASE, RELEASE32 = sem_flags(nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE), sem_flags(nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE, wide=False)
+BIND = [hdr(1, nv.NVC56F_SET_OBJECT, 1), nv.ADA_COMPUTE_A, hdr(4, nv.NVC56F_SET_OBJECT, 1), nv.AMPERE_DMA_COPY_B]   # tinygrad's subchannels
 
 _HINTS = itertools.count()
 class Rig:
   """A channel over one registered 1 MiB host region: ring at +0, USERD at +0x1000, pushbuffers from +0x2000, data from +0x10000.
   The region sits below 2^40, as tinygrad's command buffers do (GP entries and PCAS carry 40-bit addresses)."""
-  def __init__(self, drv):
+  def __init__(self, drv, entries=64):
     self.base = host_mmap(0xC0_0000_0000 + (next(_HINTS) << 24), 1 << 20)
     assert self.base < 1 << 40
     drv.memory.add(self.base, 1 << 20, "rig")
-    self.ch, self.put, self.pb = Channel(drv, 0, self.base, 64, self.base + 0x1000, 1), 0, self.base + 0x2000
-  def submit(self, words):
-    ctypes.memmove(self.pb, struct.pack(f"<{len(words)}I", *words), 4 * len(words))
-    ctypes.c_uint64.from_address(self.base + 8 * self.put).value = self.pb | (1 << 41) | (len(words) << 42)
-    self.pb += 4 * len(words)
+    self.ch, self.put, self.pb = Channel(drv, 0, self.base, entries, self.base + 0x1000, 1), 0, self.base + 0x2000
+  def entry(self, value):
+    ctypes.c_uint64.from_address(self.base + 8 * self.put).value = value
     self.put += 1
     ctypes.c_uint32.from_address(self.ch.userd + nv.AmpereAControlGPFifo.GPPut.offset).value = self.put
+  def submit(self, words):
+    ctypes.memmove(self.pb, struct.pack(f"<{len(words)}I", *words), 4 * len(words))
+    self.entry(fld(nv.NVC56F_GP_ENTRY0_GET, self.pb >> 2 & 0x3FFFFFFF) | fld(nv.NVC56F_GP_ENTRY1_GET_HI, self.pb >> 32) << 32 |
+               fld(nv.NVC56F_GP_ENTRY1_LENGTH, len(words)) << 32)
+    self.pb += 4 * len(words)
+  def u32(self, off): return ctypes.c_uint32.from_address(self.base + off).value
   def u64(self, off): return ctypes.c_uint64.from_address(self.base + off).value
   def gpget(self): return ctypes.c_uint32.from_address(self.ch.userd + nv.AmpereAControlGPFifo.GPGet.offset).value
 
@@ -83,47 +106,187 @@ def test_semaphores_block_until_the_cpu_writes(drv):
   assert r.ch.run() is True and r.gpget() == 1
   assert r.u64(0x10010) == 0x1_0000_0007 and r.u64(0x10018) > 0             # 64-bit payload and a ns timestamp
 
-def test_copy_engine_and_four_word_semaphore(drv):
+@pytest.mark.parametrize("op, cur, payload, passes", [
+  ("ACQ_CIRC_GEQ", 2**64 - 16, 5, False),    # circular: 2^64-16 is 21 *behind* 5
+  ("ACQ_STRICT_GEQ", 2**64 - 16, 5, True),   # strict: plain unsigned >=
+  ("ACQUIRE", 7, 7, True), ("ACQUIRE", 8, 7, False),
+  ("ACQ_AND", 0b1010, 0b0110, True), ("ACQ_AND", 0b1000, 0b0110, False),
+  ("ACQ_NOR", 2**64 - 2, 0, True), ("ACQ_NOR", 2**64 - 2, 1, False)])   # NOR passes while some bit is clear in both
+def test_sem_execute_acquires(drv, op, cur, payload, passes):
+  r = Rig(drv)
+  ctypes.c_uint64.from_address(r.base + 0x10000).value = cur
+  r.submit(sem(r.base + 0x10000, payload, getattr(nv, f"NVC56F_SEM_EXECUTE_OPERATION_{op}")))
+  assert r.ch.run() is passes and r.ch.error is None and r.gpget() == int(passes)
+
+def test_header_forms(drv):
+  """Every method-header form delivers its data where the encoding says; releases make the deliveries visible."""
+  r, a = Rig(drv), lambda i: r.base + 0x10000 + 16 * i
+  lo, hi = lambda i: a(i) & 0xFFFFFFFF, lambda i: a(i) >> 32
+  r.submit([old_header(nv.NVC56F_DMA_SEC_OP_GRP0_USE_TERT, 0, nv.NVC56F_SEM_ADDR_LO, 5), lo(0), hi(0), 0x11, 0x22, RELEASE,   # old incrementing
+            header(nv.NVC56F_DMA_SEC_OP_NON_INC_METHOD, 0, nv.NVC56F_SEM_PAYLOAD_LO, 3), 5, 6, 0x33,   # incrementing would reach SEM_EXECUTE
+            hdr(0, nv.NVC56F_SEM_ADDR_LO, 2), lo(1), hi(1), hdr(0, nv.NVC56F_SEM_EXECUTE, 1), RELEASE,
+            old_header(nv.NVC56F_DMA_SEC_OP_GRP2_USE_TERT, 0, nv.NVC56F_SEM_PAYLOAD_HI, 2), 9, 0x44,        # old non-incrementing
+            hdr(0, nv.NVC56F_SEM_ADDR_LO, 2), lo(2), hi(2), hdr(0, nv.NVC56F_SEM_EXECUTE, 1), RELEASE,
+            header(nv.NVC56F_DMA_SEC_OP_ONE_INC, 0, nv.NVC56F_SEM_PAYLOAD_LO, 3), 0x55, 1, 0x66,           # LO, then HI twice
+            hdr(0, nv.NVC56F_SEM_ADDR_LO, 2), lo(3), hi(3), hdr(0, nv.NVC56F_SEM_EXECUTE, 1), RELEASE,
+            0, 0, hdr(0, nv.NVC56F_SEM_ADDR_LO, 2), lo(4), hi(4), 0,                                        # header 0: NOP
+            immd(0, nv.NVC56F_SEM_PAYLOAD_LO, 0x1ABC), immd(0, nv.NVC56F_SEM_PAYLOAD_HI, 0), immd(0, nv.NVC56F_SEM_EXECUTE, RELEASE32)])
+  assert r.ch.run() and r.ch.error is None and r.gpget() == 1
+  assert [r.u64(0x10000 + 16 * i) for i in range(5)] == [0x22_00000011, 0x22_00000033, 0x44_00000033, 0x66_00000055, 0x1ABC]
+
+def test_end_segment_and_zero_padding(drv):
+  r = Rig(drv)
+  r.submit(sem(r.base + 0x10000, 1, nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE) + [END] + sem(r.base + 0x10010, 2, nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE))
+  r.submit(sem(r.base + 0x10020, 3, nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE) + [0] * 1000)    # tinygrad submits whole zero-padded pages
+  assert r.ch.run() and r.ch.error is None and r.gpget() == 2
+  assert (r.u64(0x10000), r.u64(0x10010), r.u64(0x10020)) == (1, 0, 3)
+
+def test_method_data_continues_in_the_next_segment(drv):
+  r = Rig(drv)
+  words = sem(r.base + 0x10000, 0x77, nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE)
+  r.submit(words[:3]); r.submit(words[3:])
+  assert r.ch.run() and r.ch.error is None and r.u64(0x10000) == 0x77
+
+def test_subdevice_masks(drv):
+  """This GPU is subdevice 0: methods run while bit 0 of the current mask is set."""
+  r, rel = Rig(drv), lambda i, v: sem(r.base + 0x10000 + 16 * i, v, nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE)
+  r.submit([mask_op(nv.NVC56F_DMA_STORE_SUBDEVICE_MASK_OPCODE_VALUE, 0b1), mask_op(nv.NVC56F_DMA_SET_SUBDEVICE_MASK_OPCODE_VALUE, 0b10), *rel(0, 1),
+            mask_op(nv.NVC56F_DMA_USE_SUBDEVICE_MASK_OPCODE_VALUE), *rel(1, 2), mask_op(nv.NVC56F_DMA_SET_SUBDEVICE_MASK_OPCODE_VALUE, 0xFFE), *rel(2, 3)])
+  assert r.ch.run() and r.ch.error is None and (r.u64(0x10000), r.u64(0x10010), r.u64(0x10020)) == (0, 2, 0)
+
+@pytest.mark.parametrize("word, msg", [(fld(nv.NVC56F_DMA_SEC_OP, nv.NVC56F_DMA_SEC_OP_RESERVED6), "RESERVED6"),
+                                       (fld(nv.NVC56F_DMA_SEC_OP, 2) | fld(nv.NVC56F_DMA_TERT_OP, 1), "SEC_OP 2 with TERT_OP 1 is a reserved")])
+def test_reserved_header_stops_the_channel(drv, capsys, word, msg):
+  r = Rig(drv)
+  r.submit([word])
+  assert r.ch.run() is False and isinstance(r.ch.error, PacketError) and msg in str(r.ch.error) and f"header=0x{word:08X}" in str(r.ch.error)
+  assert drv.fault is not None and "stopped at GPGet=0" in capsys.readouterr().err
+  assert r.ch.run() is False                                                  # stays stopped
+
+@pytest.mark.parametrize("words, msg", [
+  ([hdr(1, nv.NVC6C0_SEND_PCAS_A, 1), 0], "subchannel 1, which has no object"),
+  ([hdr(2, nv.NVC56F_SET_OBJECT, 1), 0xBEEF], "SET_OBJECT class 0xbeef"),
+  ([*BIND, hdr(1, nv.NVC6C0_SET_REPORT_SEMAPHORE_D, 1), 0], "NVC6C0_SET_REPORT_SEMAPHORE_D of ADA_COMPUTE_A is not modelled"),
+  ([*BIND, hdr(4, nv.NVC6B5_SET_SRC_DEPTH, 1), 0], "NVC6B5_SET_SRC_DEPTH of AMPERE_DMA_COPY_B is not modelled"),
+  ([hdr(0, nv.NVC56F_ILLEGAL, 1), 0], "ILLEGAL"),
+  ([*BIND, hdr(4, nv.NVC6B5_LAUNCH_DMA, 1), fld(nv.NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE, 2)], "block-linear source layout")])
+def test_unmodelled_methods_are_named(drv, words, msg):
+  r = Rig(drv)
+  r.submit(words)
+  assert r.ch.run() is False and isinstance(r.ch.error, PacketError) and msg in str(r.ch.error), r.ch.error
+
+def test_gp_entries_control_nop_bad_put_and_empty_ring(drv, capsys):
+  r = Rig(drv)
+  r.entry(fld(nv.NVC56F_GP_ENTRY1_OPCODE, nv.NVC56F_GP_ENTRY1_OPCODE_NOP) << 32)              # length 0: a control entry
+  assert r.ch.run() and r.ch.error is None and r.gpget() == 1
+  r.entry(fld(nv.NVC56F_GP_ENTRY1_OPCODE, nv.NVC56F_GP_ENTRY1_OPCODE_ILLEGAL) << 32)
+  assert r.ch.run() is False and "control entry opcode 1" in str(r.ch.error)
+  empty = Rig(drv, entries=0)
+  empty.submit([0])                                                           # GPPut=1 on a ring without entries
+  assert empty.ch.run() is False and "GPPut=1 is outside the ring of 0 entries" in str(empty.ch.error)
+  assert capsys.readouterr().err.count("stopped at") == 2
+
+def test_device_thread_survives_a_broken_channel(capsys):
+  """Errors stop only their channel; the thread keeps running the others and reports once."""
+  d = NVDriver()
+  bad, good = Rig(d, entries=0), Rig(d)
+  good.ch.idx = 1
+  bad.submit([0])
+  d.channels += [bad.ch, good.ch]
+  t = NVDeviceThread(d)
+  good.submit(sem(good.base + 0x10000, 42, nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE))
+  for _ in range(2000):
+    if good.u64(0x10000) == 42 and bad.ch.error is not None: break
+    time.sleep(0.005)
+  good.submit(sem(good.base + 0x10010, 43, nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE))
+  for _ in range(2000):
+    if good.u64(0x10010) == 43: break
+    time.sleep(0.005)
+  assert t.thread.is_alive() and bad.ch.error is not None and (good.u64(0x10000), good.u64(0x10010)) == (42, 43)
+  assert capsys.readouterr().err.count("stopped at") == 1
+
+def test_set_reference_and_semaphore_d(drv):
+  r = Rig(drv)
+  sa = r.base + 0x10000
+  semd = lambda op, **f: [hdr(0, nv.NVC56F_SEMAPHOREA, 4), sa >> 32, sa & 0xFFFFFFFF, 0x99,
+                          fld(nv.NVC56F_SEMAPHORED_OPERATION, op) | sum(fld(getattr(nv, f"NVC56F_SEMAPHORED_{k}"), v) for k, v in f.items())]
+  r.submit([hdr(0, nv.NVC56F_SET_REFERENCE, 1), 0xABCD, *semd(nv.NVC56F_SEMAPHORED_OPERATION_RELEASE)])
+  assert r.ch.run() and r.ch.error is None
+  assert ctypes.c_uint32.from_address(r.ch.userd + nv.AmpereAControlGPFifo.Reference.offset).value == 0xABCD
+  assert (r.u32(0x10000), r.u32(0x10004)) == (0x99, 0) and r.u64(0x10008) > 0      # 16-byte release: payload, 0, timestamp
+  ctypes.c_uint64.from_address(sa + 8).value = 0
+  r.submit(semd(nv.NVC56F_SEMAPHORED_OPERATION_RELEASE, RELEASE_SIZE=nv.NVC56F_SEMAPHORED_RELEASE_SIZE_4BYTE))
+  assert r.ch.run() and r.u64(0x10008) == 0                                   # 4-byte release: no timestamp
+  ctypes.c_uint32.from_address(sa).value = 0x98
+  r.submit(semd(nv.NVC56F_SEMAPHORED_OPERATION_ACQ_GEQ))
+  assert r.ch.run() is False                                                  # 0x98 - 0x99 < 0
+  ctypes.c_uint32.from_address(sa).value = 0x99
+  assert r.ch.run() and r.ch.error is None
+
+def test_copy_engine_and_semaphores(drv):
   r = Rig(drv)
   src, dst = r.base + 0x20000, r.base + 0x30000
   ctypes.memmove(src, bytes(range(200)), 200)
+  pitch = fld(nv.NVC6B5_LAUNCH_DMA_SRC_MEMORY_LAYOUT, nv.NVC6B5_LAUNCH_DMA_SRC_MEMORY_LAYOUT_PITCH) | \
+          fld(nv.NVC6B5_LAUNCH_DMA_DST_MEMORY_LAYOUT, nv.NVC6B5_LAUNCH_DMA_DST_MEMORY_LAYOUT_PITCH)
   dma = lambda flags: [hdr(4, nv.NVC6B5_LAUNCH_DMA, 1), flags]
-  r.submit([hdr(4, nv.NVC6B5_OFFSET_IN_UPPER, 4), src >> 32, src & 0xFFFFFFFF, dst >> 32, dst & 0xFFFFFFFF, hdr(4, nv.NVC6B5_LINE_LENGTH_IN, 1), 200,
-            *dma(nv.NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_NON_PIPELINED),
-            hdr(4, nv.NVC6B5_SET_SEMAPHORE_A, 3), (r.base + 0x10000) >> 32, (r.base + 0x10000) & 0xFFFFFFFF, 42,
-            *dma(nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_FOUR_WORD_SEMAPHORE << nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE[1])])
+  sema = [hdr(4, nv.NVC6B5_SET_SEMAPHORE_A, 3), (r.base + 0x10000) >> 32, (r.base + 0x10000) & 0xFFFFFFFF, 42]
+  r.submit([*BIND, hdr(4, nv.NVC6B5_OFFSET_IN_UPPER, 4), src >> 32, src & 0xFFFFFFFF, dst >> 32, dst & 0xFFFFFFFF, hdr(4, nv.NVC6B5_LINE_LENGTH_IN, 1), 200,
+            *dma(fld(nv.NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE, nv.NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_NON_PIPELINED) | pitch), *sema,
+            *dma(fld(nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE, nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_FOUR_WORD_SEMAPHORE))])
   assert r.ch.run() and ctypes.string_at(dst, 200) == bytes(range(200)) and r.u64(0x10000) == 42 and r.u64(0x10008) > 0
+  # three lines of 8 bytes, source pitch 16, destination pitch 10; then a one-word release (4 bytes, no timestamp)
+  ctypes.memset(dst, 0xEE, 64)
+  ctypes.memmove(r.base + 0x10000, bytes(16), 16)
+  r.submit([hdr(4, nv.NVC6B5_PITCH_IN, 2), 16, 10, hdr(4, nv.NVC6B5_LINE_LENGTH_IN, 2), 8, 3,
+            *dma(fld(nv.NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE, nv.NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_PIPELINED) | pitch |
+                 fld(nv.NVC6B5_LAUNCH_DMA_MULTI_LINE_ENABLE, 1)), *sema,
+            *dma(fld(nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE, nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_ONE_WORD_SEMAPHORE))])
+  assert r.ch.run() and r.ch.error is None
+  want = bytearray(b"\xEE" * 30)
+  for line in range(3): want[10 * line:10 * line + 8] = bytes(range(16 * line, 16 * line + 8))
+  assert ctypes.string_at(dst, 30) == bytes(want) and r.u64(0x10000) == 42 and r.u64(0x10008) == 0
 
-def test_qmd_launch_runs_ptx_and_writes_the_release(drv):
-  r = Rig(drv)
-  ptx = b""".version 7.5\n.target sm_70\n.address_size 64\n.visible .entry k (.param .u64 out, .param .s32 v)\n{ .reg .u64 %o, %a; .reg .u32 %t;
+PTX = b""".version 7.5\n.target sm_70\n.address_size 64\n.visible .entry k (.param .u64 out, .param .s32 v)\n{ .reg .u64 %o, %a; .reg .u32 %t;
 .reg .s32 %v, %w; ld.param.u64 %o, [out+0]; ld.param.s32 %v, [v+0]; mov.u32 %t, %ctaid.x; mov.u32 %w, %tid.y; mad.lo.s32 %w, %t, 10, %w;
 add.s32 %w, %w, %v; mov.u32 %t, %ctaid.x; shl.b32 %t, %t, 1; mov.u32 %v, %tid.y; add.u32 %t, %t, %v; cvt.u64.u32 %a, %t;
 mad.lo.u64 %a, %a, 4, %o; st.global.s32 [%a+0], %w; ret; }\0"""
+def qmd_at(r, qmd, cbuf, prog, **extra):
+  raw = 0
+  def put(spec, v):
+    nonlocal raw
+    raw |= fld(QMD_FIELDS[spec] if isinstance(spec, str) else spec, v)
+  for name, v in (("QMD_MAJOR_VERSION", 3), ("CTA_RASTER_WIDTH", 3), ("CTA_RASTER_HEIGHT", 1), ("CTA_RASTER_DEPTH", 1), ("CTA_THREAD_DIMENSION0", 1),
+                  ("CTA_THREAD_DIMENSION1", 2), ("CTA_THREAD_DIMENSION2", 1), ("PROGRAM_ADDRESS_LOWER", prog & 0xFFFFFFFF),
+                  ("PROGRAM_ADDRESS_UPPER", prog >> 32), *extra.items()): put(name, v)
+  put(nv.NVC6C0_QMDV03_00_CONSTANT_BUFFER_ADDR_LOWER(0), cbuf & 0xFFFFFFFF); put(nv.NVC6C0_QMDV03_00_CONSTANT_BUFFER_ADDR_UPPER(0), cbuf >> 32)
+  ctypes.memmove(qmd, raw.to_bytes(0x100, "little"), 0x100)
+
+def test_qmd_launch_runs_ptx_and_writes_the_release(drv):
+  r = Rig(drv)
   prog, cbuf, qmd, out = r.base + 0x40000, r.base + 0x50000, r.base + 0x60000, r.base + 0x70000
-  ctypes.memmove(prog, ptx, len(ptx))
+  ctypes.memmove(prog, PTX, len(PTX))
   words = [0] * 88
   words[80], words[81] = 1, 1                                                 # one buffer, one value (NVArgsState, mock mode)
   ctypes.memmove(cbuf, struct.pack("<88I", *words) + struct.pack("<Qq", out, 100), 0x160 + 16)
-  raw = 0
-  def put(name, v):
-    nonlocal raw
-    hi, lo = QMD_FIELDS[name] if isinstance(name, str) else name
-    raw |= v << lo
-  for name, v in (("CTA_RASTER_WIDTH", 3), ("CTA_RASTER_HEIGHT", 1), ("CTA_RASTER_DEPTH", 1), ("CTA_THREAD_DIMENSION0", 1),
-                  ("CTA_THREAD_DIMENSION1", 2), ("CTA_THREAD_DIMENSION2", 1), ("PROGRAM_ADDRESS_LOWER", prog & 0xFFFFFFFF),
-                  ("PROGRAM_ADDRESS_UPPER", prog >> 32), ("RELEASE0_ENABLE", 1), ("RELEASE0_ADDRESS_LOWER", (r.base + 0x10000) & 0xFFFFFFFF),
-                  ("RELEASE0_ADDRESS_UPPER", (r.base + 0x10000) >> 32), ("RELEASE0_PAYLOAD_LOWER", 9)): put(name, v)
-  put(nv.NVC6C0_QMDV03_00_CONSTANT_BUFFER_ADDR_LOWER(0), cbuf & 0xFFFFFFFF); put(nv.NVC6C0_QMDV03_00_CONSTANT_BUFFER_ADDR_UPPER(0), cbuf >> 32)
-  ctypes.memmove(qmd, raw.to_bytes(0x100, "little"), 0x100)
-  r.submit([hdr(1, nv.NVC6C0_SEND_PCAS_A, 1), qmd >> 8, hdr(1, nv.NVC6C0_SEND_SIGNALING_PCAS2_B, 1), 9])
+  sig = r.base + 0x10000
+  qmd_at(r, qmd, cbuf, prog, RELEASE0_ENABLE=1, RELEASE0_ADDRESS_LOWER=sig & 0xFFFFFFFF, RELEASE0_ADDRESS_UPPER=sig >> 32, RELEASE0_PAYLOAD_LOWER=9)
+  schedule = fld(nv.NVC6C0_SEND_SIGNALING_PCAS2_B_PCAS_ACTION, nv.NVC6C0_SEND_SIGNALING_PCAS2_B_PCAS_ACTION_PREFETCH_SCHEDULE)
+  r.submit([*BIND, hdr(1, nv.NVC6C0_SEND_PCAS_A, 1), qmd >> 8, hdr(1, nv.NVC6C0_SEND_SIGNALING_PCAS2_B, 1), schedule])
   assert r.ch.run() and r.ch.error is None
   assert np.frombuffer(ctypes.string_at(out, 24), np.int32).tolist() == [100, 101, 110, 111, 120, 121] and r.u64(0x10000) == 9
+  # a dependent-QMD chain that points back at itself would run forever on the GPU: the channel stops instead
+  qmd_at(r, qmd, cbuf, prog, DEPENDENT_QMD0_ENABLE=1, DEPENDENT_QMD0_ACTION=nv.NVC6C0_QMDV03_00_DEPENDENT_QMD0_ACTION_QMD_SCHEDULE,
+         DEPENDENT_QMD0_POINTER=qmd >> 8)
+  r.submit([hdr(1, nv.NVC6C0_SEND_SIGNALING_PCAS2_B, 1), schedule])
+  assert r.ch.run() is False and "loops back" in str(r.ch.error) and r.ch.launches == 2
 
-def test_bad_header_stops_the_channel(drv, capsys):
-  r = Rig(drv)
-  r.submit([(1 << 28) | 5])
-  r.ch.run()
-  assert isinstance(r.ch.error, PacketError) and "only incrementing method headers" in str(r.ch.error)
-  assert drv.fault is not None and "stopped at GPGet=0" in capsys.readouterr().err
-  assert r.ch.run() is False                                                  # stays stopped
+def test_gpfifo_with_zero_entries_is_refused(drv, capsys):
+  ctl = drv.open("/dev/nvidiactl")
+  drv.ioctl(ctl, esc(nv.NV_ESC_RM_ALLOC, p:=nv.NVOS21_PARAMETERS(hClass=nv.NV01_ROOT_CLIENT)), p)
+  root, base = p.hObjectNew, host_mmap(0, 0x10000)
+  mem = drv._new(nv.NV1_MEMORY_USER, {"size": 0x10000, "va": base})
+  g = nv.NV_CHANNELGPFIFO_ALLOCATION_PARAMETERS(gpFifoOffset=base, gpFifoEntries=0, hUserdMemory=(ctypes.c_uint32*8)(mem))
+  drv.ioctl(ctl, esc(nv.NV_ESC_RM_ALLOC, p:=nv.NVOS21_PARAMETERS(hRoot=root, hObjectParent=root, hClass=nv.AMPERE_CHANNEL_GPFIFO_A,
+                                                                  pAllocParms=ctypes.addressof(g))), p)
+  assert p.status == nv.NV_ERR_INVALID_ARGUMENT and "gpFifoEntries=0" in capsys.readouterr().err and drv.channels == []
