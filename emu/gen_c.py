@@ -12,7 +12,7 @@ from mockgpu.emu.pcinfo import Usage, usage
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS, vinterp, image
 from mockgpu.emu.image import c_defs as image_defs, c_aliases as image_aliases, alias_members as image_members
 
-__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "INT_CLAMP", "MODS_ON_BITS", "SEMANTICS_ALIAS", "D16_PRESERVE", "f16_half",
+__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "INT_CLAMP", "MODS_ON_BITS", "SEMANTICS_ALIAS", "D16_PRESERVE", "SGPR_DST", "dst_sgpr", "f16_half",
            "handler_names", "int_clamp", "acc_rules", "semantics_entry", "zero_hi16"]
 
 GEN_VERSION = "1"
@@ -141,6 +141,14 @@ def int_clamp(fmtname: str, ops: dict, name: str) -> tuple | None:
   if packed: eb, n, b2 = 16, 1, 16 if b2 else 0
   return kind, eb, n, (sg & 1) | (s1g & 1) << 1 | (s2g & 1) << 2 | (8 if sg & 2 else 0), b2, db, dg & 1, packed
 
+# operand types of a VALU `vdst` field that name an SGPR (V_READLANE/V_READFIRSTLANE; CDNA types theirs OPR_SREG_NOVCC)
+SGPR_DST = ("OPR_SREG", "OPR_SDST", "OPR_SREG_NOVCC")
+
+def dst_sgpr(ops: dict, name: str) -> bool:
+  """True when a (non-compare) VALU op writes its result to the SGPR its vdst field names, once per wave."""
+  vd = ops.get("vdst")
+  return vd is not None and vd[2] is not None and vd[2].name in SGPR_DST and not name.startswith(("V_CMP_", "V_CMPX_"))
+
 def zero_hi16(arch: ArchSpec, name: str, dbits: int) -> bool:
   """True when this op's 16-bit VALU result zeroes bits 31:16 of the destination VGPR (gfx9, ArchSpec.d16_zero_hi)."""
   return arch.d16_zero_hi and dbits == 16 and name not in D16_PRESERVE
@@ -250,15 +258,15 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   cmp = name.startswith(("V_CMP_", "V_CMPX_"))
   vcc_src2 = fmt in ("VOP3", "VOP3SD") and "src2" in ops and ops["src2"][0].name == "FMT_NUM_M64"
   if vcc_src2: sb[2] = 0
-  dst_sgpr = (ops.get("vdst") or (None, 0, None))[2] is not None and ops.get("vdst", (0, 0, None))[2].name in ("OPR_SREG", "OPR_SDST") and not cmp
+  dsts = dst_sgpr(ops, name)
   e = {"VOP1": ("in->src0", "0", "0"), "VOP2": ("in->src0", "in->src1", "0"), "VOPC": ("in->src0", "in->src1", "0")}.get(fmt, ("in->src0", "in->src1", "in->src2"))
   mods = "0, 0, 0, 0, 0" if enc32 else "in->opsel, in->neg, in->abs, in->neg_hi, (in->opsel_hi | in->opsel_hi2 << 2)"
   p32 = pk32(fmt, ops, u)
   oi = f"static const OpInfo OI_{h} = {{{{{sb[0]}, {sb[1]}, {sb[2]}}}, {{{sf[0]}, {sf[1]}, {sf[2]}}}, {db if not cmp else 0}, {dfw}, {t16}, {packed}, {mix}, {p32}}};\n"
   if (ic := int_clamp(fmt, ops, name)): oi += f"static const IClamp IC_{h} = {{'{ic[0]}', {', '.join(map(str, ic[1:]))}}};\n"
   L = [f"void {h}(Wave *w, const Inst *in) {{", "  VOps o; PcState s; s.user = w; s.fault = 0; s.MODE = w->mode;"]
-  edst = "in->vdst" if not (cmp or dst_sgpr) and "vdst" in ops else "0"
-  fastok = all(b in (0, 32, 64) for b in sb) and db != 16 and not packed and not p32 and not mix and not (u.wave_vgpr or dst_sgpr)
+  edst = "in->vdst" if not (cmp or dsts) and "vdst" in ops else "0"
+  fastok = all(b in (0, 32, 64) for b in sb) and db != 16 and not packed and not p32 and not mix and not (u.wave_vgpr or dsts)
   fmods = "0" if enc32 else "(in->opsel | in->neg | in->abs | in->neg_hi | in->omod | in->clmp)"
   setup = f"valu_setup(w, in, &OI_{h}, &o, {e[0]}, {e[1]}, {e[2]}, {edst}, {mods})"
   if fastok: setup = f"valu_fast(w, in, &OI_{h}, &o, {e[0]}, {e[1]}, {e[2]}, {edst}, {fmods}) || " + setup
@@ -273,12 +281,12 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   if mix or "OPSEL" in u.reads: L.append("  s.OPSEL = in->opsel; s.OPSEL_HI = in->opsel_hi | in->opsel_hi2 << 2; s.NEG = in->neg;")
   for nm, ex in (("SRC0", "in->src0 - 256"), ("SRC1", "in->src1 - 256"), ("SRC2", "in->src2 - 256"), ("DST", "in->vdst - 256"), ("VDST", "in->vdst - 256")):
     if nm in u.reads: L.append(f"  s.{nm} = (uint64_t)({ex});")
-  if u.wave_vgpr or dst_sgpr:   # wave-wide: evaluated once, sources are scalars or register numbers
+  if u.wave_vgpr or dsts:   # wave-wide: evaluated once, sources are scalars or register numbers
     for i in range(3):
       if sb[i]: L.append(f"  if ({e[i]} < 256) s.S{i}.q[0] = scalar_src(w, in, {e[i]}, {sb[i]}, {sf[i]});")
     L += ["  s.laneId = 0;", f"  {fn}(&s);", f"  {_CHECK}"]
     if "D0" in u.writes:
-      L.append(f"  sdst_write(w, in->vdst - 256, s.D0.q[0], {db});" if dst_sgpr else "  { DSTLOCALS(o) uint64_t ex = o.exec; while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; DST32(o, L, s.D0.d[0]); } }")
+      L.append(f"  sdst_write(w, in->vdst - 256, s.D0.q[0], {db});" if dsts else "  { DSTLOCALS(o) uint64_t ex = o.exec; while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; DST32(o, L, s.D0.d[0]); } }")
   else:
     for i in range(3):
       if sb[i]: L.append(f"  SRCLOCALS(o, {i})")
