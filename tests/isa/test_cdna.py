@@ -89,6 +89,18 @@ def test_vopc_64bit_masks_and_cmpx(backend):
   assert st.sgprs[22] | st.sgprs[23] << 32 == mask(a > b) == st.exec == st.vcc   # gfx9 V_CMPX writes EXEC and VCC
 
 @BACKENDS
+def test_readlane_writes_the_sgpr_its_vdst_names(backend):
+  # V_READFIRSTLANE_B32 / V_READLANE_B32 put their result in SGPR[vdst] (the wheel's DSL only spells the field as a VGPR:
+  # v[2] here encodes LLVM's `v_readfirstlane_b32 s2, v1` = 0x7e040501); VGPRs of the same number keep their value
+  assert C.v_readfirstlane_b32_e32(v[10], v[2]).to_bytes() == (0x7e140502).to_bytes(4, "little")
+  a = np.arange(N, dtype=np.uint32) * 7 + 3
+  st = lanes([C.v_mov_b32_e32(v[10], 0x5555), C.s_mov_b32(s[20], 41), C.s_mov_b32(C.EXEC_LO, 0), C.s_mov_b32(C.EXEC_HI, 0xfffffff0),
+              C.v_readfirstlane_b32_e32(v[10], v[2]), C.v_readfirstlane_b32_e64(v[11], v[2]), C.v_readlane_b32(v[12], v[2], s[20]),
+              C.v_readlane_b32(v[13], v[2], 5), C.s_mov_b64(C.EXEC, -1)], a, backend=backend)
+  assert st.sgprs[10:14] == (a[36], a[36], a[41], a[5])   # first active lane 36; READLANE ignores EXEC
+  np.testing.assert_array_equal(vreg(st, 10), np.full(N, 0x5555))
+
+@BACKENDS
 def test_sdwa_selects(backend):
   rng = np.random.default_rng(4)
   a, b = rng.integers(0, 2**32, N, dtype=np.uint64).astype(np.uint32), rng.integers(0, 2**32, N, dtype=np.uint64).astype(np.uint32)
