@@ -302,7 +302,7 @@ def main(argv:list[str]|None=None) -> int:
     0 if all good; 1 if a test failed (or, with --baseline, regressed); 2 on a usage error (no test tree, nothing selected).
   """
   ap = argparse.ArgumentParser(prog="mockgpu ci", description=__doc__.splitlines()[0].strip("`").split(": ", 1)[1])
-  ap.add_argument("--tests", type=Path, default=os.environ.get("MOCKGPU_TINYGRAD_TESTS"),
+  ap.add_argument("--tests", type=Path, default=os.environ.get("MOCKGPU_TINYGRAD_TESTS"), metavar="PATH",
                   help="tinygrad test tree (a folder with test/, extra/, conftest.py, pytest.ini, or a tinygrad checkout); "
                        "default $MOCKGPU_TINYGRAD_TESTS")
   ap.add_argument("--job", action="append", metavar="NAME", help="run only jobs matching NAME (glob, e.g. 'testamd*'); repeatable")
