@@ -178,7 +178,8 @@ class Channel:
     rep = getattr(e, "report", None)
     addr = rep.address if isinstance(e, GPUFault) and rep.space == "global" else getattr(e, "addr", None)
     if self.drv.fault is None:
-      self.drv.fault = {"address": addr, "write": bool(rep and rep.kind == "write"), "esr": 0x10 if isinstance(e, EmuError) else 0x20, "error": e}
+      self.drv.fault = {"address": addr, "write": bool(rep and rep.kind == "write"), "esr": 0x10 if isinstance(e, EmuError) else 0x20,
+                        "pc": getattr(rep, "pc", 0) or 0, "error": e}     # pc: the PTX line of a kernel fault
     tb = "" if type(e).__module__.startswith("mockgpu.") else "\n" + "".join(traceback.format_exception(e))
     print(f"mockgpu: NV {self!r} stopped at GPGet={self.get} (tinygrad sees the fault after its wait times out, docs/mock.md; "
           f"HCQDEV_WAIT_TIMEOUT_MS shortens that): {type(e).__name__}: {e}{tb}", file=sys.stderr)

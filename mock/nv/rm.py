@@ -194,7 +194,7 @@ def _sm_errors(d, h, a):
   p = nv.NV83DE_CTRL_DEBUG_READ_ALL_SM_ERROR_STATES_PARAMS.from_address(a)
   if d.fault is None: return
   if d.fault["address"] is not None: p.mmuFault.valid = 1
-  else: p.smErrorStateArray[0].hwwGlobalEsr, p.smErrorStateArray[0].hwwWarpEsr = 1, d.fault["esr"]
+  else: p.smErrorStateArray[0].hwwGlobalEsr, p.smErrorStateArray[0].hwwWarpEsr, p.smErrorStateArray[0].hwwWarpEsrPc64 = 1, d.fault["esr"], d.fault["pc"]
 def _mmu_faults(d, h, a):
   p = nv.NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_PARAMS.from_address(a)
   if d.fault is None or d.fault["address"] is None: p.count = 0; return
