@@ -7,7 +7,7 @@ junit file still reports the tests it ran and names the one that was running. A 
 See docs/ci.md.
 """
 from __future__ import annotations
-import argparse, datetime, fnmatch, glob, importlib.metadata, importlib.util, json, os, re, signal, subprocess, sys, tempfile, time
+import argparse, datetime, fnmatch, glob, importlib.metadata, importlib.util, json, os, re, shutil, signal, subprocess, sys, tempfile, time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +15,8 @@ from mockgpu.tinygrad.ci_jobs import JOBS, Job, Step, from_json
 from mockgpu.tinygrad.errors import IntegrationError
 from mockgpu.mock.profiles import profile_for
 
-__all__ = ["main", "CIError", "Row", "matrix", "same_dev", "select", "child_env", "run_step", "parse_junit", "regressions", "find_llvm"]
+__all__ = ["main", "CIError", "Row", "matrix", "same_dev", "select", "child_env", "run_step", "parse_junit", "regressions", "find_llvm",
+           "cpu_compiler"]
 
 SCHEMA_VERSION = 1
 EVENTS_ENV = "MOCKGPU_CI_EVENTS"   # where the in-pytest plugin appends one JSON line per test result
@@ -218,6 +219,14 @@ def run_step(row:Row, step:Step, tests:Path, env:dict[str, str], logdir:Path, id
       tests_[step.label] = {"outcome": "failed", "reason": f"{why}: {_tail(log)}", "time": wall}
   return rec | {"command": cmd, "exit_code": rc, "wall_s": wall, "timeout": timed_out, "log": str(log), "tests": tests_}
 
+def cpu_compiler(environ:dict[str, str]) -> dict[str, str]:
+  """tinygrad's CPU backend, which many tests use as the reference device, runs `$CC` or `clang`. Debian installs clang as
+  `clang-NN`: when neither CC nor `clang` exists, returns {"CC": the newest clang-NN on PATH} ({} if none or not needed)."""
+  if environ.get("CC") or shutil.which("clang", path=environ.get("PATH")): return {}
+  found = {m.group(1): p for d in environ.get("PATH", "").split(os.pathsep) for p in glob.glob(os.path.join(d, "clang-[0-9]*"))
+           if (m:=re.fullmatch(r"clang-(\d+)", os.path.basename(p))) and os.access(p, os.X_OK)}
+  return {"CC": found[max(found, key=int)]} if found else {}
+
 def find_llvm(min_major:int=20, ldconfig:str|None=None) -> str:
   """The newest libLLVM with major version >= `min_major` (tinygrad's gfx950 backend needs LLVM >= 20), for LLVM_PATH.
 
@@ -335,7 +344,14 @@ def main(argv:list[str]|None=None) -> int:
       todo = [(r, i, s) for r in rows for i, s in enumerate(r.job.steps) if not a.step or a.step in s.label]
       if not todo: raise CIError(f"no step of the selected jobs contains {a.step!r}; see `mockgpu ci --list`")
       gfx950 = {r.name for r, _, _ in todo if "gfx950" in r.dev and "LLVM_PATH" not in os.environ}   # tinygrad needs LLVM >= 20 there
-      extra = {name: {"LLVM_PATH": llvm} for llvm in ([find_llvm()] if gfx950 else []) for name in gfx950}
+      llvm = {name: {"LLVM_PATH": path} for path in ([find_llvm()] if gfx950 else []) for name in gfx950}
+      cc = cpu_compiler(dict(os.environ))
+      extra = {r.name: cc | llvm.get(r.name, {}) for r in rows}
+      if not cc and not os.environ.get("CC") and not shutil.which("clang"):
+        print("mockgpu ci: warning: no clang (tinygrad's CPU backend, used by many tests): install clang-19 or set CC", file=sys.stderr)
+      if importlib.util.find_spec("torch") is None and any(s.kind == "pytest" for _, _, s in todo):
+        print("mockgpu ci: warning: torch is not installed; test files that import it (test_ops, test_dtype, ...) fail to collect, "
+              "as they would in tinygrad's CI without it: pip install torch", file=sys.stderr)
   except (CIError, ValueError, OSError) as e:
     print(f"mockgpu ci: {e}", file=sys.stderr)
     return 2

@@ -3,7 +3,9 @@
 `mockgpu ci` runs these against mockgpu. A job has one row per DEV variant (`testamd[MOCKKFD+AMD::gfx1201]`); the job's env,
 then the variant's env, then the step's env are applied on top of the caller's. A step is a pytest run (`args` go to
 `python -m pytest`) or a script (`args` go to `python`). `needs` names a path the test tree must contain, else the step is
-skipped with a note (tinygrad's own assembler tests `test/amd/` are only in a tinygrad checkout).
+skipped with a note: some steps need parts of tinygrad's git repository that neither the PyPI wheel nor a test-only tree
+carries (its assembler tests `test/amd/`; `extra/hcq2/`, which tinygrad's ops_amd imports when HCQ2=1;
+`extra/gemm/amd_uop_matmul.py`, which amd_copy_matmul.py imports).
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
@@ -29,7 +31,7 @@ class Job:
   env: dict[str, str] = field(default_factory=dict)
 
 def pytest(*args, needs="", **env) -> Step: return Step("pytest", args, env, needs)
-def script(*args, **env) -> Step: return Step("script", args, env)
+def script(*args, needs="", **env) -> Step: return Step("script", args, env, needs)
 
 _OPS = "test/backend/test_ops.py"
 _AMD_DEVS = {f"MOCKKFD+AMD:{c}:{a}": {} for c in ("", "LLVM") for a in ("gfx1100", "gfx1201", "gfx950")}
@@ -44,13 +46,13 @@ JOBS: tuple[Job, ...] = (
   Job("testamdasm", {"MOCKKFD+AMD": {}, "MOCKKFD+AMD:LLVM": {}}, (
     pytest("test/amd/", needs="test/amd"),
     script("extra/gemm/amd_asm_matmul.py", N="256"),
-    script("extra/gemm/amd_copy_matmul.py", N="256"),
+    script("extra/gemm/amd_copy_matmul.py", N="256", needs="extra/gemm/amd_uop_matmul.py"),
     script("test/device/test_amd_llvm.py"))),
-  Job("hcq2", {"MOCKKFD+AMD": {}}, (
-    script("test/test_tiny.py"),
-    pytest("test/backend/test_multitensor.py"),
-    script("test/unit/test_jit.py"),
-    pytest("test/device/test_hcq2.py")), {"HCQ_RUNTIME_DEV": "PYTHON", "HCQ2": "1", "FORWARD_ONLY": "1"}),
+  Job("hcq2", {"MOCKKFD+AMD": {}}, (   # HCQ2=1 makes tinygrad's ops_amd import extra.hcq2.ops_amd2
+    script("test/test_tiny.py", needs="extra/hcq2"),
+    pytest("test/backend/test_multitensor.py", needs="extra/hcq2"),
+    script("test/unit/test_jit.py", needs="extra/hcq2"),
+    pytest("test/device/test_hcq2.py", needs="extra/hcq2")), {"HCQ_RUNTIME_DEV": "PYTHON", "HCQ2": "1", "FORWARD_ONLY": "1"}),
   # MOCKPCI/MOCKUSB are not emulated yet: the job stays in the table so its failures stay visible
   Job("testmockam", {"MOCKPCI+AMD": {}}, (
     script("test/test_tiny.py"),

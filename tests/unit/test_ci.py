@@ -122,6 +122,19 @@ def test_find_llvm(tmp_path):
   assert ci.find_llvm(20, ld.replace("libLLVM.so.22.1 ", "x ").replace(str(libs["libLLVM.so.22.1"]), "/gone")) == str(libs["libLLVM-21.so"])
   with pytest.raises(ci.CIError, match=r"gfx950 needs libLLVM >= 30 .*set LLVM_PATH"): ci.find_llvm(30, ld)
 
+def test_cpu_compiler_picks_the_newest_clang_nn_only_when_needed(tmp_path):
+  for n in ("clang-14", "clang-19", "clang-tidy-19", "clang-3x"): (tmp_path / n).write_text("#!/bin/sh\n"); (tmp_path / n).chmod(0o755)
+  assert ci.cpu_compiler({"PATH": str(tmp_path)}) == {"CC": str(tmp_path / "clang-19")}
+  assert ci.cpu_compiler({"PATH": str(tmp_path), "CC": "gcc"}) == {}
+  (tmp_path / "clang").write_text("#!/bin/sh\n"); (tmp_path / "clang").chmod(0o755)
+  assert ci.cpu_compiler({"PATH": str(tmp_path)}) == {}
+  assert ci.cpu_compiler({"PATH": str(tmp_path / "empty")}) == {}
+
+def test_steps_that_need_tinygrads_git_tree_say_what():
+  needs = {(j.name, s.args[0]): s.needs for j in ci.JOBS for s in j.steps if s.needs}
+  assert needs[("testamdasm", "test/amd/")] == "test/amd" and needs[("testamdasm", "extra/gemm/amd_copy_matmul.py")] == "extra/gemm/amd_uop_matmul.py"
+  assert {n for (j, _), n in needs.items() if j == "hcq2"} == {"extra/hcq2"} and sum(j == "hcq2" for j, _ in needs) == 4
+
 def test_from_json_rejects_malformed_tables():
   with pytest.raises(ValueError, match="job j: malformed"): from_json([{"name": "j", "devs": {"D": {}}, "steps": [{"kind": "bash", "args": []}]}])
   with pytest.raises(ValueError, match="job #0: malformed"): from_json([{"devs": {}}])
