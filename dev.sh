@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One-stop set-up and entry point on a fresh Debian 12 machine (run as root or with sudo available):
 #   ./dev.sh demo         tinygrad on the mock AMD GPU, with a short report
-#   ./dev.sh test         the default test suite (what CI runs)
+#   ./dev.sh test         the default test suite (what CI runs); with MOCKGPU_TINYGRAD_TESTS naming tinygrad's test tree
+#                         (or a checkout), also `mockgpu ci --suite fast` on it (tinygrad's test_tiny, test_hcq, test_jit)
+#   ./dev.sh ci           tinygrad's whole mock-GPU CI matrix on MOCKGPU_TINYGRAD_TESTS (slow; installs torch, as tinygrad's CI has it)
 #   ./dev.sh slow         the slow suites (long fuzz campaigns, full-size workloads)
 #   ./dev.sh bench        benchmarks (emulator throughput, full-stack ratios)
 # Installs system packages (LLVM 19 for tinygrad's AMD compiler, LLVM 22 for gfx950, a C compiler, clang for tinygrad's CPU backend) and a
@@ -35,8 +37,15 @@ export PATH="$PWD/.venv/bin:$PATH"
 cmd="${1:-test}"; shift || true
 case "$cmd" in
   demo)  exec mockgpu demo "$@" ;;
-  test)  exec python -m pytest -n 2 -q "$@" ;;
+  test)
+    if [ $# -gt 0 ] || [ -z "${MOCKGPU_TINYGRAD_TESTS:-}" ]; then exec python -m pytest -n 2 -q "$@"; fi
+    rc=0; python -m pytest -n 2 -q || rc=$?
+    mockgpu ci --suite fast -n 2 --tests "$MOCKGPU_TINYGRAD_TESTS" || rc=$?
+    exit $rc ;;
+  ci)
+    python -c 'import torch' 2>/dev/null || pip install -q torch==2.13.0
+    exec mockgpu ci -n 2 --tests "${MOCKGPU_TINYGRAD_TESTS:?set MOCKGPU_TINYGRAD_TESTS to tinygrad's test tree or a tinygrad checkout}" "$@" ;;
   slow)  exec python -m pytest -n 2 -q -m slow "$@" ;;
   bench) exec mockgpu bench "$@" ;;
-  *) echo "usage: ./dev.sh demo|test|slow|bench [args]" >&2; exit 2 ;;
+  *) echo "usage: ./dev.sh demo|test|ci|slow|bench [args]" >&2; exit 2 ;;
 esac

@@ -11,7 +11,7 @@ import argparse, datetime, fnmatch, glob, importlib.metadata, importlib.util, js
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
-from mockgpu.tinygrad.ci_jobs import JOBS, Job, Step, from_json
+from mockgpu.tinygrad.ci_jobs import JOBS, SUITES, Job, Step, from_json
 from mockgpu.tinygrad.errors import IntegrationError
 from mockgpu.mock.profiles import profile_for
 
@@ -322,13 +322,16 @@ def main(argv:list[str]|None=None) -> int:
   ap.add_argument("--timeout", type=float, default=3600, metavar="S", help="seconds per step before its process group is killed (default 3600)")
   ap.add_argument("--json", type=Path, metavar="FILE", help="write the machine-readable result here (schema in docs/ci.md)")
   ap.add_argument("--baseline", type=Path, metavar="FILE", help="a previous --json result: exit 1 only on regressions against it")
+  ap.add_argument("--suite", choices=sorted(SUITES), default="tinygrad",
+                  help="built-in job table: 'tinygrad' (tinygrad's mock-GPU CI jobs, default) or 'fast' (test_tiny on every mock DEV, "
+                       "test_hcq and test_jit: a few minutes)")
   ap.add_argument("--table", type=Path, metavar="FILE", help="a JSON job table replacing the built-in one (format in docs/ci.md)")
   ap.add_argument("--logs", type=Path, metavar="DIR", help="keep each step's output here (default: a temporary folder, removed)")
   ap.add_argument("--show", type=int, default=30, metavar="N", help="print at most N failing tests (default 30)")
   ap.add_argument("--list", action="store_true", help="print the selected rows and their steps, run nothing")
   a = ap.parse_args(argv)
   try:
-    jobs = from_json(json.loads(a.table.read_text())) if a.table else JOBS
+    jobs = from_json(json.loads(a.table.read_text())) if a.table else SUITES[a.suite]
     rows = select(matrix(jobs), a.job, a.dev)
     if not rows: raise CIError(f"no job variant matches --job {a.job} --dev {a.dev}; see `mockgpu ci --list`")
     tests = a.tests.resolve() if a.tests else None
@@ -378,6 +381,8 @@ def main(argv:list[str]|None=None) -> int:
       print(f"ci   -> {done}{' (TIMEOUT)' if rec['timeout'] else ''}", file=sys.stderr, flush=True)
   print(_table(result, a.show))
   if a.logs: print(f"\nstep logs: {a.logs}")
+  p, f, sk = _counts({f"{r['name']}:{i}:{n}": t for r in result["rows"] for i, s in enumerate(r["steps"]) for n, t in s["tests"].items()})
+  print(f"ci: {p} passed, {f} failed, {sk} skipped")
   if a.json: a.json.write_text(json.dumps(result, indent=1) + "\n")
   if baseline is not None:
     reg = regressions(baseline, result)

@@ -10,7 +10,7 @@ carries (its assembler tests `test/amd/`; `extra/hcq2/`, which tinygrad's ops_am
 from __future__ import annotations
 from dataclasses import dataclass, field
 
-__all__ = ["Step", "Job", "JOBS", "from_json"]
+__all__ = ["Step", "Job", "JOBS", "FAST", "SUITES", "from_json"]
 
 @dataclass(frozen=True)
 class Step:
@@ -63,6 +63,14 @@ JOBS: tuple[Job, ...] = (
     pytest("test/backend", "--ignore", "test/backend/test_multitensor.py"),
     script("test/test_tiny.py", "TestTiny.test_plus", DEBUG="5")), {"FORWARD_ONLY": "1"}),
 )
+
+# a fast slice for a project's own CI (mockgpu's runs it on every submission): tinygrad's test_tiny on every mock DEV of the
+# table, its HCQ and JIT tests on the default one; a few minutes on 2 cores
+FAST: tuple[Job, ...] = (
+  Job("tiny", {**_AMD_DEVS, "MOCK+CUDA:PTX": {}, "MOCK+NV": {}}, (pytest("test/test_tiny.py"),)),
+  Job("hcq-jit", {"MOCKKFD+AMD": {}}, (pytest("test/device/test_hcq.py"), pytest("test/backend/test_jit.py"))),
+)
+SUITES = {"tinygrad": JOBS, "fast": FAST}   # `mockgpu ci --suite NAME`
 
 def from_json(data:list[dict]) -> tuple[Job, ...]:
   """A job table from its JSON form (`mockgpu ci --table FILE`).
