@@ -34,3 +34,19 @@ def test_kernels_on_gfx950(run):
     res["matmul_f32"] = bool(np.allclose((Tensor(a2) @ Tensor(b2)).numpy(), a2 @ b2, atol=1e-4))
     out(res)""", "MOCKKFD+AMD::gfx950", LLVM_PATH=libllvm_for_gfx950()).result
   assert r.pop("arch") == "gfx950" and all(r.values()), r
+
+def test_uniform_values_through_sgprs_on_gfx950(run):
+  # LLVM moves lane-uniform values from VGPRs to SGPRs with V_READFIRSTLANE_B32 / V_READLANE_B32 (bool loads feeding scalar
+  # selects, conv2d's unrolled weights); the result must land in the SGPR (gfx950 once wrote it to a VGPR: argmax 0, wild addresses)
+  r = run("""
+    import numpy as np
+    from tinygrad import Tensor
+    rng = np.random.default_rng(2)
+    res = {"bool_argmax": [Tensor([False, True]).argmax().item(), Tensor([True, False, True]).argmax().item()]}
+    x, w = rng.standard_normal((1, 2, 5, 5)).astype(np.float32), rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    ref = np.zeros((1, 3, 3, 3), np.float32)
+    for i in range(3):
+      for j in range(3): ref += np.einsum("nchw,oc->nohw", x[:, :, i:i + 3, j:j + 3], w[:, :, i, j])
+    res["conv2d"] = bool(np.allclose(Tensor(x).conv2d(Tensor(w)).numpy(), ref, atol=1e-4))
+    out(res)""", "MOCKKFD+AMD::gfx950", LLVM_PATH=libllvm_for_gfx950()).result
+  assert r == {"bool_argmax": [1, 0], "conv2d": True}, r
