@@ -12,8 +12,8 @@ from mockgpu.emu.pcinfo import Usage, usage
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS, vinterp, image
 from mockgpu.emu.image import c_defs as image_defs, c_aliases as image_aliases, alias_members as image_members
 
-__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "INT_CLAMP", "MODS_ON_BITS", "SEMANTICS_ALIAS", "D16_PRESERVE", "SGPR_DST", "dst_sgpr", "f16_half",
-           "handler_names", "int_clamp", "acc_rules", "semantics_entry", "zero_hi16"]
+__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "INT_CLAMP", "MODS_ON_BITS", "SEMANTICS_ALIAS", "D16_PRESERVE", "SGPR_DST",
+           "dst_sgpr", "f16_half", "handler_names", "int_clamp", "acc_rules", "semantics_entry", "zero_hi16"]
 
 GEN_VERSION = "1"
 
