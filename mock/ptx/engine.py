@@ -41,16 +41,21 @@ def _key(src:str) -> str:
 
 KEEP = 2048     # compiled PTX modules kept in the cache (least recently used go first)
 
+def _mtime(p:pathlib.Path) -> float:
+  try: return p.stat().st_mtime
+  except FileNotFoundError: return 0.0   # pruned meanwhile by another process sharing the cache
+
 def _prune(d:pathlib.Path):
-  libs = sorted(d.glob("ptx-*.so"), key=lambda p: p.stat().st_mtime, reverse=True)
+  libs = sorted(d.glob("ptx-*.so"), key=_mtime, reverse=True)
   for p in libs[KEEP:]: p.unlink(missing_ok=True)
 
 def _build(src:str, kernels:dict[str, Kernel]) -> pathlib.Path:
   d, key = cache_dir(), _key(src)
   so = d / f"ptx-{key}.so"
-  if so.exists():
+  try:
     os.utime(so)   # marks it used for _prune
     return so
+  except FileNotFoundError: pass   # not built yet, or just pruned by another process: build it
   code = "\n".join([f'#include "{RT}"', *(cgen.emit(k, i) for i, k in enumerate(kernels.values()))])
   with open(lock:=d / f"ptx-{key}.lock", "w") as lk:
     fcntl.flock(lk, fcntl.LOCK_EX)
@@ -75,7 +80,13 @@ class Module:
     self.src, self.arch = src, arch
     self.kernels = parse(src)
     self.lines = src.splitlines()
-    self.lib = ctypes.CDLL(str(_build(src, self.kernels)))
+    for attempt in range(3):   # another process sharing the cache may prune the file between _build and the load
+      so = _build(src, self.kernels)
+      try:
+        self.lib = ctypes.CDLL(str(so))
+        break
+      except OSError:
+        if so.exists() or attempt == 2: raise
     self._fns = {n: getattr(self.lib, f"ptx_kernel_{i}") for i, n in enumerate(self.kernels)}
     for f in self._fns.values(): f.argtypes, f.restype = [ctypes.POINTER(_Ctx)], ctypes.c_int
 
