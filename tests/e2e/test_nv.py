@@ -44,3 +44,25 @@ def test_kernel_fault_reaches_tinygrad_as_mmu_fault(run):
   # thread 1 is the first out of range (thread 0 writes the buffer itself)
   assert r.result["msg"] == f"MMU fault: 0x{r.result['buf'] + 0x100000000:X} | NV_PFAULT_FAULT_TYPE_PTE | WRITE"
   assert "write fault in global" in r.stderr and "st.global.f32 [%a2+0], %f;" in r.stderr
+
+def test_symbolic_variables_in_a_jit_graph(run):
+  """TinyJit graphs with bound variables (a 64-bit value and a symbolic shape). The graph's command pages are bound to the
+  GPU and submitted whole, so the GPFIFO segments end in zero dwords, which the host must take as NOP headers."""
+  r = run("""
+    import numpy as np
+    from tinygrad import Tensor, TinyJit, Variable, dtypes
+    x = np.arange(-20, 20, dtype=np.int64)
+    @TinyJit
+    def f(t, a, b): return (t * 3 + Tensor(a + b)).realize()
+    @TinyJit
+    def g(t, n): return t.shrink(((0, n),)).sum().realize()
+    vals, sums = [], []
+    for i in range(4):
+      a, b = Variable("a", 0, 2**10, dtype=dtypes.int).bind(i), Variable("b", 0, 2**40, dtype=dtypes.long).bind(2**35 + i)
+      vals.append(f(Tensor(x), a, b).numpy().tolist())
+      sums.append(g(Tensor(x.astype(np.float32)), Variable("n", 1, 40).bind(10 + 7 * i)).item())
+    out({"vals": vals, "want": [(x * 3 + 2**35 + 2 * i).tolist() for i in range(4)], "sums": sums,
+         "want_sums": [float(x[:10 + 7 * i].sum()) for i in range(4)]})
+  """, dev="MOCK+NV:PTX", HCQDEV_WAIT_TIMEOUT_MS="60000")
+  assert r.result["vals"] == r.result["want"] and r.result["sums"] == r.result["want_sums"]
+  assert "stopped at" not in r.stderr
