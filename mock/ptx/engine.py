@@ -4,6 +4,7 @@ generator and the compiler; `Module.launch(...)` runs a whole grid in C with the
 (a structured `FaultReport`) instead of touching memory outside the registered allocations."""
 from __future__ import annotations
 import ctypes, fcntl, hashlib, os, pathlib, subprocess, tempfile, threading
+from typing import NamedTuple
 from mockgpu.emu.build import cache_dir, compiler
 from mockgpu.emu.errors import BackendUnavailable, FaultReport, GPUFault, WatchdogExpired
 from mockgpu.emu.memory import MemoryMap
@@ -11,7 +12,7 @@ from mockgpu.mock.errors import PTXError
 from mockgpu.mock.ptx import cgen
 from mockgpu.mock.ptx.parse import Kernel, parse
 
-__all__ = ["load", "Module", "ARCH", "CFLAGS", "DEFAULT_BUDGET"]
+__all__ = ["load", "Module", "LaunchStats", "ARCH", "CFLAGS", "DEFAULT_BUDGET"]
 
 # The compute capability both mocks report: half precision (>= sm_53) but no tensor cores (mma.sync needs >= sm_75), so
 # tinygrad's PTXRenderer emits only forms the engine models. MOCKGPU_SM overrides it (e.g. 35, as the upstream mocks report).
@@ -31,7 +32,15 @@ class _Ctx(ctypes.Structure):
               ("ranges", ctypes.POINTER(ctypes.c_uint64)), ("nranges", ctypes.c_uint64), ("sites", ctypes.c_void_p),
               ("smem", ctypes.c_void_p), ("smem_bytes", ctypes.c_uint64), ("left", ctypes.c_uint64),
               ("f_kind", ctypes.c_uint32), ("f_space", ctypes.c_uint32), ("f_size", ctypes.c_uint32), ("f_line", ctypes.c_uint32),
-              ("f_addr", ctypes.c_uint64), ("f_tid", ctypes.c_uint32*3), ("f_ctaid", ctypes.c_uint32*3)]
+              ("f_addr", ctypes.c_uint64), ("f_tid", ctypes.c_uint32*3), ("f_ctaid", ctypes.c_uint32*3),
+              ("mranges", ctypes.POINTER(ctypes.c_uint64)), ("nmranges", ctypes.c_uint64), ("v_count", ctypes.c_uint64), ("v_addr", ctypes.c_uint64),
+              ("v_size", ctypes.c_uint32), ("v_line", ctypes.c_uint32), ("v_tid", ctypes.c_uint32*3), ("v_ctaid", ctypes.c_uint32*3)]
+
+class LaunchStats(NamedTuple):
+  """What a launch noticed without stopping: strict-mode reads outside every allocation but inside its mapped granules
+  (`MemoryMap(strict=True)` / `MOCKGPU_STRICT=1`; a GPU performs them), and the report of the first one."""
+  oob_reads: int = 0
+  oob_report: FaultReport | None = None
 
 _lock, _loaded = threading.Lock(), {}
 
@@ -41,21 +50,16 @@ def _key(src:str) -> str:
 
 KEEP = 2048     # compiled PTX modules kept in the cache (least recently used go first)
 
-def _mtime(p:pathlib.Path) -> float:
-  try: return p.stat().st_mtime
-  except FileNotFoundError: return 0.0   # pruned meanwhile by another process sharing the cache
-
 def _prune(d:pathlib.Path):
-  libs = sorted(d.glob("ptx-*.so"), key=_mtime, reverse=True)
+  libs = sorted(d.glob("ptx-*.so"), key=lambda p: p.stat().st_mtime, reverse=True)
   for p in libs[KEEP:]: p.unlink(missing_ok=True)
 
 def _build(src:str, kernels:dict[str, Kernel]) -> pathlib.Path:
   d, key = cache_dir(), _key(src)
   so = d / f"ptx-{key}.so"
-  try:
+  if so.exists():
     os.utime(so)   # marks it used for _prune
     return so
-  except FileNotFoundError: pass   # not built yet, or just pruned by another process: build it
   code = "\n".join([f'#include "{RT}"', *(cgen.emit(k, i) for i, k in enumerate(kernels.values()))])
   with open(lock:=d / f"ptx-{key}.lock", "w") as lk:
     fcntl.flock(lk, fcntl.LOCK_EX)
@@ -80,57 +84,64 @@ class Module:
     self.src, self.arch = src, arch
     self.kernels = parse(src)
     self.lines = src.splitlines()
-    for attempt in range(3):   # another process sharing the cache may prune the file between _build and the load
-      so = _build(src, self.kernels)
-      try:
-        self.lib = ctypes.CDLL(str(so))
-        break
-      except OSError:
-        if so.exists() or attempt == 2: raise
+    self.lib = ctypes.CDLL(str(_build(src, self.kernels)))
     self._fns = {n: getattr(self.lib, f"ptx_kernel_{i}") for i, n in enumerate(self.kernels)}
     for f in self._fns.values(): f.argtypes, f.restype = [ctypes.POINTER(_Ctx)], ctypes.c_int
 
   def launch(self, name:str, args:list[int], grid:tuple[int, int, int], block:tuple[int, int, int], memory:MemoryMap,
-             dyn_shared:int=0, budget:int=DEFAULT_BUDGET) -> None:
+             dyn_shared:int=0, budget:int=DEFAULT_BUDGET) -> LaunchStats:
     """Run kernel `name` over the whole grid.
 
     Args:
       args: raw parameter values in `.param` order (buffer addresses, scalars as their bits; the low bits of each are used).
       grid, block: CTAs and threads per CTA in x, y, z.
-      memory: the allocations global loads and stores may touch.
+      memory: the allocations global loads and stores may touch: an access faults outside their mapped granules; if the map is
+        strict, a write outside the allocations faults too and a read there is performed and counted in the result.
       dyn_shared: extra shared bytes after the kernel's static `.shared` arrays.
       budget: backward branches the whole launch may take before the watchdog stops it.
-    Raises: PTXError (unknown kernel, wrong argument count, bad dimensions), GPUFault (out-of-range access or divergent
-      barrier, with the thread, block and PTX line), WatchdogExpired."""
+    Returns: LaunchStats (strict-mode over-reads). Raises: PTXError (unknown kernel, wrong argument count, bad dimensions),
+      GPUFault (out-of-range access or divergent barrier, with the thread, block and PTX line), WatchdogExpired."""
     if name not in self._fns: raise PTXError(f"kernel {name!r} is not in this PTX module (it has {', '.join(self._fns)})")
     k = self.kernels[name]
     if len(args) != len(k.params): raise PTXError(f"kernel {name!r} takes {len(k.params)} parameters, got {len(args)} arguments")
     if any(not isinstance(x, int) or x < 1 for x in (*grid, *block)) or len(grid) != 3 or len(block) != 3:
       raise PTXError(f"kernel {name!r}: grid={grid} block={block} must be three positive integers each")
     if block[0] * block[1] * block[2] > 1024: raise PTXError(f"kernel {name!r}: block={block} has more than 1024 threads")
-    rs = memory.ranges()
-    ranges = (ctypes.c_uint64 * max(1, 2*len(rs)))(*[v for r in rs for v in (r.start, r.end)])
+    exact, mapped = memory.spans()
+    def arr(sp): return (ctypes.c_uint64 * max(1, 2*len(sp)))(*[v for span in sp for v in span])
+    rs, ranges, mranges = (exact if memory.strict else mapped), arr(exact if memory.strict else mapped), arr(mapped)
     av = (ctypes.c_uint64 * max(1, len(args)))(*[x & (2**64-1) for x in args])
     smem = (ctypes.c_uint8 * max(1, k.shared_bytes + dyn_shared))()
     ctx = _Ctx(av, len(args), (ctypes.c_uint32*3)(*grid), (ctypes.c_uint32*3)(*block), ranges, len(rs), None,
-               ctypes.addressof(smem), k.shared_bytes + dyn_shared, budget)
-    if self._fns[name](ctypes.byref(ctx)) == 0: return
-    self._fault(name, ctx, memory, budget)
+               ctypes.addressof(smem), k.shared_bytes + dyn_shared, budget, mranges=mranges, nmranges=len(mapped) if memory.strict else 0)
+    if self._fns[name](ctypes.byref(ctx)) != 0: self._fault(name, ctx, memory, budget)
+    if not ctx.v_count: return LaunchStats()
+    why = "read outside the allocation, inside its mapped granule: the hardware performs it (strict mode)"
+    return LaunchStats(ctx.v_count, self._report(name, ctx, memory, "read", 1, ctx.v_addr, ctx.v_size, ctx.v_line, tuple(ctx.v_tid),
+                                                 tuple(ctx.v_ctaid), message=why, count=ctx.v_count))
+
+  def _report(self, name:str, c:_Ctx, memory:MemoryMap, kind:str, sp:int, addr:int, size:int, line_no:int, tid:tuple, cta:tuple,
+              **extra) -> FaultReport:
+    line = self.lines[line_no - 1].strip() if 0 < line_no <= len(self.lines) else ""
+    lin = tid[0] + c.block[0] * (tid[1] + c.block[1] * tid[2])
+    space = {1: "global", 2: "shared"}.get(sp, "none")
+    near = memory.nearest(addr) if space == "global" else None
+    return FaultReport(kind, space, addr, size, self.arch, line_no, 0, b"", line, lane=lin % 32, wave=lin // 32, workgroup=cta,
+                       nearest=(near.name, near.start, near.size) if near else None, offset=(addr - near.start) if near else None,
+                       limit=c.smem_bytes if space == "shared" else None, extra={"kernel": name, "tid": tid, "line": line_no, **extra})
 
   def _fault(self, name:str, c:_Ctx, memory:MemoryMap, budget:int):
-    line = self.lines[c.f_line - 1].strip() if 0 < c.f_line <= len(self.lines) else ""
     tid, cta = tuple(c.f_tid), tuple(c.f_ctaid)
-    lin = tid[0] + c.block[0] * (tid[1] + c.block[1] * tid[2])
-    kind, space = {1: "read", 2: "write", 3: "watchdog", 4: "barrier", 5: "host"}[c.f_kind], {1: "global", 2: "shared"}.get(c.f_space, "none")
-    near = memory.nearest(c.f_addr) if space == "global" else None
-    rep = FaultReport(kind, space, c.f_addr, c.f_size, self.arch, c.f_line, 0, b"", line, lane=lin % 32, wave=lin // 32, workgroup=cta,
-                      nearest=(near.name, near.start, near.size) if near else None, offset=(c.f_addr - near.start) if near else None,
-                      limit=c.smem_bytes if space == "shared" else None, extra={"kernel": name, "tid": tid, "line": c.f_line})
+    kind = {1: "read", 2: "write", 3: "watchdog", 4: "barrier", 5: "host"}[c.f_kind]
+    rep = self._report(name, c, memory, kind, c.f_space, c.f_addr, c.f_size, c.f_line, tid, cta)
     if kind == "watchdog": raise WatchdogExpired(rep, budget)
     if kind == "barrier":
       raise GPUFault(rep, f"threads of block {cta} wait at different bar.sync (lines {c.f_addr} and {c.f_line}); bar.sync must be reached by every thread of the CTA")
     if kind == "host": raise PTXError(f"kernel {name!r}: out of host memory for the barrier save area")
-    raise GPUFault(rep, f"kernel {name!r} thread {tid} of block {cta} at PTX line {c.f_line}: check its indexing, or that the buffer is allocated")
+    strict = rep.space == "global" and memory.strict and memory.spans()[1].find(c.f_addr, max(c.f_size, 1)) is not None
+    raise GPUFault(rep, f"kernel {name!r} thread {tid} of block {cta} at PTX line {c.f_line}: check its indexing, or that the buffer is allocated"
+                   + ("; a GPU would write there silently: a write outside every allocation but inside its mapped granule faults only "
+                      "in strict mode (MOCKGPU_STRICT=1)" if strict else ""))
 
 def load(src:str|bytes, arch:str=ARCH) -> Module:
   """Parse and compile a PTX module (cached in-process by text and on disk by hash).

@@ -8,13 +8,16 @@
 typedef struct {
   const uint64_t *args; uint64_t nargs;          /* raw 64-bit parameter values, in .param order */
   uint32_t grid[3], block[3];
-  const uint64_t *ranges; uint64_t nranges;      /* sorted [start, end) pairs the kernel may touch */
+  const uint64_t *ranges; uint64_t nranges;      /* sorted [start, end) pairs the kernel may touch: the mapped granules (strict: the allocations) */
   uint64_t *sites;                               /* per global access site: the range it hit last (set by run_grid) */
   uint8_t *smem; uint64_t smem_bytes;
   uint64_t left;                                 /* watchdog: backward branches left in this launch */
   uint32_t f_kind, f_space, f_size, f_line;      /* fault: kind 1 read 2 write 3 watchdog 4 divergent barrier 5 host OOM */
   uint64_t f_addr;
   uint32_t f_tid[3], f_ctaid[3];
+  const uint64_t *mranges; uint64_t nmranges;    /* strict mode only: the mapped granules (reads there outside `ranges` are noted in v_*) */
+  uint64_t v_count, v_addr;                      /* strict mode: reads outside the allocations inside their granules; the first one: */
+  uint32_t v_size, v_line, v_tid[3], v_ctaid[3];
 } PtxCtx;
 
 typedef int (*ptx_thread_fn)(PtxCtx *c, uint32_t tx, uint32_t ty, uint32_t tz, uint32_t bx, uint32_t by, uint32_t bz, int *resume, uint64_t *save);
@@ -62,7 +65,17 @@ static inline int inrange(PtxCtx *c, uint64_t a, uint64_t n, int s) {
 }
 
 #define FAULT(k, s, a, n, l) do { c->f_kind = (k); c->f_space = (s); c->f_addr = (a); c->f_size = (n); c->f_line = (l); c->left = left; return 1; } while (0)
-#define GCHK(a, n, k, l, s) do { if (!inrange(c, (a), (n), (s))) FAULT(k, 1, a, n, l); } while (0)
+/* strict mode: a read that misses the allocations but stays inside their mapped granules is performed (as on a GPU) and noted */
+static int mapped_read(PtxCtx *c, uint64_t a, uint64_t n, int k, uint32_t l, const uint32_t *tid, const uint32_t *cta) {
+  uint64_t lo = 0, hi = c->nmranges;
+  if (k != 1 || !hi) return 0;
+  while (lo < hi) { uint64_t m = (lo + hi) / 2; if (c->mranges[2*m] <= a) lo = m + 1; else hi = m; }
+  if (lo == 0 || a + n < a || a + n > c->mranges[2*(lo-1)+1]) return 0;
+  if (!c->v_count++) { c->v_addr = a; c->v_size = (uint32_t)n; c->v_line = l; memcpy(c->v_tid, tid, 12); memcpy(c->v_ctaid, cta, 12); }
+  return 1;
+}
+#define GCHK(a, n, k, l, s) do { if (!inrange(c, (a), (n), (s))) { uint32_t t_[3] = {tx, ty, tz}, b_[3] = {bx, by, bz}; \
+  if (!mapped_read(c, (a), (n), (k), (l), t_, b_)) FAULT(k, 1, a, n, l); } } while (0)
 #define SCHK(a, n, k, l) do { if ((a) + (n) > c->smem_bytes || (a) + (n) < (a)) FAULT(k, 2, a, n, l); } while (0)
 #define BACK(l) do { if (!left--) FAULT(3, 0, 0, 0, l); } while (0)
 

@@ -177,6 +177,15 @@ OTHER:
 {
 L: bra L;
 }
+.visible .entry copy (.param .u64 out, .param .u64 in)
+{
+  .reg .u64 %o, %i, %a; .reg .u32 %t, %v;
+  ld.param.u64 %o, [out+0]; ld.param.u64 %i, [in+0];
+  mov.u32 %t, %tid.x; cvt.u64.u32 %a, %t; mad.lo.u64 %i, %a, 4, %i; mad.lo.u64 %o, %a, 4, %o;
+  ld.global.u32 %v, [%i+0];
+  st.global.u32 [%o+0], %v;
+  ret;
+}
 """
 
 @pytest.fixture(scope="module")
@@ -222,6 +231,40 @@ def test_global_oob_read_is_a_structured_fault(mod):
   assert r.workgroup == (1, 0, 0) and r.extra["tid"] == (0, 0, 0) and r.extra["kernel"] == "red"
   assert r.disasm == "cvt.u64.u32 %t64, %other; mad.lo.u64 %addr, %t64, 4, %i; ld.global.s32 %v, [%addr+0];"
   assert r.nearest == ("in", x.ctypes.data, 256) and r.offset == 256
+
+def _granular(strict:bool, n_in:int, n_out:int):
+  """Host memory of 4 KiB; `in` (n_in words at +0) and `out` (n_out words at +1024) registered with a 256-byte granule."""
+  host = np.arange(1024 + 64, dtype=np.uint32) * 7 + 1
+  base = (-host.ctypes.data % 256) // 4                     # both allocations start 256-byte aligned, as cuMemAlloc's do
+  mm = MemoryMap(strict=strict)
+  a_in, a_out = host.ctypes.data + 4 * base, host.ctypes.data + 4 * (base + 256)
+  mm.add(a_in, 4 * n_in, "in", granule=256); mm.add(a_out, 4 * n_out, "out", granule=256)
+  return host, base, mm, a_in, a_out
+
+def test_reads_inside_the_granule_do_not_fault(mod):
+  host, base, mm, a_in, a_out = _granular(False, 3, 8)
+  st = mod.launch("copy", [a_out, a_in], (1, 1, 1), (8, 1, 1), mm)      # 5 threads read past the 12-byte `in`, inside its granule
+  assert host[base + 256:base + 264].tolist() == (np.arange(base, base + 8) * 7 + 1).tolist()
+  assert st.oob_reads == 0 and st.oob_report is None
+
+def test_strict_mode_reports_reads_past_an_allocation_and_faults_writes(mod):
+  host, base, mm, a_in, a_out = _granular(True, 3, 8)
+  st = mod.launch("copy", [a_out, a_in], (1, 1, 1), (8, 1, 1), mm)      # the reads are performed, as on a GPU, and counted
+  assert host[base + 256:base + 264].tolist() == (np.arange(base, base + 8) * 7 + 1).tolist()
+  r = st.oob_report
+  assert st.oob_reads == 5 and (r.kind, r.space, r.address, r.size, r.extra["tid"], r.nearest) == ("read", "global", a_in + 12, 4, (3, 0, 0), ("in", a_in, 12))
+  host, base, mm, a_in, a_out = _granular(True, 8, 3)
+  with pytest.raises(GPUFault, match="faults only in strict mode") as ei: mod.launch("copy", [a_out, a_in], (1, 1, 1), (8, 1, 1), mm)
+  assert (ei.value.report.kind, ei.value.report.address, ei.value.report.extra["tid"]) == ("write", a_out + 12, (3, 0, 0))
+  host, base, mm, a_in, a_out = _granular(False, 8, 3)
+  assert mod.launch("copy", [a_out, a_in], (1, 1, 1), (8, 1, 1), mm).oob_reads == 0   # not strict: the GPU writes there silently
+  assert host[base + 256 + 3:base + 264].tolist() == (np.arange(base + 3, base + 8) * 7 + 1).tolist()
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_access_past_the_granule_faults(mod, strict):
+  host, base, mm, a_in, a_out = _granular(strict, 3, 256)
+  with pytest.raises(GPUFault) as ei: mod.launch("copy", [a_out, a_in], (1, 1, 1), (65, 1, 1), mm)
+  assert (ei.value.report.kind, ei.value.report.address, ei.value.report.extra["tid"]) == ("read", a_in + 256, (64, 0, 0))
 
 def test_shared_oob_write_is_a_structured_fault(mod):
   with pytest.raises(GPUFault) as ei: mod.launch("shoob", [], (1, 1, 1), (17, 1, 1), MemoryMap())

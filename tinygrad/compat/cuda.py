@@ -8,10 +8,12 @@ explains it (with the fault report of a failed launch).
 
 Allocations are 256-byte aligned and granular, as cuMemAlloc's are: a kernel may touch the whole 256-byte granules an
 allocation covers (a 12-byte buffer read as one 16-byte vector does not fault), copies must stay inside the requested size.
+With `MOCKGPU_STRICT=1` kernels are checked byte-exact: reads past an allocation inside its granule are performed and
+printed (the first, with a count), writes there fault.
 A kernel fault is sticky, as on a real context: every later call in that context returns the fault's code with a short
 reference to it (`fault #N`, the one full report is the failed launch's), until cuCtxDestroy_v2; a new context works again."""
 from __future__ import annotations
-import ctypes, itertools, time
+import ctypes, itertools, sys, time
 from tinygrad.runtime.autogen import libc
 from mockgpu.emu.errors import EmuError, WatchdogExpired
 from mockgpu.emu.memory import MemoryMap
@@ -124,7 +126,7 @@ def _alloc(out, size:int, call:str, host:bool) -> int:
   _bufs[addr], _owner[addr] = size, _state["cur"]
   _state["allocs"] += 1
   if host: _host.add(addr)
-  else: memory.add(addr, mapped, f"cuMemAlloc#{_state['allocs']} ({size} bytes)")
+  else: memory.add(addr, size, f"cuMemAlloc#{_state['allocs']} ({size} bytes)", granule=GRANULE)
   _out(out, addr)
   return SUCCESS
 def cuMemAlloc_v2(dptr, size) -> int: return _alloc(dptr, size, "cuMemAlloc_v2", host=False)
@@ -146,8 +148,8 @@ def cuMemFreeHost(p) -> int: return _free(p, "cuMemFreeHost", host=True)
 
 def _dev(a:int, n:int, call:str, what:str) -> int:
   """Copies stay inside the requested size of one cuMemAlloc (the rest of its last granule is not the caller's)."""
-  if (r:=memory.find(a, n)) is None or a + n > r.start + _bufs[r.start]:
-    near = r or memory.nearest(a)
+  if memory.find(a, n) is None:
+    near = memory.nearest(a)
     return _fail(INVALID_VALUE, f"{call}: {what} [{a:#x}, {a+n:#x}) is not inside one device allocation"
                  + (f" (nearest {near.name} at {near.start:#x})" if near else ""))
   return SUCCESS
@@ -198,7 +200,7 @@ def cuLaunchKernel(fn, gx, gy, gz, lx, ly, lz, smem, stream, params, extra) -> i
   if params is not None or not hasattr(extra, "_real_fields_"):
     return _fail(INVALID_VALUE, "cuLaunchKernel: the mock takes the argument struct as `extra` (tinygrad's MOCKGPU path); kernelParams is not modelled")
   m, name = f
-  try: m.launch(name, _params(extra), (gx, gy, gz), (lx, ly, lz), memory, dyn_shared=smem)
+  try: st = m.launch(name, _params(extra), (gx, gy, gz), (lx, ly, lz), memory, dyn_shared=smem)
   except PTXError as e: return _fail(LAUNCH_OUT_OF_RESOURCES if "threads" in str(e) else INVALID_VALUE, str(e))
   except EmuError as e:
     r, _state["faults"] = getattr(e, "report", None), _state["faults"] + 1
@@ -208,6 +210,9 @@ def cuLaunchKernel(fn, gx, gy, gz, lx, ly, lz, smem, stream, params, extra) -> i
     ref = f"fault #{_state['faults']} (CUDA error {code}: {what}, kernel {name!r}" + (f" PTX line {r.pc})" if r is not None else ")")
     _ctxs[_state["cur"]] = (code, ref)
     return _fail(code, f"{ref}: {e}")
+  if st.oob_reads:   # strict mode only (MOCKGPU_STRICT=1): a GPU performs these reads, so the kernel went on
+    print(f"mockgpu: cuLaunchKernel {name!r}: {st.oob_reads} read(s) outside every allocation but inside its 256-byte granule (strict mode); "
+          f"the first: {st.oob_report.describe()}", file=sys.stderr)
   return SUCCESS
 
 def cuEventCreate(ev, flags) -> int:
