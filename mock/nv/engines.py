@@ -67,7 +67,7 @@ class ComputeEngine(Engine):
     """Run the QMD at `qmd_addr`, write its releases; returns the dependent QMD to run next (0 if none)."""
     ch, raw = self.ch, int.from_bytes(self.ch.read(qmd_addr, QMD_BYTES, "QMD"), "little")
     q = lambda name: bits(raw, QMD_FIELDS[name])
-    if q("QMD_MAJOR_VERSION") != 3: raise PacketError(repr(ch), f"QMD {qmd_addr:#x}", 0, f"QMD major version {q('QMD_MAJOR_VERSION')}, ADA_COMPUTE_A takes 3")
+    if (ver:=q("QMD_MAJOR_VERSION")) != 3: raise PacketError(repr(ch), f"QMD {qmd_addr:#x}", 0, f"QMD major version {ver}, ADA_COMPUTE_A takes 3")
     grid = (q("CTA_RASTER_WIDTH"), q("CTA_RASTER_HEIGHT"), q("CTA_RASTER_DEPTH"))
     block = (q("CTA_THREAD_DIMENSION0"), q("CTA_THREAD_DIMENSION1"), q("CTA_THREAD_DIMENSION2"))
     prog = q("PROGRAM_ADDRESS_UPPER") << 32 | q("PROGRAM_ADDRESS_LOWER")
@@ -78,12 +78,14 @@ class ComputeEngine(Engine):
     if (r:=ch.drv.memory.find(prog)) is None: raise QueueFault(repr(ch), prog, 1, "program (PTX text)")
     text = ctypes.string_at(prog, min(r.end - prog, 1 << 24)).split(b"\0", 1)[0]
     mod = engine.load(text)
-    if len(mod.kernels) != 1: raise PacketError(repr(ch), f"QMD {qmd_addr:#x}", 0, f"the program at {prog:#x} has {len(mod.kernels)} kernels, expected 1")
+    if len(mod.kernels) != 1:
+      raise PacketError(repr(ch), f"QMD {qmd_addr:#x}", 0, f"the program at {prog:#x} has {len(mod.kernels)} kernels, expected 1")
     mod.launch(next(iter(mod.kernels)), args, grid, block, ch.drv.memory)
     ch.launches += 1
     for i in (0, 1):
       if q(f"RELEASE{i}_ENABLE"):
-        addr, payload = q(f"RELEASE{i}_ADDRESS_UPPER") << 32 | q(f"RELEASE{i}_ADDRESS_LOWER"), q(f"RELEASE{i}_PAYLOAD_UPPER") << 32 | q(f"RELEASE{i}_PAYLOAD_LOWER")
+        addr = q(f"RELEASE{i}_ADDRESS_UPPER") << 32 | q(f"RELEASE{i}_ADDRESS_LOWER")
+        payload = q(f"RELEASE{i}_PAYLOAD_UPPER") << 32 | q(f"RELEASE{i}_PAYLOAD_LOWER")
         ch.write(addr, payload.to_bytes(8, "little") + time.perf_counter_ns().to_bytes(8, "little"), f"QMD release{i}")
     if not q("DEPENDENT_QMD0_ENABLE"): return 0
     if (act:=q("DEPENDENT_QMD0_ACTION")) != nv.NVC6C0_QMDV03_00_DEPENDENT_QMD0_ACTION_QMD_SCHEDULE:
@@ -110,7 +112,8 @@ class CopyEngine(Engine):
     if bits(v, nv.NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE) != nv.NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_NONE:
       for spec, ok, what in self.PITCH_ONLY:
         if bits(v, spec) != ok: raise PacketError(repr(ch), where, v, f"LAUNCH_DMA {what} is not modelled (pitch copies of virtual addresses are)")
-      src, dst = s(nv.NVC6B5_OFFSET_IN_UPPER) << 32 | s(nv.NVC6B5_OFFSET_IN_LOWER), s(nv.NVC6B5_OFFSET_OUT_UPPER) << 32 | s(nv.NVC6B5_OFFSET_OUT_LOWER)
+      src = s(nv.NVC6B5_OFFSET_IN_UPPER) << 32 | s(nv.NVC6B5_OFFSET_IN_LOWER)
+      dst = s(nv.NVC6B5_OFFSET_OUT_UPPER) << 32 | s(nv.NVC6B5_OFFSET_OUT_LOWER)
       n, multi = s(nv.NVC6B5_LINE_LENGTH_IN), bits(v, nv.NVC6B5_LAUNCH_DMA_MULTI_LINE_ENABLE) == nv.NVC6B5_LAUNCH_DMA_MULTI_LINE_ENABLE_TRUE
       for line in range(s(nv.NVC6B5_LINE_COUNT) if multi else 1):
         ch.write(dst + line * s(nv.NVC6B5_PITCH_OUT), ch.read(src + line * s(nv.NVC6B5_PITCH_IN), n, "copy source"), "copy destination")

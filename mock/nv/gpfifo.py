@@ -21,7 +21,8 @@ HOST_METHODS_END = 0x100                                # methods below this byt
 
 # *** method headers (NVC56F_DMA_*): SEC_OP in bits 31:29. GRP0/GRP2 use TERT_OP (bits 17:16) with the old 11-bit count and
 # byte address fields; GRP0 TERT_OP 1..3 are the subdevice-mask operations, header 0 is a zero-count GRP0 increment (NOP).
-INC, NON_INC, ONE_INC, IMMD, END_SEGMENT, SET_MASK, STORE_MASK, USE_MASK = "inc", "non_inc", "one_inc", "immd", "end", "set_mask", "store_mask", "use_mask"
+INC, NON_INC, ONE_INC, IMMD, END_SEGMENT = "inc", "non_inc", "one_inc", "immd", "end"
+SET_MASK, STORE_MASK, USE_MASK = "set_mask", "store_mask", "use_mask"
 _NEW_FORMS = {nv.NVC56F_DMA_SEC_OP_INC_METHOD: INC, nv.NVC56F_DMA_SEC_OP_NON_INC_METHOD: NON_INC, nv.NVC56F_DMA_SEC_OP_ONE_INC: ONE_INC}
 _MASK_OPS = {nv.NVC56F_DMA_SET_SUBDEVICE_MASK_OPCODE_VALUE: SET_MASK, nv.NVC56F_DMA_STORE_SUBDEVICE_MASK_OPCODE_VALUE: STORE_MASK,
              nv.NVC56F_DMA_USE_SUBDEVICE_MASK_OPCODE_VALUE: USE_MASK}
@@ -77,7 +78,7 @@ class Channel:
         lo, hi, where = entry & 0xFFFFFFFF, entry >> 32, f"GP entry {self.get} ({entry:#018x})"
         if (n:=_bits(hi, nv.NVC56F_GP_ENTRY1_LENGTH)) == 0:
           if (op:=_bits(hi, nv.NVC56F_GP_ENTRY1_OPCODE)) != nv.NVC56F_GP_ENTRY1_OPCODE_NOP:
-            raise PacketError(repr(self), where, hi, f"control entry opcode {op} is not modelled (only NOP; ILLEGAL, GP_CRC and PB_CRC stop the channel)")
+            raise PacketError(repr(self), where, hi, f"control entry opcode {op} is not modelled (NOP is; ILLEGAL, GP_CRC, PB_CRC stop the channel)")
         else:
           if _bits(lo, nv.NVC56F_GP_ENTRY0_FETCH) == nv.NVC56F_GP_ENTRY0_FETCH_CONDITIONAL:
             raise PacketError(repr(self), where, lo, "conditional fetch is not modelled (clear GP_ENTRY0_FETCH)")
@@ -164,7 +165,8 @@ class Channel:
     payload, op = s.get((-1, nv.NVC56F_SEMAPHOREC), 0), _bits(v, nv.NVC56F_SEMAPHORED_OPERATION)
     if op == nv.NVC56F_SEMAPHORED_OPERATION_RELEASE:
       four = _bits(v, nv.NVC56F_SEMAPHORED_RELEASE_SIZE) == nv.NVC56F_SEMAPHORED_RELEASE_SIZE_4BYTE
-      self.write(addr, payload.to_bytes(4, "little") + (b"" if four else bytes(4) + time.perf_counter_ns().to_bytes(8, "little")), "semaphore release")
+      ts = b"" if four else bytes(4) + time.perf_counter_ns().to_bytes(8, "little")
+      self.write(addr, payload.to_bytes(4, "little") + ts, "semaphore release")
       return True
     cur = self._uint(addr, 4, "semaphore acquire")
     if op == nv.NVC56F_SEMAPHORED_OPERATION_ACQUIRE: return cur == payload

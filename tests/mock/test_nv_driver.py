@@ -70,7 +70,8 @@ def mask_op(opcode, mask=0): return fld(nv.NVC56F_DMA_SET_SUBDEVICE_MASK_OPCODE,
 END = fld(nv.NVC56F_DMA_ENDSEG_OPCODE, nv.NVC56F_DMA_ENDSEG_OPCODE_VALUE)
 def hdr(sub, mthd, n): return header(nv.NVC56F_DMA_SEC_OP_INC_METHOD, sub, mthd, n)
 def sem_flags(op, wide=True, ts=False):
-  return fld(nv.NVC56F_SEM_EXECUTE_OPERATION, op) | fld(nv.NVC56F_SEM_EXECUTE_PAYLOAD_SIZE, int(wide)) | fld(nv.NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP, int(ts))
+  return fld(nv.NVC56F_SEM_EXECUTE_OPERATION, op) | fld(nv.NVC56F_SEM_EXECUTE_PAYLOAD_SIZE, int(wide)) | \
+    fld(nv.NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP, int(ts))
 def sem(addr, payload, op, wide=True, ts=False):
   return [hdr(0, nv.NVC56F_SEM_ADDR_LO, 5), addr & 0xFFFFFFFF, addr >> 32, payload & 0xFFFFFFFF, payload >> 32, sem_flags(op, wide, ts)]
 RELEASE, RELEASE32 = sem_flags(nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE), sem_flags(nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE, wide=False)
@@ -100,7 +101,8 @@ class Rig:
 
 def test_semaphores_block_until_the_cpu_writes(drv):
   r = Rig(drv)
-  r.submit(sem(r.base + 0x10000, 5, nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ) + sem(r.base + 0x10010, 0x1_0000_0007, nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE, ts=True))
+  r.submit(sem(r.base + 0x10000, 5, nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ) +
+           sem(r.base + 0x10010, 0x1_0000_0007, nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE, ts=True))
   assert r.ch.run() is False and r.gpget() == 0 and r.u64(0x10010) == 0        # blocked: 0 < 5
   ctypes.c_uint64.from_address(r.base + 0x10000).value = 5
   assert r.ch.run() is True and r.gpget() == 1
@@ -136,8 +138,9 @@ def test_header_forms(drv):
 
 def test_end_segment_and_zero_padding(drv):
   r = Rig(drv)
-  r.submit(sem(r.base + 0x10000, 1, nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE) + [END] + sem(r.base + 0x10010, 2, nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE))
-  r.submit(sem(r.base + 0x10020, 3, nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE) + [0] * 1000)    # tinygrad submits whole zero-padded pages
+  rel = lambda off, v: sem(r.base + off, v, nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE)
+  r.submit(rel(0x10000, 1) + [END] + rel(0x10010, 2))
+  r.submit(rel(0x10020, 3) + [0] * 1000)    # tinygrad submits whole zero-padded pages
   assert r.ch.run() and r.ch.error is None and r.gpget() == 2
   assert (r.u64(0x10000), r.u64(0x10010), r.u64(0x10020)) == (1, 0, 3)
 
@@ -151,7 +154,8 @@ def test_subdevice_masks(drv):
   """This GPU is subdevice 0: methods run while bit 0 of the current mask is set."""
   r, rel = Rig(drv), lambda i, v: sem(r.base + 0x10000 + 16 * i, v, nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE)
   r.submit([mask_op(nv.NVC56F_DMA_STORE_SUBDEVICE_MASK_OPCODE_VALUE, 0b1), mask_op(nv.NVC56F_DMA_SET_SUBDEVICE_MASK_OPCODE_VALUE, 0b10), *rel(0, 1),
-            mask_op(nv.NVC56F_DMA_USE_SUBDEVICE_MASK_OPCODE_VALUE), *rel(1, 2), mask_op(nv.NVC56F_DMA_SET_SUBDEVICE_MASK_OPCODE_VALUE, 0xFFE), *rel(2, 3)])
+            mask_op(nv.NVC56F_DMA_USE_SUBDEVICE_MASK_OPCODE_VALUE), *rel(1, 2),
+            mask_op(nv.NVC56F_DMA_SET_SUBDEVICE_MASK_OPCODE_VALUE, 0xFFE), *rel(2, 3)])
   assert r.ch.run() and r.ch.error is None and (r.u64(0x10000), r.u64(0x10010), r.u64(0x10020)) == (0, 2, 0)
 
 @pytest.mark.parametrize("word, msg", [(fld(nv.NVC56F_DMA_SEC_OP, nv.NVC56F_DMA_SEC_OP_RESERVED6), "RESERVED6"),
@@ -231,7 +235,8 @@ def test_copy_engine_and_semaphores(drv):
           fld(nv.NVC6B5_LAUNCH_DMA_DST_MEMORY_LAYOUT, nv.NVC6B5_LAUNCH_DMA_DST_MEMORY_LAYOUT_PITCH)
   dma = lambda flags: [hdr(4, nv.NVC6B5_LAUNCH_DMA, 1), flags]
   sema = [hdr(4, nv.NVC6B5_SET_SEMAPHORE_A, 3), (r.base + 0x10000) >> 32, (r.base + 0x10000) & 0xFFFFFFFF, 42]
-  r.submit([*BIND, hdr(4, nv.NVC6B5_OFFSET_IN_UPPER, 4), src >> 32, src & 0xFFFFFFFF, dst >> 32, dst & 0xFFFFFFFF, hdr(4, nv.NVC6B5_LINE_LENGTH_IN, 1), 200,
+  r.submit([*BIND, hdr(4, nv.NVC6B5_OFFSET_IN_UPPER, 4), src >> 32, src & 0xFFFFFFFF, dst >> 32, dst & 0xFFFFFFFF,
+            hdr(4, nv.NVC6B5_LINE_LENGTH_IN, 1), 200,
             *dma(fld(nv.NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE, nv.NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_NON_PIPELINED) | pitch), *sema,
             *dma(fld(nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE, nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_FOUR_WORD_SEMAPHORE))])
   assert r.ch.run() and ctypes.string_at(dst, 200) == bytes(range(200)) and r.u64(0x10000) == 42 and r.u64(0x10008) > 0
