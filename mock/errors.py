@@ -25,9 +25,9 @@ class PacketError(MockDeviceError):
 
 class QueueFault(MockDeviceError):
   """A queue touched GPU memory that is not mapped to its GPU (an MMU fault). Reported through the KFD memory event."""
-  def __init__(self, engine:str, addr:int, size:int, what:str):
+  def __init__(self, engine:str, addr:int, size:int, what:str, why:str="is not mapped to this GPU (MMU fault)"):
     self.engine, self.addr, self.size = engine, addr, size
-    super().__init__(f"{engine}: {what} addr=0x{addr:X} size={size} is not mapped to this GPU (MMU fault)")
+    super().__init__(f"{engine}: {what} addr=0x{addr:X} size={size} {why}")
 
 class PTXError(MockDeviceError):
   """PTX the mock cannot run: malformed text, or an instruction form outside the modelled subset (docs/ptx.md lists it).

@@ -6,21 +6,24 @@ runnable queues with a small packet budget, and re-checks blocked waits on every
 another queue (signals, kick signals of HCQGraph) unblocks them. A queue that fails stops; its error is printed to stderr
 and reported through the KFD events (memory fault or hardware exception), so tinygrad raises its own error."""
 from __future__ import annotations
-import contextlib, ctypes, mmap, os, sys, threading, time, traceback, weakref
+import contextlib, ctypes, mmap, os, struct, sys, threading, time, traceback, weakref
 from typing import TYPE_CHECKING
 from tinygrad.runtime.autogen import libc
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.errors import MockGPUError
+from mockgpu.mock import uaccess
 from mockgpu.mock.errors import QueueFault
 from mockgpu.mock.profiles import GPUProfile
 from mockgpu.mock.sysfs import GPUNode
 if TYPE_CHECKING: from mockgpu.mock.kfd import KFD
 
-__all__ = ["gpu_clock", "host_mmap", "GPU", "Queue", "DeviceThread", "DOORBELL_PAGE", "MAP_FIXED", "TRACE"]
+__all__ = ["gpu_clock", "host_mmap", "GPU", "Queue", "DeviceThread", "DOORBELL_PAGE", "MAP_FIXED", "TRACE", "GONE"]
 
 DOORBELL_PAGE = 0x2000    # bytes of doorbells per GPU; 8-byte slots
 TRACE = os.environ.get("MOCKGPU_TRACE", "0") != "0"   # print every executed packet to stderr
 MAP_FIXED = 0x10          # Linux value (Python's mmap module does not export it)
+GONE = ("is mapped to this GPU but is no longer host memory of this process (unmapped or protected by the CPU while still mapped to the "
+        "GPU; unmap it from the GPU first)")   # why an engine access failed although the range is mapped
 
 def gpu_clock() -> int:
   """The GPU timestamp counter: 100 MHz, monotonic, shared by all queues and GPUs (tinygrad divides by 100 to get us)."""
@@ -48,8 +51,26 @@ class GPU:
   def check(self, addr:int, size:int, engine:str, what:str) -> int:
     """Raise QueueFault unless `[addr, addr+size)` is mapped to this GPU (whole pages, as the driver maps them; byte-exact
     in strict mode). Returns `addr`."""
-    if not self.memory.mapped(addr, size): raise QueueFault(engine, addr, size, what)
+    if not self.memory.mapped(addr, size):
+      pending = next((a for a in self.kfd.allocs.values() if self.gpu_id in a.mapped and not a.backed and a.va <= addr < a.va + a.size), None)
+      raise QueueFault(engine, addr, size, what, "is not mapped to this GPU (MMU fault)" if pending is None else
+                       f"is in memory object handle={pending.handle:#x} ({pending.kind}), which is mapped to this GPU but was never mmapped by "
+                       "the CPU: the mock backs VRAM/GTT objects with their renderD mmap (mmap(va, size, MAP_FIXED, mmap_offset)), so map it first")
     return addr
+
+  def read(self, addr:int, size:int, engine:str, what:str) -> bytearray:
+    """The bytes at `[addr, addr+size)` after `check`; QueueFault if they are mapped but no longer host memory (never a SIGSEGV)."""
+    try: return uaccess.copy_from_user(self.check(addr, size, engine, what), size, what)
+    except OSError: raise QueueFault(engine, addr, size, what, GONE) from None
+
+  def write(self, addr:int, data:bytes, engine:str, what:str):
+    """Write `data` at `addr` after `check`; QueueFault if the range is mapped but no longer host memory."""
+    try: uaccess.copy_to_user(self.check(addr, len(data), engine, what), data, what)
+    except OSError: raise QueueFault(engine, addr, len(data), what, GONE) from None
+
+  def u32(self, addr:int, engine:str, what:str) -> int: return int.from_bytes(self.read(addr, 4, engine, what), "little")
+  def write_int(self, addr:int, value:int, size:int, engine:str, what:str):
+    self.write(addr, (value & ((1 << (8 * size)) - 1)).to_bytes(size, "little"), engine, what)
 
 class Queue:
   """A ring buffer queue as the KFD creates it. Subclasses implement `step()` (execute one packet or report blocked).
@@ -62,7 +83,6 @@ class Queue:
 
   def __init__(self, gpu:GPU, qid:int, ring:int, ring_size:int, rptr_addr:int, doorbell_addr:int):
     self.gpu, self.qid, self.ring, self.ring_size, self.rptr_addr = gpu, qid, ring, ring_size, rptr_addr
-    self.ring_dw = (ctypes.c_uint32 * (ring_size // 4)).from_address(ring)
     self.doorbell = ctypes.c_uint64.from_address(doorbell_addr)
     self.rptr, self.error, self.blocked_on = 0, None, ""
 
@@ -78,8 +98,8 @@ class Queue:
       for _ in range(self.budget):
         if not self.step(): break
         progress = True
+      if progress: self.gpu.write_int(self.rptr_addr, self.rptr, 8, self.engine, "read pointer")
     except Exception as e: self.stop(e)
-    if progress: ctypes.c_uint64.from_address(self.rptr_addr).value = self.rptr
     return progress
 
   def step(self) -> bool: raise NotImplementedError
@@ -90,7 +110,17 @@ class Queue:
 
   def dword(self, pos:int) -> int:
     """Ring dword at pointer position `pos` (in dwords), read modulo the ring."""
-    return self.ring_dw[pos % len(self.ring_dw)]
+    return self.dwords(pos, 1)[0]
+
+  def dwords(self, pos:int, n:int) -> list[int]:
+    """`n` ring dwords from pointer position `pos` (in dwords), read modulo the ring through the GPU's checked reads (a ring
+    freed or unmapped while the queue lives is a QueueFault, not a crash)."""
+    size, pos, out = self.ring_size // 4, pos % (self.ring_size // 4), []
+    while n > 0:
+      k = min(n, size - pos)
+      out += struct.unpack(f"<{k}I", self.gpu.read(self.ring + 4 * pos, 4 * k, self.engine, "ring"))
+      n, pos = n - k, 0
+    return out
 
   def stop(self, exc:BaseException):
     """Stop this queue for good: print a report to stderr and raise the KFD event tinygrad will see."""

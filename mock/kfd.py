@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from tinygrad.runtime.autogen import kfd, amdgpu_drm
 from mockgpu.emu.errors import EmuError, GPUFault
 from mockgpu.emu.memory import PAGE
+from mockgpu.mock import uaccess
 from mockgpu.mock.errors import QueueFault
 from mockgpu.mock.gpu import GPU, DeviceThread, DOORBELL_PAGE, MAP_FIXED, host_mmap
 from mockgpu.mock.aql import AQLQueue
@@ -36,7 +37,9 @@ class Ioctl:
 
 @dataclass
 class Allocation:
-  """A memory object (ALLOC_MEMORY_OF_GPU). `mapped` holds the gpu_ids it is mapped to."""
+  """A memory object (ALLOC_MEMORY_OF_GPU). `mapped` holds the gpu_ids it is mapped to. `backed`: host memory holds it (a
+  USERPTR range checked at ALLOC, a VRAM/GTT object once the CPU mmapped it); only then do its GPU mappings reach the
+  GPUs' memory maps, so engines and kernels never touch a range that is not host memory."""
   handle: int
   gpu_id: int
   va: int
@@ -44,6 +47,7 @@ class Allocation:
   flags: int
   mmap_offset: int
   mapped: set[int] = field(default_factory=set)
+  backed: bool = False
   @property
   def kind(self) -> str:
     return next((n for n in ("VRAM", "GTT", "USERPTR", "DOORBELL", "MMIO_REMAP") if self.flags & getattr(kfd, f"KFD_IOC_ALLOC_MEM_FLAGS_{n}")), "?")
@@ -117,9 +121,16 @@ class KFD:
                                   f"is not implemented by the mock {dev.kind} device")
     if size != ctypes.sizeof(io.struct):
       raise OSError(errno.EINVAL, f"{io.name}: argument size {size} != sizeof({io.struct.__name__}) = {ctypes.sizeof(io.struct)}")
-    args = arg if isinstance(arg, io.struct) else io.struct.from_address(arg if isinstance(arg, int) else ctypes.addressof(arg))
-    with self.lock:
-      getattr(self, io.handler)(args)
+    if isinstance(arg, io.struct): args, user = arg, None   # tinygrad passes the struct itself (fcntl.ioctl's mutable buffer)
+    elif isinstance(arg, int):   # an address: copied in and out like the kernel's kfd_ioctl (EFAULT for a bad pointer)
+      args, user = io.struct.from_buffer(uaccess.copy_from_user(arg, size, f"{io.name}: argument") if request >> 30 & 1 else bytearray(size)), arg
+    elif isinstance(arg, (ctypes.Structure, ctypes.Union, ctypes.Array)) and ctypes.sizeof(arg) >= size: args, user = io.struct.from_buffer(arg), None
+    else: raise TypeError(f"{io.name}: the ioctl argument must be a {io.struct.__name__}, a ctypes object of >= {size} bytes or an address, "
+                          f"not {type(arg).__name__}")
+    try:
+      with self.lock: getattr(self, io.handler)(args)
+    finally:
+      if user is not None and request >> 30 & 2: uaccess.copy_to_user(user, args, f"{io.name}: argument")
     if self.thread is not None: self.thread.kick()
     return 0
 
@@ -138,7 +149,11 @@ class KFD:
       if start != a.va or size != a.size or not flags & MAP_FIXED:
         raise OSError(errno.EINVAL, f"renderD mmap of handle {a.handle:#x}: the mock maps GPU VA == CPU VA, so call it with MAP_FIXED at "
                                     f"va={a.va:#x} size={a.size:#x} (got start={start:#x} size={size:#x} flags={flags:#x})")
-      return host_mmap(a.va, a.size, fixed=True)
+      ret = host_mmap(a.va, a.size, fixed=True)
+      if not a.backed:   # its GPU mappings become real now (MAP before the CPU mmap left them pending)
+        a.backed = True
+        for gpu_id in a.mapped: self._add(a, self.gpus[gpu_id], "renderD mmap")
+      return ret
 
   # *** KFD ioctl handlers (KFD_IOCTLS) ***
   def get_version(self, a):
@@ -158,20 +173,24 @@ class KFD:
   def alloc_memory_of_gpu(self, a):
     gpu, f = self.gpu(a.gpu_id, "ALLOC_MEMORY_OF_GPU"), a.flags
     if gpu.gpu_id not in self.acquired_vms: raise OSError(errno.EINVAL, f"ALLOC_MEMORY_OF_GPU: call ACQUIRE_VM for gpu_id={a.gpu_id:#x} first")
-    if a.size == 0 or a.va_addr == 0: raise OSError(errno.EINVAL, f"ALLOC_MEMORY_OF_GPU: va_addr={a.va_addr:#x} size={a.size:#x} must be non-zero")
+    if a.size == 0 or a.va_addr == 0 or a.va_addr + a.size > 1 << 64:
+      raise OSError(errno.EINVAL, f"ALLOC_MEMORY_OF_GPU: va_addr={a.va_addr:#x} size={a.size:#x} must be non-zero and end at or below 2^64")
     if bin(f & _MEM_TYPES).count("1") != 1:
       raise OSError(errno.EINVAL, f"ALLOC_MEMORY_OF_GPU: flags={f:#x} must name exactly one of VRAM, GTT, USERPTR, DOORBELL, MMIO_REMAP")
     if f & (kfd.KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | kfd.KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP):
       raise OSError(errno.EINVAL, f"ALLOC_MEMORY_OF_GPU: flags={f:#x}: DOORBELL and MMIO_REMAP objects are not modelled")
     if f & kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR and a.mmap_offset != a.va_addr:
       raise OSError(errno.EINVAL, f"ALLOC_MEMORY_OF_GPU: USERPTR at {a.mmap_offset:#x} with va_addr={a.va_addr:#x}; the mock needs GPU VA == CPU VA")
+    if f & kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR:   # the kernel pins the user pages here: EFAULT unless they are memory of the process
+      access = "writable" if f & kfd.KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE else "readable"
+      if not getattr(uaccess, access)(a.va_addr, a.size): raise uaccess.efault("ALLOC_MEMORY_OF_GPU: USERPTR va_addr", a.va_addr, a.size, access)
     if f & kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM:
       used = sum(x.size for x in self.allocs.values() if x.gpu_id == gpu.gpu_id and x.flags & kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
       if used + a.size > self.profile.vram_bytes:
         raise OSError(errno.ENOMEM, f"ALLOC_MEMORY_OF_GPU: {a.size:#x} bytes of VRAM requested, {self.profile.vram_bytes - used:#x} free")
     handle = gpu.gpu_id << 32 | next(self._handles)
     offset = a.mmap_offset if f & kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR else BO_MMAP_BASE + (next(self._bo) << 24)
-    self.allocs[handle] = alloc = Allocation(handle, gpu.gpu_id, a.va_addr, a.size, f, offset)
+    self.allocs[handle] = alloc = Allocation(handle, gpu.gpu_id, a.va_addr, a.size, f, offset, backed=bool(f & kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR))
     if not f & kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR: self.bo_offsets[offset] = alloc
     a.handle, a.mmap_offset = handle, offset
 
@@ -190,19 +209,25 @@ class KFD:
     if not 0 < a.n_devices <= len(self.nodes) or not a.device_ids_array_ptr:
       raise OSError(errno.EINVAL, f"{ioctl}: n_devices={a.n_devices} device_ids_array_ptr={a.device_ids_array_ptr:#x} "
                                   f"(1..{len(self.nodes)} ids needed)")
-    return [self.gpu(i, ioctl) for i in (ctypes.c_uint32 * a.n_devices).from_address(a.device_ids_array_ptr)]
+    return [self.gpu(i, ioctl) for i in uaccess.struct_in(ctypes.c_uint32 * a.n_devices, a.device_ids_array_ptr, f"{ioctl}: device_ids_array_ptr")]
 
   def map_memory_to_gpu(self, a):
     alloc = self._alloc(a.handle, "MAP_MEMORY_TO_GPU")
-    for i, gpu in enumerate(self._device_ids(a, "MAP_MEMORY_TO_GPU")):
+    gpus = self._device_ids(a, "MAP_MEMORY_TO_GPU")
+    if alloc.flags & kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR and not uaccess.readable(alloc.va, alloc.size):   # unmapped since ALLOC
+      raise uaccess.efault(f"MAP_MEMORY_TO_GPU: handle={alloc.handle:#x} USERPTR va_addr", alloc.va, alloc.size)
+    for i, gpu in enumerate(gpus):
       if gpu.gpu_id not in alloc.mapped:
-        try: gpu.memory.add(alloc.va, alloc.size, f"{alloc.kind} handle={alloc.handle:#x}", granule=PAGE)   # the driver maps whole pages
-        except EmuError as e: raise OSError(errno.EINVAL, f"MAP_MEMORY_TO_GPU handle={alloc.handle:#x} on gpu_id={gpu.gpu_id:#x}: {e}") from e
+        if alloc.backed: self._add(alloc, gpu, "MAP_MEMORY_TO_GPU")
         alloc.mapped.add(gpu.gpu_id)
       a.n_success = i + 1
 
+  def _add(self, alloc:Allocation, gpu:GPU, what:str):
+    try: gpu.memory.add(alloc.va, alloc.size, f"{alloc.kind} handle={alloc.handle:#x}", granule=PAGE)   # the driver maps whole pages
+    except EmuError as e: raise OSError(errno.EINVAL, f"{what} handle={alloc.handle:#x} on gpu_id={gpu.gpu_id:#x}: {e}") from e
+
   def _unmap(self, alloc:Allocation, gpu:GPU):
-    gpu.memory.remove(alloc.va)
+    if alloc.backed: gpu.memory.remove(alloc.va)
     alloc.mapped.discard(gpu.gpu_id)
 
   def unmap_memory_from_gpu(self, a):
@@ -234,26 +259,28 @@ class KFD:
   def wait_events(self, a):
     if not 0 < a.num_events <= MAX_WAIT_EVENTS or not a.events_ptr:
       raise OSError(errno.EINVAL, f"WAIT_EVENTS: num_events={a.num_events} events_ptr={a.events_ptr:#x}")
-    data = (kfd.struct_kfd_event_data * a.num_events).from_address(a.events_ptr)
+    size, mo, what = ctypes.sizeof(kfd.struct_kfd_event_data), kfd.struct_kfd_event_data.memory_exception_data.offset, "WAIT_EVENTS: events_ptr"
+    data = uaccess.struct_in(kfd.struct_kfd_event_data * a.num_events, a.events_ptr, what)   # a private copy; results are copied out
     evs = [self.events.get(d.event_id) for d in data]
     if None in evs: raise OSError(errno.EINVAL, f"WAIT_EVENTS: event_id={data[evs.index(None)].event_id} does not exist")
     if (fa:=os.environ.get("MOCKGPU_EMU_FAULTADDR")) and (inj:=self._injected_fault(fa, evs)) is not None:
-      for d, e in zip(data, evs):   # an injected fault belongs to this wait only: the events themselves are left as they are
+      for i, e in enumerate(evs):   # an injected fault belongs to this wait only: the events themselves are left as they are
         if e.type == kfd.KFD_IOC_EVENT_MEMORY:
-          ctypes.memmove(dst:=ctypes.addressof(d.memory_exception_data), ctypes.addressof(inj), ctypes.sizeof(inj))
+          uaccess.copy_to_user(dst:=a.events_ptr + i * size + mo, inj, what)
           self.injected[dst] = bytes(inj)
       a.wait_result = kfd.KFD_IOC_WAIT_RESULT_COMPLETE
       return
-    for d in data:   # the first wait after it takes back what the injection wrote, if the caller's array still holds it
-      if (inj:=self.injected.pop(ctypes.addressof(m:=d.memory_exception_data), None)) is not None and bytes(m) == inj:
-        ctypes.memset(ctypes.addressof(m), 0, ctypes.sizeof(m))
+    for i, d in enumerate(data):   # the first wait after it takes back what the injection wrote, if the caller's array still holds it
+      if (inj:=self.injected.pop(dst:=a.events_ptr + i * size + mo, None)) is not None and bytes(m:=d.memory_exception_data) == inj:
+        uaccess.copy_to_user(dst, bytes(ctypes.sizeof(m)), what)
     if self.thread is not None: self.thread.kick()
     done = (all if a.wait_for_all else any)
     self.cond.wait_for(lambda: done(e.signaled for e in evs), timeout=a.timeout / 1000)
     a.wait_result = kfd.KFD_IOC_WAIT_RESULT_COMPLETE if done(e.signaled for e in evs) else kfd.KFD_IOC_WAIT_RESULT_TIMEOUT
-    for d, e in zip(data, evs):   # as the kernel: data is copied out for signalled memory / HW-exception events only
-      if e.data is not None and e.signaled: ctypes.memmove(ctypes.addressof(d), ctypes.addressof(e.data), 32)
+    out = [(i, bytes(e.data)[:32]) for i, e in enumerate(evs) if e.data is not None and e.signaled]
+    for e in evs:
       if e.signaled and e.auto_reset: e.signaled = False
+    for i, b in out: uaccess.copy_to_user(a.events_ptr + i * size, b, what)   # as the kernel: memory / HW-exception data of fired events
 
   def _injected_fault(self, fa:str, evs:list[Event]) -> kfd.struct_kfd_hsa_memory_exception_data|None:
     """MOCKGPU_EMU_FAULTADDR (tinygrad's test_on_device_hang sets it around one call): while it is set, a wait that includes a
@@ -283,7 +310,9 @@ class KFD:
         raise OSError(errno.EINVAL, f"CREATE_QUEUE: {what}={addr:#x} (+{size:#x}) is not mapped to gpu_id={gpu.gpu_id:#x}")
     if len(gpu.queues) >= MAX_QUEUES_PER_GPU: raise OSError(errno.ENOSPC, f"CREATE_QUEUE: gpu_id={gpu.gpu_id:#x} has {MAX_QUEUES_PER_GPU} queues")
     slot = len(gpu.queues)
-    for addr in (a.read_pointer_address, a.write_pointer_address): ctypes.c_uint64.from_address(addr).value = 0
+    for what, addr in (("read_pointer_address", a.read_pointer_address), ("write_pointer_address", a.write_pointer_address)):
+      try: gpu.write_int(addr, 0, 8, "CREATE_QUEUE", what)
+      except QueueFault as e: raise OSError(errno.EFAULT, f"CREATE_QUEUE: {e}") from None
     gpu.queues.append(cls(gpu, slot, a.ring_base_address, a.ring_size, a.read_pointer_address, gpu.doorbells + slot * 8,
                           *((a.write_pointer_address,) if cls is AQLQueue else ())))
     a.queue_id = sum(len(g.queues) for g in self.gpus.values()) - 1
@@ -314,7 +343,7 @@ class KFD:
       cu_active_number=props["simd_count"] // props["simd_per_cu"])
     for s in range(se):
       for sa in range(props["simd_arrays_per_engine"]): info.cu_bitmap[s % 4][sa + (s // 4) * 2] = (1 << props["cu_per_simd_array"]) - 1
-    ctypes.memmove(a.return_pointer, ctypes.addressof(info), min(a.return_size, ctypes.sizeof(info)))
+    uaccess.copy_to_user(a.return_pointer, bytes(info)[:a.return_size], "DRM AMDGPU_INFO: return_pointer")
 
   def interrupt(self, gpu:GPU, ctxid:int):
     """An end-of-pipe interrupt with context `ctxid` (RELEASE_MEM int_sel, SDMA TRAP): fire that signal event, or every

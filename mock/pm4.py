@@ -5,7 +5,7 @@ method named after its packet and returns False while it must wait (the packet i
 malformed packets raise PacketError, which stops the queue with a hardware-exception event (never skipped silently).
 Ring pointers are in dwords and read modulo the ring; INDIRECT_BUFFER pushes an IB that runs to its end (HCQGraph)."""
 from __future__ import annotations
-import ctypes, sys
+import struct, sys
 from mockgpu.mock.errors import PacketError
 from mockgpu.mock.gpu import GPU, TRACE, Queue, gpu_clock
 
@@ -36,7 +36,9 @@ class PM4Queue(Queue):
     self.sqtt_regs = {r.addr[0] for n, r in p.gc_regs.regs.items() if n.startswith(("regSQ_THREAD_TRACE_", "mmSQ_THREAD_TRACE_"))}
 
   def _where(self, pos:int) -> str: return f"IB {self.ibs[-1][0]:#x} dword {pos:#x}" if self.ibs else f"ring dword {pos:#x}"
-  def _read(self, pos:int) -> int: return ctypes.c_uint32.from_address(self.ibs[-1][0] + pos * 4).value if self.ibs else self.dword(pos)
+  def _read(self, pos:int, n:int=1) -> list[int]:
+    if not self.ibs: return self.dwords(pos, n)
+    return list(struct.unpack(f"<{n}I", self.gpu.read(self.ibs[-1][0] + pos * 4, 4 * n, "PM4", "INDIRECT_BUFFER")))
   def bad(self, msg:str) -> PacketError: return PacketError("PM4", self.where, self.header, msg)
 
   def step(self) -> bool:
@@ -50,19 +52,19 @@ class PM4Queue(Queue):
     else:
       pos, end = self.rptr, self.put
       if pos >= end: return False
-      if end - pos > len(self.ring_dw): raise PacketError("PM4", self._where(pos), 0, f"ring overrun: write pointer {end:#x} is more "
+      if end - pos > self.ring_size // 4: raise PacketError("PM4", self._where(pos), 0, f"ring overrun: write pointer {end:#x} is more "
                                                           f"than the ring size ahead of the read pointer {pos:#x}")
-    self.where, self.header = self._where(pos), (header:=self._read(pos))
+    self.where, self.header = self._where(pos), (header:=self._read(pos)[0])
     if header >> 30 != 3: raise self.bad(f"type-{header >> 30} packet; only type-3 packets are modelled")
     count, op = ((header >> 16) & 0x3FFF) + 1, (header >> 8) & 0xFF
-    if count >= len(self.ring_dw): raise self.bad(f"packet claims {count} payload dwords, more than the ring holds")
+    if count >= self.ring_size // 4: raise self.bad(f"packet claims {count} payload dwords, more than the ring holds")
     if pos + 1 + count > end:
       if src is None: return False    # the producer has not published the rest yet
       raise self.bad(f"packet of {count} payload dwords runs past the end of the IB ({end} dwords)")
     if (h:=self.handlers.get(op)) is None: raise self.bad(f"unknown PM4 opcode {op:#x}")
     name, fn, lens = h
     if lens is not None and count not in lens: raise self.bad(f"{name} with {count} payload dwords; expected {' or '.join(map(str, lens))}")
-    payload = [self._read(pos + 1 + i) for i in range(count)]
+    payload = self._read(pos + 1, count)
     if not fn(self, *payload):
       self.blocked_on = f"{name} at {self.where}"
       return False
@@ -77,8 +79,7 @@ class PM4Queue(Queue):
     addr = (hi << 32) | lo
     if addr % min(size, 4): raise self.bad(f"{what} address {addr:#x} is not {min(size, 4)}-byte aligned")
     return self.gpu.check(addr, size, "PM4", what)
-  def _write(self, addr:int, value:int, size:int):
-    (ctypes.c_uint64 if size == 8 else ctypes.c_uint32).from_address(addr).value = value & ((1 << (8 * size)) - 1)
+  def _write(self, addr:int, value:int, size:int, what:str): self.gpu.write_int(addr, value, size, "PM4", what)
   def _write_reg(self, reg:int, value:int):
     if reg in self.sqtt_regs: raise self.bad(f"register {reg:#x} belongs to the SQ thread trace (SQTT), which is not modelled; unset SQTT "
                                              "(and VIZ>=2); PROFILE=1 and PMC=1 work")
@@ -103,9 +104,9 @@ class PM4Queue(Queue):
     if (ev:=self.event_names.get(event_dw & 0x3F)) not in EOP_EVENTS:
       raise self.bad(f"RELEASE_MEM event {ev or event_dw & 0x3F} is not an end-of-pipe event")
     data_sel, int_sel = (sel >> 29) & 7, (sel >> 24) & 7
-    if data_sel == 1: self._write(self._addr(addr_lo, addr_hi, 4, "RELEASE_MEM"), data_lo, 4)
-    elif data_sel == 2: self._write(self._addr(addr_lo, addr_hi, 8, "RELEASE_MEM"), data_hi << 32 | data_lo, 8)
-    elif data_sel in (3, 4): self._write(self._addr(addr_lo, addr_hi, 8, "RELEASE_MEM timestamp"), gpu_clock(), 8)
+    if data_sel == 1: self._write(self._addr(addr_lo, addr_hi, 4, "RELEASE_MEM"), data_lo, 4, "RELEASE_MEM")
+    elif data_sel == 2: self._write(self._addr(addr_lo, addr_hi, 8, "RELEASE_MEM"), data_hi << 32 | data_lo, 8, "RELEASE_MEM")
+    elif data_sel in (3, 4): self._write(self._addr(addr_lo, addr_hi, 8, "RELEASE_MEM timestamp"), gpu_clock(), 8, "RELEASE_MEM timestamp")
     elif data_sel != 0: raise self.bad(f"RELEASE_MEM data_sel={data_sel} is not modelled (0 none, 1/2 data, 3/4 clock)")
     if int_sel > 3: raise self.bad(f"RELEASE_MEM int_sel={int_sel} is not modelled")
     if int_sel in (1, 2, 3): self.gpu.kfd.interrupt(self.gpu, ctxid)
@@ -116,7 +117,7 @@ class PM4Queue(Queue):
     if func not in COMPARE: raise self.bad(f"WAIT_REG_MEM function {func} is reserved")
     if mem_space == 1:
       if operation != 0: raise self.bad(f"WAIT_REG_MEM operation {operation} on memory is not modelled")
-      value = ctypes.c_uint32.from_address(self._addr(a1 & ~3, a2, 4, "WAIT_REG_MEM")).value
+      value = self.gpu.u32(self._addr(a1 & ~3, a2, 4, "WAIT_REG_MEM"), "PM4", "WAIT_REG_MEM")
     elif mem_space == 0:
       if operation == 1:   # write-then-wait: write `ref` to a1, poll a2 (only the HDP flush pair has an effect in the model)
         if self.hdp_done.get(a1) != a2: raise self.bad(f"WAIT_REG_MEM write-then-wait on registers {a1:#x}/{a2:#x} is not modelled "
@@ -173,7 +174,7 @@ class PM4Queue(Queue):
     elif src_sel == 9: value = gpu_clock()
     else: raise self.bad(f"COPY_DATA src_sel={src_sel} is not modelled (0/4 register, 5 immediate, 9 clock)")
     if dst_sel == 0: self._write_reg(dst_lo, value & 0xFFFFFFFF)
-    elif dst_sel in (2, 5): self._write(self._addr(dst_lo, dst_hi, 8 if wide else 4, "COPY_DATA"), value, 8 if wide else 4)
+    elif dst_sel in (2, 5): self._write(self._addr(dst_lo, dst_hi, 8 if wide else 4, "COPY_DATA"), value, 8 if wide else 4, "COPY_DATA")
     else: raise self.bad(f"COPY_DATA dst_sel={dst_sel} is not modelled (0 register, 2/5 memory)")
     return True
 

@@ -5,9 +5,10 @@ Pointers are in bytes. tinygrad never splits a packet across the ring end; it ze
 is a one-dword packet (longer with its count field). The read pointer is published after progress (tinygrad polls it
 for ring space)."""
 from __future__ import annotations
-import ctypes, importlib
-from mockgpu.mock.errors import PacketError
-from mockgpu.mock.gpu import GPU, TRACE, Queue, gpu_clock
+import importlib, struct
+from mockgpu.mock import uaccess
+from mockgpu.mock.errors import PacketError, QueueFault
+from mockgpu.mock.gpu import GONE, GPU, TRACE, Queue, gpu_clock
 from mockgpu.mock.pm4 import COMPARE
 
 __all__ = ["SDMAQueue", "SDMA_PACKETS"]
@@ -36,7 +37,7 @@ class SDMAQueue(Queue):
     if callable(n): n = n(self, pos)
     if 4 * n >= self.ring_size: raise self.bad(f"{name} packet of {n} dwords does not fit the {self.ring_size:#x}-byte ring")
     if pos + 4 * n > end: return False    # not published yet
-    payload = [self.dword(pos // 4 + 1 + i) for i in range(n - 1)]
+    payload = self.dwords(pos // 4 + 1, n - 1)
     if not fn(self, header, *payload):
       self.blocked_on = f"{name} at {self.where}"
       return False
@@ -54,16 +55,18 @@ class SDMAQueue(Queue):
   def copy(self, header:int, count:int, _param:int, src_lo:int, src_hi:int, dst_lo:int, dst_hi:int) -> bool:
     self._subop(header, self.sdma.SDMA_SUBOP_COPY_LINEAR, "COPY")
     size = (count & self.count_mask) + 1
-    ctypes.memmove(self._addr(dst_lo, dst_hi, size, "COPY_LINEAR destination"), self._addr(src_lo, src_hi, size, "COPY_LINEAR source"), size)
+    dst, src = self._addr(dst_lo, dst_hi, size, "COPY_LINEAR destination"), self._addr(src_lo, src_hi, size, "COPY_LINEAR source")
+    if uaccess.move(dst, src, size) != size:   # mapped to the GPU but unmapped by the CPU since: a fault, never a SIGSEGV
+      bad, what = (src, "COPY_LINEAR source") if not uaccess.readable(src, size) else (dst, "COPY_LINEAR destination")
+      raise QueueFault("SDMA", bad, size, what, GONE)
     return True
 
   def write(self, header:int, lo:int, hi:int, count:int, *data:int) -> bool:
-    addr = self._addr(lo, hi, 4 * len(data), "WRITE")
-    for i, v in enumerate(data): ctypes.c_uint32.from_address(addr + 4 * i).value = v
+    self.gpu.write(self._addr(lo, hi, 4 * len(data), "WRITE"), struct.pack(f"<{len(data)}I", *data), "SDMA", "WRITE")
     return True
 
   def fence(self, header:int, lo:int, hi:int, data:int) -> bool:
-    ctypes.c_uint32.from_address(self._addr(lo, hi, 4, "FENCE")).value = data
+    self.gpu.write_int(self._addr(lo, hi, 4, "FENCE"), data, 4, "SDMA", "FENCE")
     return True
 
   def trap(self, header:int, ctx:int) -> bool:
@@ -74,11 +77,11 @@ class SDMAQueue(Queue):
     func, mem_poll = (header >> 28) & 7, header >> 31
     if not mem_poll: raise self.bad("POLL_REGMEM on a register is not modelled (only mem_poll=1)")
     if func not in COMPARE: raise self.bad(f"POLL_REGMEM function {func} is reserved")
-    return COMPARE[func](ctypes.c_uint32.from_address(self._addr(lo, hi, 4, "POLL_REGMEM")).value & mask, ref)
+    return COMPARE[func](self.gpu.u32(self._addr(lo, hi, 4, "POLL_REGMEM"), "SDMA", "POLL_REGMEM") & mask, ref)
 
   def timestamp(self, header:int, lo:int, hi:int) -> bool:
     self._subop(header, self.sdma.SDMA_SUBOP_TIMESTAMP_GET_GLOBAL, "TIMESTAMP")
-    ctypes.c_uint64.from_address(self._addr(lo, hi, 8, "TIMESTAMP")).value = gpu_clock()
+    self.gpu.write_int(self._addr(lo, hi, 8, "TIMESTAMP"), gpu_clock(), 8, "SDMA", "TIMESTAMP")
     return True
 
 # op name (sdma_* SDMA_OP_<name>) -> (handler, packet dwords including the header, or a function of the header)

@@ -1,0 +1,117 @@
+"""User memory access: the kernel driver's copy_from_user/copy_to_user contract for the mock drivers.
+
+Every pointer a caller hands the KFD model (an ioctl argument, the arrays and return pointers inside it) or the guest
+hands an engine (packet addresses, rings) is read and written through here, never dereferenced directly: a bad pointer
+becomes `OSError(EFAULT, "<IOCTL>: <field>=0x.. ...")` (or, in an engine, a queue fault), not a SIGSEGV of the host.
+
+Mechanism: process_vm_readv/writev on the own process. The kernel walks the page tables for them and returns EFAULT (or a
+short count) for unmapped or protected memory, so one syscall both checks and copies. Measured against the other
+candidates: one call costs about four ctypes memmoves, while parsing /proc/self/maps costs ~100x more and goes stale,
+and mincore/msync cannot see PROT_NONE reservations (tinygrad reserves every VRAM range that way). Write permission
+without writing (`writable`) is the one question the syscalls cannot answer; it reads /proc/self/maps and is used only
+where a range is registered (USERPTR allocations). Where the syscalls are forbidden (seccomp), /proc/self/mem is used."""
+from __future__ import annotations
+import ctypes, errno, os
+
+__all__ = ["copy_from_user", "copy_to_user", "move", "struct_in", "readable", "writable", "efault", "PAGE"]
+
+PAGE, IOV_MAX, M64 = 0x1000, 1024, (1 << 64) - 1
+
+class _Iovec(ctypes.Structure): _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_READV, _WRITEV = _libc.process_vm_readv, _libc.process_vm_writev
+for _f in (_READV, _WRITEV):
+  _f.restype, _f.argtypes = ctypes.c_ssize_t, [ctypes.c_int, ctypes.POINTER(_Iovec), ctypes.c_ulong, ctypes.POINTER(_Iovec), ctypes.c_ulong,
+                                               ctypes.c_ulong]
+_pid, _mem_fd = os.getpid(), None
+
+def _after_fork():
+  global _pid, _mem_fd
+  _pid, _mem_fd = os.getpid(), None   # /proc/self/mem opened by the parent names the parent
+os.register_at_fork(after_in_child=_after_fork)
+
+def _syscall(fn, local:list[tuple[int, int]], remote:list[tuple[int, int]]) -> int:
+  """process_vm_readv/writev of `remote` (this process) from/to `local`: bytes moved, stopping at the first fault."""
+  lv, rv = (_Iovec * len(local))(*[_Iovec(a, n) for a, n in local]), (_Iovec * len(remote))(*[_Iovec(a, n) for a, n in remote])
+  return fn(_pid, lv, len(local), rv, len(remote), 0)
+
+def _proc_mem(write:bool, local:int, remote:int, n:int) -> int:
+  """The fallback for a sandbox without process_vm_*: pread/pwrite on /proc/self/mem (EIO for unmapped memory)."""
+  global _mem_fd
+  if _mem_fd is None: _mem_fd = os.open("/proc/self/mem", os.O_RDWR | os.O_CLOEXEC)
+  buf = (ctypes.c_char * n).from_address(local)
+  try: return os.pwrite(_mem_fd, buf, remote) if write else os.preadv(_mem_fd, [buf], remote)
+  except OSError: return -1
+
+_fallback = _syscall(_READV, [(ctypes.addressof(_probe:=ctypes.c_uint64(1)), 8)], [(ctypes.addressof(_probe), 8)]) != 8
+
+def _xfer(write:bool, local:int, remote:int, n:int) -> int:
+  """Copy n bytes between local memory (trusted) and `remote` (checked). Returns the bytes moved before the first fault."""
+  done = 0
+  while done < n:   # one call moves at most ~2 GiB (MAX_RW_COUNT); a short count means a fault
+    k = min(n - done, 1 << 30)
+    r = _proc_mem(write, local + done, remote + done, k) if _fallback else _syscall(_WRITEV if write else _READV, [(local + done, k)],
+                                                                                    [(remote + done, k)])
+    if r <= 0: break
+    done += r
+  return done
+
+def _valid(addr:int, n:int) -> bool: return isinstance(addr, int) and isinstance(n, int) and 0 <= addr and 0 <= n and addr + n <= M64 + 1
+
+def efault(what:str, addr:int, n:int, access:str="readable") -> OSError:
+  """The EFAULT a kernel driver returns for a bad user pointer, naming the field (`what`, e.g. "WAIT_EVENTS: events_ptr")."""
+  at = f"{addr:#x}" if isinstance(addr, int) else repr(addr)
+  return OSError(errno.EFAULT, f"{what}={at} (+{n:#x} bytes) is not {access} memory of this process (EFAULT, as from the kernel); "
+                               "pass the address of a live buffer of that size")
+
+def copy_from_user(addr:int, n:int, what:str) -> bytearray:
+  """The n bytes at `addr`. Raises OSError(EFAULT) naming `what` if any of them is not readable memory of this process."""
+  buf = bytearray(n)
+  if n and (not _valid(addr, n) or _xfer(False, ctypes.addressof((ctypes.c_char * n).from_buffer(buf)), addr, n) != n):
+    raise efault(what, addr, n)
+  return buf
+
+def copy_to_user(addr:int, data, what:str):
+  """Write the bytes of `data` (bytes-like or a ctypes object) to `addr`. Raises OSError(EFAULT) naming `what` if any byte
+  is not writable memory of this process (the bytes before the faulting page may have been written, as in the kernel)."""
+  src = bytes(data) if not isinstance(data, bytes) else data
+  if (n:=len(src)) and (not _valid(addr, n) or _xfer(True, ctypes.cast(ctypes.c_char_p(src), ctypes.c_void_p).value, addr, n) != n):
+    raise efault(what, addr, n, "writable")
+
+def move(dst:int, src:int, n:int) -> int:
+  """Copy n bytes from `src` to `dst`, both of this process and both checked (a DMA engine's copy; the kernel reads the
+  local side of process_vm_writev with copy_from_user too). Returns the bytes copied before the first fault (n if none);
+  a caller finds which side faulted with `readable(src, n)`."""
+  return _xfer(True, src, dst, n) if n and _valid(dst, n) and _valid(src, n) else 0
+
+def struct_in(typ, addr:int, what:str):
+  """A private copy of the ctypes struct/array `typ` at `addr` (copy_from_user). Raises OSError(EFAULT) naming `what`."""
+  return typ.from_buffer(copy_from_user(addr, ctypes.sizeof(typ), what))
+
+def readable(addr:int, n:int) -> bool:
+  """Whether every page of `[addr, addr+n)` is readable memory of this process (one byte probed per page)."""
+  if not _valid(addr, n): return False
+  if n == 0: return True
+  pages = range(addr - addr % PAGE, addr + n, PAGE)
+  scratch = ctypes.create_string_buffer(min(len(pages), IOV_MAX))
+  for i in range(0, len(pages), IOV_MAX):
+    chunk = [(max(p, addr), 1) for p in pages[i:i + IOV_MAX]]
+    if _fallback: ok = all(_proc_mem(False, ctypes.addressof(scratch), a, 1) == 1 for a, _ in chunk)
+    else: ok = _syscall(_READV, [(ctypes.addressof(scratch), len(chunk))], chunk) == len(chunk)
+    if not ok: return False
+  return True
+
+def writable(addr:int, n:int) -> bool:
+  """Whether `[addr, addr+n)` is readable and writable memory of this process: `readable`, and /proc/self/maps grants
+  write permission on all of it. Answers without writing (which would race with other writers of the range)."""
+  if not readable(addr, n): return False
+  end, at = addr + n, addr
+  with open("/proc/self/maps", "rb") as f: lines = f.read().splitlines()
+  for line in lines:
+    rng, perms = line.split(b" ", 2)[:2]
+    lo, hi = (int(x, 16) for x in rng.split(b"-"))
+    if hi <= at: continue
+    if lo > at or perms[1:2] != b"w": return False
+    if (at:=hi) >= end: return True
+  return at >= end

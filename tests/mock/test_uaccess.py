@@ -1,0 +1,145 @@
+"""Bad pointers never crash the host (mock/uaccess.py): each case that used to kill the process with SIGSEGV runs in a
+subprocess and must end with the kernel's answer (EFAULT) or a stopped queue naming the access."""
+import ctypes, errno, mmap, os, subprocess, sys, textwrap
+import pytest
+from tinygrad.runtime.autogen import kfd
+from mockgpu.mock import uaccess
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype, libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+
+def anon(size, prot): return libc.mmap(None, size, prot, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+
+@pytest.fixture
+def pages():
+  rw, ro, none = anon(0x3000, 3), anon(0x1000, 1), anon(0x1000, 0)
+  libc.munmap(rw + 0x2000, 0x1000)   # rw is followed by a hole
+  hole = anon(0x1000, 0)
+  libc.munmap(hole, 0x1000)
+  yield rw, ro, none, hole
+  for a, n in ((rw, 0x2000), (ro, 0x1000), (none, 0x1000)): libc.munmap(a, n)
+
+def test_copies_and_probes(pages):
+  rw, ro, none, hole = pages
+  uaccess.copy_to_user(rw + 0xFFE, b"abcd", "T: f")   # across a page boundary
+  assert ctypes.string_at(rw + 0xFFE, 4) == b"abcd" and uaccess.copy_from_user(rw + 0xFFE, 4, "T: f") == b"abcd"
+  assert uaccess.struct_in(ctypes.c_uint16 * 2, rw + 0xFFE, "T: f")[1] == int.from_bytes(b"cd", "little")
+  assert uaccess.move(rw + 0x100, rw + 0xFFE, 4) == 4 and ctypes.string_at(rw + 0x100, 4) == b"abcd"
+  assert [uaccess.readable(a, 8) for a in (rw, ro, none, hole, 0, rw + 0x1FFC)] == [True, True, False, False, False, False]
+  assert [uaccess.writable(a, 8) for a in (rw, ro, none, hole)] == [True, False, False, False]
+  assert uaccess.move(hole, rw, 4) == 0 and uaccess.move(rw, none, 4) == 0
+  for addr, call in ((none, lambda a: uaccess.copy_from_user(a, 4, "T: field")), (ro, lambda a: uaccess.copy_to_user(a, b"x", "T: field")),
+                     ((1 << 64) - 2, lambda a: uaccess.copy_from_user(a, 4, "T: field")), (-8, lambda a: uaccess.copy_from_user(a, 4, "T: field"))):
+    with pytest.raises(OSError) as e: call(addr)
+    assert e.value.errno == errno.EFAULT and "T: field=" in str(e.value)
+
+PRELUDE = """
+import ctypes, errno, mmap, sys
+from tinygrad.runtime.autogen import kfd, amdgpu_drm
+from tinygrad.runtime.autogen.am import pm4_nv, sdma_6_0_0 as sd
+from kfd_driver import Driver, USERPTR, request
+from mockgpu.mock.sysfs import Device
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype, libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+def anon(size, prot): return libc.mmap(None, size, prot, mmap.MAP_SHARED | mmap.MAP_ANONYMOUS, -1, 0)
+def hole():
+  a = anon(0x4000, 0); libc.munmap(a, 0x4000); return a
+def efault(fn):
+  try: fn()
+  except OSError as e: print("errno", errno.errorcode[e.errno], e.strerror)
+  else: print("no error")
+d = Driver()
+"""
+
+def run_case(body:str) -> str:
+  """Run PRELUDE + body in a fresh interpreter; assert it was not killed by a signal; return its stdout."""
+  p = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(body)], capture_output=True, text=True, timeout=300,
+                     cwd=os.path.dirname(__file__))
+  assert p.returncode == 0, f"rc={p.returncode} (-11 is SIGSEGV)\n{p.stdout}\n{p.stderr[-3000:]}"
+  return p.stdout
+
+@pytest.mark.parametrize("arg", ["0", "hole()"])
+def test_ioctl_argument_pointer_zero_or_unmapped_is_efault(arg):
+  out = run_case(f"""
+    efault(lambda: d.kfd.ioctl(d.dev, request(kfd.AMDKFD_IOC_GET_VERSION, kfd.struct_kfd_ioctl_get_version_args), {arg}))
+    efault(lambda: d.kfd.ioctl(d.dev, request(kfd.AMDKFD_IOC_CREATE_EVENT, kfd.struct_kfd_ioctl_create_event_args), {arg}))
+    buf = (ctypes.c_uint32 * 2)(0xFFFFFFFF, 0xFFFFFFFF)   # a valid address: the struct is copied out there
+    d.kfd.ioctl(d.dev, request(kfd.AMDKFD_IOC_GET_VERSION, kfd.struct_kfd_ioctl_get_version_args), ctypes.addressof(buf))
+    print("version", buf[0], buf[1])""")
+  assert out.count("errno EFAULT") == 2 and "GET_VERSION: argument=" in out and "CREATE_EVENT: argument=" in out
+  assert f"version {kfd.KFD_IOCTL_MAJOR_VERSION} {kfd.KFD_IOCTL_MINOR_VERSION}" in out
+
+def test_unmapped_device_id_array_is_efault():
+  out = run_case("""
+    a = anon(0x1000, 3)
+    h = d.io(kfd.AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, va_addr=a, size=0x1000, gpu_id=d.gpu_ids[0], flags=USERPTR, mmap_offset=a).handle
+    efault(lambda: d.io(kfd.AMDKFD_IOC_MAP_MEMORY_TO_GPU, handle=h, device_ids_array_ptr=hole(), n_devices=1))
+    efault(lambda: d.io(kfd.AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle=h, device_ids_array_ptr=hole(), n_devices=1))""")
+  assert "errno EFAULT MAP_MEMORY_TO_GPU: device_ids_array_ptr=" in out and "errno EFAULT UNMAP_MEMORY_FROM_GPU: device_ids_array_ptr=" in out
+
+def test_unmapped_events_pointer_is_efault():
+  out = run_case("efault(lambda: d.io(kfd.AMDKFD_IOC_WAIT_EVENTS, events_ptr=hole(), num_events=1, timeout=0))")
+  assert "errno EFAULT WAIT_EVENTS: events_ptr=" in out
+
+def test_unmapped_info_return_pointer_is_efault():
+  out = run_case("""
+    s = amdgpu_drm.struct_drm_amdgpu_info(return_pointer=hole(), return_size=0x100, query=amdgpu_drm.AMDGPU_INFO_DEV_INFO)
+    efault(lambda: d.kfd.ioctl(Device("render", d.gpu_ids[0]), request(amdgpu_drm.DRM_IOCTL_AMDGPU_INFO, amdgpu_drm.struct_drm_amdgpu_info), s))""")
+  assert "errno EFAULT DRM AMDGPU_INFO: return_pointer=" in out
+
+def test_userptr_over_unmapped_or_read_only_memory_is_efault():
+  out = run_case("""
+    for va in (hole(), anon(0x1000, 1)):
+      efault(lambda: d.io(kfd.AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, va_addr=va, size=0x1000, gpu_id=d.gpu_ids[0], flags=USERPTR, mmap_offset=va))
+    ro = anon(0x1000, 1)   # without WRITABLE, read-only memory is enough (the kernel pins it read-only)
+    d.io(kfd.AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, va_addr=ro, size=0x1000, gpu_id=d.gpu_ids[0], flags=kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR, mmap_offset=ro)
+    print("read-only ok")""")
+  assert out.count("errno EFAULT ALLOC_MEMORY_OF_GPU: USERPTR va_addr=") == 2 and "read-only ok" in out
+
+def test_sdma_copy_into_userptr_unmapped_by_the_cpu_stops_the_queue():
+  out = run_case("""
+    dst = anon(0x1000, 3)
+    h = d.io(kfd.AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, va_addr=dst, size=0x1000, gpu_id=d.gpu_ids[0], flags=USERPTR, mmap_offset=dst).handle
+    d.map(h, 0)
+    src, _ = d.userptr(0x1000)
+    libc.munmap(dst, 0x1000)   # still mapped to the GPU
+    r = d.queue(qtype=kfd.KFD_IOC_QUEUE_TYPE_SDMA)
+    r.write(sd.SDMA_OP_COPY | sd.SDMA_SUBOP_COPY_LINEAR << 8, 0xFFF, 0, src & 0xFFFFFFFF, src >> 32, dst & 0xFFFFFFFF, dst >> 32)
+    d.run()
+    print("queue:", type(r.q.error).__name__, r.q.error)
+    efault(lambda: d.map(h, 1))   # mapping it to another GPU now fails like the kernel's userptr validation""")
+  assert "queue: QueueFault SDMA: COPY_LINEAR destination addr=" in out and "no longer host memory" in out
+  assert "errno EFAULT MAP_MEMORY_TO_GPU: handle=" in out
+
+def test_vram_mapped_without_cpu_mmap_faults_until_mmapped():
+  out = run_case("""
+    va = anon(0x1000, 0)   # tinygrad's PROT_NONE reservation, never mmapped through renderD
+    a = d.io(kfd.AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, va_addr=va, size=0x1000, gpu_id=d.gpu_ids[0],
+             flags=kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM | kfd.KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
+    d.map(a.handle, 0)
+    r = d.queue()
+    r.pm4(pm4_nv.PACKET3_RELEASE_MEM, 0x14 | 5 << 8, 1 << 29, va & 0xFFFFFFFF, va >> 32, 0x1234, 0, 0)
+    d.run()
+    print("queue:", type(r.q.error).__name__, r.q.error)
+    d.kfd.mmap(Device("render", d.gpu_ids[0]), va, 0x1000, 3, 0x11, a.mmap_offset)   # the CPU mapping backs it: the GPU may write now
+    r2 = d.queue()
+    r2.pm4(pm4_nv.PACKET3_RELEASE_MEM, 0x14 | 5 << 8, 1 << 29, va & 0xFFFFFFFF, va >> 32, 0x1234, 0, 0)
+    d.run()
+    print("value", hex(ctypes.c_uint32.from_address(va).value), r2.q.error)""")
+  assert "queue: QueueFault PM4: RELEASE_MEM addr=" in out and "was never mmapped by the CPU" in out
+  assert "value 0x1234 None" in out
+
+def test_freeing_the_ring_of_a_live_queue_stops_it():
+  out = run_case("""
+    r = d.queue()
+    r.write(pm4_nv.PACKET3(pm4_nv.PACKET3_NOP, 0), 0, ring=False)
+    h = next(a.handle for a in d.kfd.allocs.values() if a.va == r.addr)
+    ids = (ctypes.c_uint32 * 1)(d.gpu_ids[0])
+    d.io(kfd.AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle=h, device_ids_array_ptr=ctypes.addressof(ids), n_devices=1)
+    d.io(kfd.AMDKFD_IOC_FREE_MEMORY_OF_GPU, handle=h)
+    r.doorbell.value = r.put
+    d.run()
+    print("queue:", type(r.q.error).__name__, r.q.error)""")
+  assert "queue: QueueFault PM4: ring addr=" in out and "is not mapped to this GPU" in out
