@@ -2,6 +2,10 @@
 
 Layers, in hardware order: `mockgpu.pcode` (ISA semantics compiled from AMD's pseudocode), `mockgpu.emu` (the compute
 units), `mockgpu.mock` (driver interfaces, command processor, DMA), `mockgpu.tinygrad` (activation, pytest plugin, fuzzers).
+
+PYTEST_DONT_REWRITE: pytest marks the packages of a plugin's distribution for assertion rewriting and warns about those already
+imported; with DEV naming a MOCK target the activation hook imports this package before pytest starts, and it has no asserts
+for pytest to rewrite.
 """
 from mockgpu.errors import MockGPUError
 

@@ -9,12 +9,15 @@ import importlib, importlib.abc, importlib.machinery, os, sys, types
 __all__ = ["SHIMS", "PACKAGES", "MockGPUFinder", "enabled", "install", "uninstall"]
 
 # module tinygrad imports -> (mockgpu module that implements it, names re-exported; "*" = the module's __all__)
+# Before the first shim is served, `mockgpu.tinygrad.checks.run` checks tinygrad's version, DEV and the toolchain DEV needs.
 SHIMS: dict[str, tuple[str, tuple[str, ...]]] = {
   "test.mockgpu.mockgpu": ("mockgpu.mock.fileio", ("MockFileIOInterface",)),
   "test.mockgpu.usb": ("mockgpu.tinygrad.compat.usb", ("MockUSB3",)),
   "test.mockgpu.cuda.cuda": ("mockgpu.tinygrad.compat.cuda", ("*",)),
   "test.mockgpu.amd.emu": ("mockgpu.tinygrad.compat.amd_emu", ("*",)),
 }
+# shims that compile nothing: checked for the tinygrad version and DEV only (tinygrad's test/amd assembles its own code)
+NO_TOOLCHAIN = ("test.mockgpu.amd.emu",)
 # synthetic packages on the way to the shims; `test` itself only when no other finder provides one
 PACKAGES = ("test.mockgpu", "test.mockgpu.cuda", "test.mockgpu.amd")
 
@@ -27,6 +30,8 @@ class _ShimLoader(importlib.abc.Loader):
   def create_module(self, spec): return None
   def exec_module(self, module):
     if self.target is None: return
+    from mockgpu.tinygrad.checks import run
+    run(toolchain=module.__name__ not in NO_TOOLCHAIN)
     impl = importlib.import_module(self.target)
     module.__doc__ = f"mockgpu shim for tinygrad: re-exports {self.target}"
     if hasattr(impl, "__getattr__"): module.__getattr__ = impl.__getattr__

@@ -1,10 +1,15 @@
 """Errors of the tinygrad integration layer (activation and the modules tinygrad imports)."""
 from mockgpu.errors import MockGPUError
 
-__all__ = ["IntegrationError", "NotSupportedYet", "RunAsmError"]
+__all__ = ["IntegrationError", "ActivationError", "NotSupportedYet", "RunAsmError"]
 
 class IntegrationError(MockGPUError):
   """Base class of errors raised by mockgpu's tinygrad integration."""
+
+class ActivationError(IntegrationError):
+  """What tinygrad asked for cannot run on this machine or this install, found when tinygrad first imports a mockgpu shim
+  (`mockgpu.tinygrad.checks`): a tinygrad other than the one mockgpu serves, a DEV mockgpu does not emulate or spelled in a
+  way tinygrad reads differently, a missing libLLVM or C compiler. The message is one line naming the fix."""
 
 class NotSupportedYet(IntegrationError):
   """DEV names a mock target that mockgpu does not emulate yet (e.g. MOCKUSB+AMD). Pick a supported one (MOCKKFD+AMD)."""

@@ -1,0 +1,142 @@
+"""Checks run when tinygrad first imports a mockgpu shim (docs/activation.md "Checks"): the installed tinygrad is the one
+mockgpu serves, DEV names what mockgpu emulates in the syntax tinygrad reads, and the toolchain the DEV needs is there
+(libLLVM, LLVM >= 20 for gfx950, a C compiler). A failure is one `ActivationError` line that names the fix; uncaught in a
+script it prints as that one line (`one_line_excepthook`), not as the traceback through tinygrad's imports.
+
+Importing this module costs only the standard library; tinygrad and mockgpu's layers are imported by the checks that need them.
+"""
+from __future__ import annotations
+import ctypes, glob, importlib.metadata, importlib.util, os, re, sys, sysconfig
+from dataclasses import replace
+
+__all__ = ["tinygrad_version", "check_tinygrad", "check_target", "check_toolchain", "run", "MIN_LLVM"]
+
+# arch -> first LLVM release whose AMDGPU backend knows it; older ones abort inside LLVM while compiling the first kernel
+MIN_LLVM = {"gfx950": 20}
+_passed: set[str] = set()
+
+def _fail(msg:str):
+  from mockgpu.tinygrad.errors import ActivationError
+  if sys.excepthook is sys.__excepthook__: sys.excepthook = one_line_excepthook
+  raise ActivationError(msg)
+
+def one_line_excepthook(tp, e, tb) -> None:
+  """sys.excepthook installed when a check fails (only if nobody installed one): an uncaught `ActivationError` prints as one
+  line `mockgpu.tinygrad.errors.ActivationError: <message>`; every other exception as Python prints it."""
+  from mockgpu.tinygrad.errors import ActivationError
+  if isinstance(e, ActivationError): print(f"{tp.__module__}.{tp.__qualname__}: {e}", file=sys.stderr)
+  else: sys.__excepthook__(tp, e, tb)
+
+def tinygrad_version() -> tuple[str|None, str|None]:
+  """The tinygrad Python imports, found without importing it.
+
+  Returns:
+    (version, package directory). The version is the installed distribution's that owns the directory, else a checkout's
+    setup.py version, else None; the directory is None when tinygrad is not importable.
+  """
+  try: spec = importlib.util.find_spec("tinygrad")
+  except (ImportError, ValueError): spec = None
+  if spec is None or not spec.submodule_search_locations: return None, None
+  pkg = os.path.abspath(next(iter(spec.submodule_search_locations)))
+  for d in importlib.metadata.distributions(name="tinygrad"):
+    if os.path.abspath(str(d.locate_file("tinygrad"))) == pkg: return d.version, pkg
+  try: m = re.search(r"""\bversion\s*=\s*['"]([^'"]+)['"]""", open(os.path.join(os.path.dirname(pkg), "setup.py")).read())
+  except OSError: m = None
+  return (m.group(1) if m else None), pkg
+
+def check_tinygrad() -> None:
+  """Raises ActivationError when the tinygrad being imported is not the version mockgpu serves (`mockgpu.TINYGRAD_VERSION`)."""
+  from mockgpu import TINYGRAD_VERSION, __version__
+  ver, pkg = tinygrad_version()
+  if ver is not None and ver != TINYGRAD_VERSION:
+    _fail(f"mockgpu {__version__} serves tinygrad {TINYGRAD_VERSION}, but tinygrad {ver} is imported from {pkg} (other versions use the "
+          f"mock differently and give false results): pip install tinygrad=={TINYGRAD_VERSION}")
+
+def _dev(t) -> str:
+  """`t` as the user spelled it in $DEV if it is there (tinygrad upper-cases the renderer), else tinygrad's spelling."""
+  from tinygrad.helpers import Target
+  for raw in os.environ.get("DEV", "").split(";"):
+    try:
+      if Target.parse(raw) == t: return f"DEV={raw}"
+    except RuntimeError: pass
+  return f"DEV={t!r}"
+
+def check_target(t) -> None:
+  """Raises ActivationError when a MOCK target of DEV (a tinygrad `Target`) names an arch in the renderer field (one colon too
+  few) or an AMD arch mockgpu has no GPU for."""
+  if t.device != "AMD": return
+  from mockgpu.mock.profiles import PROFILES
+  if re.fullmatch(r"GFX[0-9A-F]+", t.renderer):
+    _fail(f"{_dev(t)}: tinygrad reads DEV as [INTERFACE+]DEVICE:RENDERER:ARCH, so {t.renderer.lower()} is taken as a renderer name; "
+          f"put the arch in the third field: DEV={replace(t, renderer='', arch=t.renderer.lower())!r}")
+  if t.arch and t.arch not in PROFILES:
+    _fail(f"{_dev(t)}: mockgpu emulates no {t.arch} GPU; the emulated AMD archs are {', '.join(PROFILES)} "
+          f"(e.g. DEV={replace(t, arch=next(iter(PROFILES)))!r})")
+
+def _llvm_version(path:str) -> tuple[int, str]:
+  """(major, printable version) of the libLLVM at `path`; LLVMGetVersion exists from LLVM 16 on, older ones are named by file."""
+  try: f = ctypes.CDLL(path).LLVMGetVersion
+  except AttributeError:
+    m = re.search(r"LLVM(?:-|\.so\.)(\d+)", os.path.basename(path))
+    return (int(m.group(1)), m.group(1)) if m else (0, "older than 16")
+  v = [ctypes.c_uint() for _ in range(3)]
+  f(*map(ctypes.byref, v))
+  return v[0].value, ".".join(str(x.value) for x in v)
+
+def _newer_llvm(need:int) -> str|None:
+  """A libLLVM of version >= `need` in the directories tinygrad searches (LD_LIBRARY_PATH, /usr/lib..., /lib/<multiarch>)."""
+  dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d] + \
+         ["/usr/lib64", "/usr/lib", "/usr/local/lib", "/lib", "/lib64", f"/lib/{sysconfig.get_config_var('MULTIARCH')}",
+          f"/usr/lib/{sysconfig.get_config_var('MULTIARCH')}"]
+  found = sorted(((int(m.group(1)), os.path.basename(p).startswith("libLLVM.so."), -len(p), p) for d in dirs for p in glob.glob(os.path.join(d, "libLLVM*.so*"))
+                  if (m:=re.fullmatch(r"libLLVM(?:-|\.so\.)(\d+)(?:\.so)?(?:\.\d+)*", os.path.basename(p))) and int(m.group(1)) >= need), reverse=True)
+  return found[0][-1] if found else None
+
+def check_toolchain(t) -> None:
+  """Raises ActivationError when a MOCK target of DEV lacks what it needs on this machine: the C compiler mockgpu builds its
+  emulators with (AMD, NV, CUDA), and for AMD kernels compiled by LLVM a loadable libLLVM, of version >= MIN_LLVM[arch]."""
+  if t.device not in ("AMD", "NV", "CUDA"): return
+  from mockgpu.emu.build import compiler
+  from mockgpu.emu.errors import BackendUnavailable
+  try: compiler()
+  except BackendUnavailable as e:
+    cc = os.environ.get("MOCKGPU_CC") or "cc"
+    _fail(f"{_dev(t)}: mockgpu builds its GPU emulator from generated C and has no C compiler ({cc!r} from "
+          f"{'$MOCKGPU_CC' if os.environ.get('MOCKGPU_CC') else 'the default cc'} {'is not found' if 'not found' in str(e) else 'does not run'}): "
+          "install one (apt install gcc) or set MOCKGPU_CC to a C compiler")
+  if t.device != "AMD" or t.renderer not in ("", "LLVM"): return
+  from tinygrad.runtime.support.c import DLL
+  if t.renderer == "":   # tinygrad tries HIPRenderer first: with ROCm's comgr it compiles without libLLVM
+    from tinygrad.runtime.autogen import comgr
+    if comgr.dll.nm in DLL._loaded_: return
+  from tinygrad.runtime.autogen import llvm
+  if llvm.dll.nm not in DLL._loaded_:
+    lp = os.environ.get("LLVM_PATH", "")
+    why = f"LLVM_PATH={lp} does not load: {llvm.dll.emsg}" if lp and os.path.isfile(lp) else \
+          f"no libLLVM found{f' (LLVM_PATH={lp} is not a file)' if lp else ''}"
+    _fail(f"{_dev(t)}: tinygrad compiles AMD kernels with libLLVM and {why}: apt install libllvm19, or set LLVM_PATH to a libLLVM.so")
+  arch = t.arch or "gfx1100"
+  if (need:=MIN_LLVM.get(arch)) is not None and (have:=_llvm_version(llvm.dll._name))[0] < need:
+    fix = f"set LLVM_PATH={p}" if (p:=_newer_llvm(need)) else \
+          f"apt install libllvm22 and set LLVM_PATH=/usr/lib/{sysconfig.get_config_var('MULTIARCH')}/libLLVM.so.22.1"
+    _fail(f"{_dev(t)}: {arch} needs LLVM >= {need}, but tinygrad loads LLVM {have[1]} ({llvm.dll._name}): {fix}")
+
+def run(toolchain:bool=True) -> None:
+  """All checks for the MOCK targets of tinygrad's DEV, once per process (a failed check runs again at the next shim import).
+
+  Args:
+    toolchain: also check compilers and libraries (False for shims that compile nothing, e.g. tinygrad's run_asm).
+  Raises:
+    ActivationError: the first failed check.
+  """
+  if "dev" not in _passed:
+    check_tinygrad()
+    from tinygrad.helpers import DEV
+    for t in DEV.value:
+      if t.interface.startswith("MOCK"): check_target(t)
+    _passed.add("dev")
+  if toolchain and "toolchain" not in _passed:
+    from tinygrad.helpers import DEV
+    for t in DEV.value:
+      if t.interface.startswith("MOCK"): check_toolchain(t)
+    _passed.add("toolchain")
