@@ -1,20 +1,30 @@
 """`mockgpu emu ...` / `python -m mockgpu.emu ...`: benchmark, run a raw kernel or an ELF code object, rebuild fixtures."""
 from __future__ import annotations
-import argparse, sys
+import argparse, pathlib, sys
+from mockgpu.argtypes import positive_int, nonnegative_int
 
-__all__ = ["main"]
+__all__ = ["main", "parser"]
 
 def _dims(s: str) -> tuple[int, int, int]:
-  p = [int(x, 0) for x in s.split(",")]
+  try: p = [int(x, 0) for x in s.split(",")]
+  except ValueError: raise argparse.ArgumentTypeError(f"{s!r}: expected up to three positive integers, e.g. 4,8") from None
+  if not 1 <= len(p) <= 3 or min(p) < 1: raise argparse.ArgumentTypeError(f"{s!r}: expected up to three positive integers, e.g. 4,8")
   return tuple((p + [1, 1])[:3])
+
+def _int0(s: str) -> int:
+  try: return int(s, 0)
+  except ValueError: raise argparse.ArgumentTypeError(f"{s!r} is not an integer (0x.. for hex)") from None
 
 def _run(a) -> int:
   import numpy as np
   from mockgpu.emu.api import run_code
   from mockgpu.emu.memory import MemoryMap
-  data = open(a.file, "rb").read()
+  try: data = pathlib.Path(a.file).read_bytes()
+  except OSError as e:
+    print(f"mockgpu emu run: cannot read {a.file}: {e.strerror or e}", file=sys.stderr)
+    return 2
   mem = MemoryMap()
-  bufs = [np.zeros(int(n, 0) // 4, np.uint32) for n in a.buffer]
+  bufs = [np.zeros(n // 4, np.uint32) for n in a.buffer]
   for i, b in enumerate(bufs): mem.add(b.ctypes.data, b.nbytes, f"buf{i}")
   opts = dict(budget=a.budget, backend=a.backend, capture=True, op_counts=a.counts)
   if data[:4] == b"\x7fELF" and not a.raw:
@@ -38,21 +48,37 @@ def _run(a) -> int:
   if st.op_counts: print("\n".join(f"{n:8d} {k}" for k, n in sorted(st.op_counts.items(), key=lambda kv: -kv[1])))
   return 0
 
-def main(argv: list[str] | None = None) -> int:
-  """Entry point. Returns the process exit code (2 for usage errors, 1 for emulator errors)."""
+def parser() -> argparse.ArgumentParser:
+  """Returns: the argument parser of `mockgpu emu`."""
   p = argparse.ArgumentParser(prog="mockgpu emu", description="AMD ISA emulator tools")
-  sub = p.add_subparsers(dest="cmd", required=True)
+  sub = p.add_subparsers(dest="cmd", required=True, metavar="{bench,run,fixtures}")
   b = sub.add_parser("bench", help="wave-instructions/s, warm and cold: VALU/SALU loop and tinygrad's 256x256 matmul")
-  b.add_argument("--reps", type=int, default=3); b.add_argument("--backend", default="c", choices=("c", "python"))
+  b.add_argument("--reps", type=positive_int, default=3, help="timed repetitions per workload (default 3)")
+  b.add_argument("--backend", default="c", choices=("c", "python"), help="emulator backend: generated C (default) or the Python reference")
   r = sub.add_parser("run", help="run a raw kernel (instruction bytes) or an ELF code object and print the final registers")
-  r.add_argument("file"); r.add_argument("--arch", default="gfx1100"); r.add_argument("--raw", action="store_true", help="treat FILE as raw bytes")
-  r.add_argument("--grid", type=_dims, default=(1, 1, 1)); r.add_argument("--block", type=_dims, default=(32, 1, 1))
-  r.add_argument("--buffer", action="append", default=[], help="bytes of a zeroed buffer passed as kernel argument / s-pair (repeatable)")
-  r.add_argument("--rsrc2", type=lambda x: int(x, 0)); r.add_argument("--lds", type=int, default=0); r.add_argument("--scratch", type=int, default=0)
-  r.add_argument("--wave64", action="store_true"); r.add_argument("--budget", type=int); r.add_argument("--backend", default="c", choices=("c", "python"))
-  r.add_argument("--vgprs", type=int, default=8, help="VGPRs to print"); r.add_argument("--counts", action="store_true", help="per-opcode counts")
-  sub.add_parser("fixtures", help="recompile fixtures/kernels with tinygrad (needs LLVM 19)")
-  a = p.parse_args(argv)
+  r.add_argument("file", help="raw instruction bytes, or an AMD ELF code object (detected by its magic)")
+  r.add_argument("--arch", default="gfx1100", help="gfx1100 (default), gfx1201 or gfx950")
+  r.add_argument("--raw", action="store_true", help="treat FILE as raw bytes even if it starts like an ELF")
+  r.add_argument("--grid", type=_dims, default=(1, 1, 1), help="workgroups in x[,y[,z]] (default 1)")
+  r.add_argument("--block", type=_dims, default=(32, 1, 1), help="work-items per workgroup in x[,y[,z]] (default 32)")
+  r.add_argument("--buffer", action="append", default=[], type=_int0, metavar="BYTES",
+                 help="bytes of a zeroed buffer passed as kernel argument / s-pair (repeatable)")
+  r.add_argument("--rsrc2", type=_int0, help="COMPUTE_PGM_RSRC2 of a raw kernel (default: user SGPR count of the buffers' pointers)")
+  r.add_argument("--lds", type=nonnegative_int, default=0, help="LDS bytes per workgroup of a raw kernel (default 0)")
+  r.add_argument("--scratch", type=nonnegative_int, default=0, help="scratch bytes per lane of a raw kernel (default 0)")
+  r.add_argument("--wave64", action="store_true", help="run a raw kernel in wave64 (gfx950 always is)")
+  r.add_argument("--budget", type=positive_int, help="stop after this many wave-instructions (watchdog)")
+  r.add_argument("--backend", default="c", choices=("c", "python"), help="emulator backend: generated C (default) or the Python reference")
+  r.add_argument("--vgprs", type=nonnegative_int, default=8, help="VGPRs to print (default 8)")
+  r.add_argument("--counts", action="store_true", help="print per-opcode instruction counts")
+  f = sub.add_parser("fixtures", help="recompile the benchmark's fixture kernels with tinygrad (needs LLVM 19) into --out")
+  f.add_argument("--out", type=pathlib.Path, required=True, metavar="DIR",
+                 help="directory to write <name>.elf and <name>.json into (in a checkout: fixtures/kernels)")
+  return p
+
+def main(argv: list[str] | None = None) -> int:
+  """Entry point. Returns the process exit code (2 for usage errors and unreadable files, 1 for emulator errors)."""
+  a = parser().parse_args(argv)
   from mockgpu.errors import MockGPUError
   try:
     if a.cmd == "bench":
@@ -60,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
       return bench_main(a.reps, a.backend)
     if a.cmd == "run": return _run(a)
     from mockgpu.emu.fixtures import regenerate
-    for f in regenerate(): print(f)
+    for f in regenerate(out=a.out): print(f)
     return 0
   except MockGPUError as e:
     print(f"mockgpu emu: {type(e).__name__}: {e}", file=sys.stderr)

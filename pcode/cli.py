@@ -4,7 +4,14 @@ from mockgpu.pcode.tables import ARCHS, entries
 from mockgpu.pcode.compile import try_program
 from mockgpu.pcode.prose import prose
 from mockgpu.pcode.errors import PcodeSyntaxError, PcodeError
-__all__ = ["coverage", "main"]
+__all__ = ["coverage", "main", "family"]
+
+def family(name:str) -> str:
+  """An ISA family (rdna3, rdna4, cdna) from itself or from a GPU arch the emulator models (gfx1100, gfx1201, gfx950)."""
+  if name in ARCHS: return name
+  from mockgpu.emu.arch import ARCHS as GPUS   # the arch table: each GPU's ISA family
+  if name in GPUS and GPUS[name].family in ARCHS: return GPUS[name].family
+  raise argparse.ArgumentTypeError(f"unknown arch {name!r}: use an ISA family ({', '.join(ARCHS)}) or a GPU arch ({', '.join(GPUS)})")
 
 def coverage(arch:str) -> dict:
   """Coverage of `arch`: counts and the list of entries each stage misses.
@@ -49,13 +56,14 @@ def _show(arch:str, name:str) -> int:
 def main(argv:list[str]|None=None) -> int:
   """Entry point. `coverage [--arch A] [--json]` prints per-arch coverage and what is missing; `show ARCH NAME`."""
   ap = argparse.ArgumentParser(prog="mockgpu pcode", description="AMD ISA pseudocode compiler tools")
-  sub = ap.add_subparsers(dest="cmd", required=True)
+  sub = ap.add_subparsers(dest="cmd", required=True, metavar="{coverage,show}")
+  archs = f"{', '.join(ARCHS)} or gfx1100, gfx1201, gfx950"
   c = sub.add_parser("coverage", help="entries total / parsed / typed / compiled per backend / prose, and what is missing")
-  c.add_argument("--arch", choices=ARCHS, action="append")
-  c.add_argument("--json", action="store_true")
+  c.add_argument("--arch", type=family, action="append", help=f"only this ISA ({archs}); repeatable (default: all)")
+  c.add_argument("--json", action="store_true", help="print the reports as JSON")
   s = sub.add_parser("show", help="pseudocode, metadata and generated C of one entry")
-  s.add_argument("arch", choices=ARCHS)
-  s.add_argument("name")
+  s.add_argument("arch", type=family, help=f"the ISA: {archs}")
+  s.add_argument("name", help="the entry, e.g. VOP2Op_V_ADD_F32_E32")
   args = ap.parse_args(argv)
   if args.cmd == "show": return _show(args.arch, args.name)
   reports = [coverage(a) for a in (args.arch or ARCHS)]

@@ -6,6 +6,7 @@ trip of an empty kernel on the mock GPU (one PM4 submission: wait, dispatch, sig
 """
 from __future__ import annotations
 import argparse, os, statistics, sys, time
+from mockgpu.argtypes import positive_int
 
 __all__ = ["main"]
 
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
   """Print the full-stack table (mock AMD vs CPU) and the empty-kernel round trip. Returns 1 if a result is wrong."""
   ap = argparse.ArgumentParser(prog="mockgpu bench", description=__doc__.splitlines()[0])
   ap.add_argument("--dev", default="MOCKKFD+AMD", help="tinygrad DEV string of the mock GPU (default MOCKKFD+AMD)")
-  ap.add_argument("--reps", type=int, default=5, help="timed repetitions per workload (median is reported)")
+  ap.add_argument("--reps", type=positive_int, default=5, help="timed repetitions per workload, at least 1 (the median is reported; default 5)")
   args = ap.parse_args(argv)
   if "tinygrad.runtime.support.hcq" in sys.modules: ap.error("tinygrad's HCQ runtime is already imported; run in a fresh interpreter")
   os.environ["DEV"] = args.dev

@@ -7,6 +7,7 @@
 from __future__ import annotations
 import argparse, json, sys
 from pathlib import Path
+from mockgpu.argtypes import positive_int, positive_float, nonnegative_float
 from mockgpu.tinygrad.fuzz.core import CampaignConfig, run_campaign, replay
 from mockgpu.tinygrad.fuzz.errors import FuzzError
 from mockgpu.tinygrad.fuzz.registry import KINDS, load, available
@@ -31,17 +32,17 @@ def parser() -> argparse.ArgumentParser:
                               epilog="kinds:\n" + "\n".join(f"  {k:9s} {h}" for k, (_, h) in KINDS.items()),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument("kind", nargs="?", help="fuzzer kind")
-  p.add_argument("--time", type=float, default=None, help="time budget in seconds (default 60 unless --cases is given)")
-  p.add_argument("--cases", type=int, default=None, help="number of cases of this shard (deterministic campaigns)")
+  p.add_argument("--time", type=positive_float, default=None, help="time budget in seconds (default 60 unless --cases is given)")
+  p.add_argument("--cases", type=positive_int, default=None, help="number of cases of this shard (deterministic campaigns)")
   p.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
-  p.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+  p.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default 1)")
   p.add_argument("--shard", type=_shard, default=(0, 1), help="run shard i of n of the case space, e.g. 2/8")
   p.add_argument("--out", type=Path, default=Path("fuzz-failures"), help="failure directory (default fuzz-failures/)")
-  p.add_argument("--max-failures", type=int, default=5, help="stop after this many failures (default 5)")
-  p.add_argument("--shrink-time", type=float, default=60.0, help="seconds of minimisation per failure (default 60)")
+  p.add_argument("--max-failures", type=positive_int, default=5, help="stop after this many failures (default 5)")
+  p.add_argument("--shrink-time", type=nonnegative_float, default=60.0, help="seconds of minimisation per failure (default 60)")
   p.add_argument("--opt", type=_opt, action="append", default=[], help="fuzzer option key=value (see docs/fuzz.md)")
   p.add_argument("--ignore", action="append", default=[], help="skip failures whose class starts with this (known findings)")
-  p.add_argument("--quiet", action="store_true", help="no progress line")
+  p.add_argument("--quiet", action="store_true", help="no progress line (it is shown only when stderr is a terminal)")
   p.add_argument("--replay", type=Path, default=None, help="rerun the saved failures under DIR instead of fuzzing")
   p.add_argument("--list", action="store_true", help="list kinds and whether they are available")
   return p
@@ -73,7 +74,7 @@ def main(argv:list[str]|None=None) -> int:
     fuzzer = load(args.kind, dict(args.opt))
     cfg = CampaignConfig(seed=args.seed, time=args.time if args.time is not None or args.cases is not None else 60.0, cases=args.cases,
                          jobs=args.jobs, shard=args.shard, out=args.out, max_failures=args.max_failures, shrink_time=args.shrink_time,
-                         progress=None if args.quiet else sys.stderr,
+                         progress=sys.stderr if not args.quiet and sys.stderr.isatty() else None,
                          ignore=tuple(args.ignore))
     rep = run_campaign(fuzzer, cfg)
   except (FuzzError, ValueError, TypeError) as e:

@@ -1,7 +1,7 @@
 """Errors of the fuzz framework (`mockgpu fuzz`). A fuzzer *finding* a bug is not an error: it is a `Failure` record."""
 from mockgpu.errors import MockGPUError
 
-__all__ = ["FuzzError", "UnknownKind", "KindUnavailable", "BadFailureDir", "FuzzerCrashed", "ExecFault", "ParamSlotCollision",
+__all__ = ["FuzzError", "UnknownKind", "KindUnavailable", "MissingExtra", "BadFailureDir", "FuzzerCrashed", "ExecFault", "ParamSlotCollision",
            "ExecutorUnavailable", "ExecutorCrashed"]
 
 class FuzzError(MockGPUError):
@@ -18,6 +18,12 @@ class KindUnavailable(FuzzError):
   def __init__(self, kind:str, module:str, reason:str):
     self.kind, self.module = kind, module
     super().__init__(f"fuzzer kind={kind!r} is unavailable: module={module} {reason}")
+
+class MissingExtra(FuzzError):
+  """The kind needs an optional dependency of the `fuzz` extra (z3-solver, unicorn) that is not installed."""
+  def __init__(self, kind:str, dists:list[str]):
+    self.kind, self.dists = kind, dists
+    super().__init__(f"fuzzer kind={kind!r} needs {' and '.join(dists)}, not installed: pip install 'mockgpu[fuzz]'")
 
 class BadFailureDir(FuzzError):
   """A directory given to `--replay` holds no readable failure record (failure.json + case.json)."""

@@ -1,11 +1,11 @@
 """The table of fuzzer kinds. A kind is a module under `mockgpu.tinygrad.fuzz` defining one `Fuzzer` subclass whose `name` is
 the kind; the class is found by that name, so adding a kind is one row here plus the module (see docs/fuzz.md)."""
 from __future__ import annotations
-import importlib, inspect
+import importlib, importlib.util, inspect
 from mockgpu.tinygrad.fuzz.core import Fuzzer
-from mockgpu.tinygrad.fuzz.errors import UnknownKind, KindUnavailable
+from mockgpu.tinygrad.fuzz.errors import UnknownKind, KindUnavailable, MissingExtra
 
-__all__ = ["KINDS", "load", "available"]
+__all__ = ["KINDS", "NEEDS", "load", "available", "require"]
 
 # kind -> (module, one-line help)
 KINDS: dict[str, tuple[str, str]] = {
@@ -14,6 +14,17 @@ KINDS: dict[str, tuple[str, str]] = {
   "oob": ("mockgpu.tinygrad.fuzz.oob", "OOB indexing: static CHECK_OOB against dynamic execution"),
   "render": ("mockgpu.tinygrad.fuzz.render", "the same programs on several renderers/backends, compared bit for bit"),
 }
+
+# kind -> the optional modules (the `fuzz` extra) it imports, as (import name, pip distribution). symbolic proves with z3,
+# oob runs tinygrad's CHECK_OOB (z3), render runs aarch64 code under unicorn (its *-A64 executors, in the default set)
+NEEDS: dict[str, tuple[tuple[str, str], ...]] = {"symbolic": (("z3", "z3-solver"),), "oob": (("z3", "z3-solver"),),
+                                                 "render": (("unicorn", "unicorn"),)}
+
+def require(kind:str, options:dict|None=None) -> None:
+  """Raises: MissingExtra when `kind` (with `options`) needs a module of the `fuzz` extra that is not installed."""
+  needs = NEEDS.get(kind, ())
+  if kind == "render" and "executors" in (options or {}) and not any(str(e).endswith("-A64") for e in options["executors"]): needs = ()
+  if (miss:=[dist for mod, dist in needs if importlib.util.find_spec(mod) is None]): raise MissingExtra(kind, miss)
 
 def fuzzer_class(kind:str) -> type[Fuzzer]:
   """Returns: the `Fuzzer` subclass of `kind`.
@@ -29,13 +40,14 @@ def fuzzer_class(kind:str) -> type[Fuzzer]:
 
 def load(kind:str, options:dict|None=None) -> Fuzzer:
   """Args: kind: a key of `KINDS`. options: constructor keywords (as saved by `Fuzzer.options`).
-  Returns: a fuzzer instance. Raises: UnknownKind, KindUnavailable."""
+  Returns: a fuzzer instance. Raises: UnknownKind, KindUnavailable, MissingExtra."""
+  if kind in KINDS: require(kind, options)
   return fuzzer_class(kind)(**(options or {}))
 
 def available() -> dict[str, str|None]:
   """Returns: kind -> None if usable, else the reason it is unavailable."""
   out: dict[str, str|None] = {}
   for k in KINDS:
-    try: fuzzer_class(k); out[k] = None
-    except KindUnavailable as e: out[k] = str(e)
+    try: require(k); fuzzer_class(k); out[k] = None
+    except (KindUnavailable, MissingExtra) as e: out[k] = str(e)
   return out
