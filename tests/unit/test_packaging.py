@@ -31,3 +31,28 @@ def test_cli_lists_commands_and_rejects_unknown():
   assert main([]) == 2 and main(["--help"]) == 0   # no command is a usage error (tests/unit/test_cli.py)
   assert main(["no-such-command"]) == 2
   assert {"demo", "pcode", "emu", "fuzz", "bench"} <= set(COMMANDS)
+
+FUZZ_ONLY = {"z3": "z3-solver", "unicorn": "unicorn"}   # import name -> distribution of the `fuzz` extra
+
+def test_fuzz_only_dependencies_are_an_extra():
+  import tomllib
+  proj = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+  assert proj["dependencies"] == ["tinygrad==0.14.0", "numpy"]
+  extras = proj["optional-dependencies"]
+  assert sorted(extras["fuzz"]) == sorted(FUZZ_ONLY.values())
+  assert set(extras["fuzz"]) | {"hypothesis", "pytest", "pytest-xdist", "build"} <= set(extras["test"])   # the test extra runs everything
+
+def test_nothing_but_fuzz_kinds_imports_the_extra():
+  entry = ["tinygrad.runtime.support.hcq", "mockgpu.__main__", "mockgpu.tinygrad.pytest_plugin", "mockgpu.tinygrad.activate",
+           "mockgpu.tinygrad.checks", "mockgpu.tinygrad.demo", "mockgpu.tinygrad.bench", "mockgpu.tinygrad.ci", "mockgpu.tinygrad.fuzz.cli",
+           "mockgpu.tinygrad.fuzz.registry", "mockgpu.pcode.cli", "mockgpu.emu.cli", "mockgpu.emu.api", "mockgpu.mock.fileio", "mockgpu.mock.kfd",
+           "mockgpu.tinygrad.compat.cuda", "mockgpu.tinygrad.compat.amd_emu", "mockgpu.mock.ptx.engine"]
+  code = f"import importlib, sys\nfor m in {entry!r}: importlib.import_module(m)\nprint(sorted({{m.split('.')[0] for m in sys.modules}} & {{'z3', 'unicorn', 'hypothesis'}}))"
+  p = subprocess.run([sys.executable, "-c", code], cwd=ROOT / "tests", capture_output=True, text=True, timeout=300)
+  assert p.returncode == 0 and p.stdout.strip() == "[]", p.stdout + p.stderr[-3000:]
+  # each fuzz kind imports without the extra, or fails on exactly the module registry.NEEDS declares for it
+  from mockgpu.tinygrad.fuzz.registry import KINDS, NEEDS
+  for kind, (mod, _) in KINDS.items():
+    code = f"import sys\nfor m in {list(FUZZ_ONLY)!r}: sys.modules[m] = None\ntry: __import__({mod!r})\nexcept ModuleNotFoundError as e: print(e.name)"
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT / "tests", capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and set(p.stdout.split()) <= {m for m, _ in NEEDS.get(kind, ())}, (kind, p.stdout, p.stderr[-2000:])
