@@ -1,11 +1,11 @@
 """The generated-C backend: load the per-arch library (building it once, see build.py) and run a dispatch inside C with
 the GIL released (ctypes releases it for CDLL calls)."""
 from __future__ import annotations
-import ctypes, functools, time
+import ctypes, functools, sys, time
 from mockgpu.emu.api import Dispatch, Stats, WaveState
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu.build import Library, build
-from mockgpu.emu.errors import GPUFault, FaultReport
+from mockgpu.emu.errors import BackendUnavailable, GPUFault, FaultReport
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.emu.report import oob_report, raise_status
 
@@ -35,7 +35,11 @@ class EmuArgs(ctypes.Structure):
 def load(arch: ArchSpec) -> tuple[ctypes.CDLL, Library]:
   """(CDLL, Library) for `arch`, built on first use in this process (or taken from the disk cache)."""
   lib = build(arch)
-  dll = ctypes.CDLL(str(lib.path))
+  try: dll = ctypes.CDLL(str(lib.path))
+  except OSError as e:   # whole bytes the loader still rejects (a cache restored onto another system): rebuild once
+    print(f"mockgpu: loading {lib.path} failed ({e}); rebuilding it", file=sys.stderr)
+    try: dll = ctypes.CDLL(str((lib:=build(arch, force=True)).path))
+    except OSError as e2: raise BackendUnavailable(f"the {arch.name} emulator library {lib.path} does not load: {e2}") from e2
   dll.emu_run.argtypes, dll.emu_run.restype = [ctypes.POINTER(EmuArgs), ctypes.c_uint64], ctypes.c_int
   return dll, lib
 

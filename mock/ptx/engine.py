@@ -1,11 +1,12 @@
 """The PTX engine's public API: `load(ptx)` parses a module, translates every kernel to C (`cgen`), compiles it with the
-system C compiler (`$MOCKGPU_CC` or `cc`) and caches the shared library in `$MOCKGPU_CACHE` keyed by the PTX text, the
-generator and the compiler; `Module.launch(...)` runs a whole grid in C with the GIL released and raises `GPUFault`
+system C compiler (`$MOCKGPU_CC` or `cc`) and keeps the shared library in the library cache (`mockgpu.emu.libcache`,
+verified before use) keyed by the PTX text, the generator and the compiler; `Module.launch(...)` runs a whole grid in C with the GIL released and raises `GPUFault`
 (a structured `FaultReport`) instead of touching memory outside the registered allocations."""
 from __future__ import annotations
-import ctypes, fcntl, hashlib, os, pathlib, subprocess, tempfile, threading
+import ctypes, hashlib, os, pathlib, threading
 from typing import NamedTuple
-from mockgpu.emu.build import cache_dir, compiler
+from mockgpu.emu import libcache
+from mockgpu.emu.libcache import cache_dir, compiler
 from mockgpu.emu.errors import BackendUnavailable, FaultReport, GPUFault, WatchdogExpired
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.mock.errors import PTXError
@@ -48,34 +49,19 @@ def _key(src:str) -> str:
   parts = [src, cgen.GEN_VERSION, RT.read_text(), (pathlib.Path(cgen.__file__)).read_text(), compiler()[1], " ".join(CFLAGS)]
   return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
 
-KEEP = 2048     # compiled PTX modules kept in the cache (least recently used go first)
-
-def _prune(d:pathlib.Path):
-  libs = sorted(d.glob("ptx-*.so"), key=lambda p: p.stat().st_mtime, reverse=True)
-  for p in libs[KEEP:]: p.unlink(missing_ok=True)
+KEEP = 2048     # compiled PTX modules kept in the library cache (least recently used go first; emu/libcache.py)
 
 def _build(src:str, kernels:dict[str, Kernel]) -> pathlib.Path:
-  d, key = cache_dir(), _key(src)
-  so = d / f"ptx-{key}.so"
-  if so.exists():
-    os.utime(so)   # marks it used for _prune
-    return so
-  code = "\n".join([f'#include "{RT}"', *(cgen.emit(k, i) for i, k in enumerate(kernels.values()))])
-  with open(lock:=d / f"ptx-{key}.lock", "w") as lk:
-    fcntl.flock(lk, fcntl.LOCK_EX)
-    if so.exists(): return so
-    c = d / f"ptx-{key}.c"
-    c.write_text(code)
-    with tempfile.NamedTemporaryFile(dir=d, suffix=".so", delete=False) as tmp: pass
-    r = subprocess.run(compiler()[0] + list(CFLAGS) + ["-o", tmp.name, str(c), "-lm"], capture_output=True, text=True)
-    if r.returncode != 0:
-      os.unlink(tmp.name)
-      raise BackendUnavailable(f"compiling the PTX module ({', '.join(kernels)}) failed with {' '.join(compiler()[0])}: "
-                               f"{(r.stdout + r.stderr)[:3000]}\ngenerated C kept in {c}; report it with the PTX")
-    os.replace(tmp.name, so)
+  stem = f"ptx-{_key(src)}"
+  def produce(out:pathlib.Path) -> dict:
+    (c:=cache_dir() / f"{stem}.c").write_text("\n".join([f'#include "{RT}"', *(cgen.emit(k, i) for i, k in enumerate(kernels.values()))]))
+    rc, text = libcache.run(compiler()[0] + list(CFLAGS) + ["-o", str(out), str(c), "-lm"])
+    if rc != 0: raise BackendUnavailable(f"compiling the PTX module ({', '.join(kernels)}) failed with {' '.join(compiler()[0])}: "
+                                         f"{text[:3000]}\ngenerated C kept in {c}; report it with the PTX")
     c.unlink()
-    lock.unlink(missing_ok=True)   # waiters hold the old inode and find `so`; later callers return before locking
-  _prune(d)
+    return {}
+  so, _, built = libcache.library(stem, produce)
+  if built: libcache.prune("ptx-", KEEP)
   return so
 
 class Module:

@@ -1,0 +1,129 @@
+"""The on-disk cache of compiled libraries: the emulator's one library per arch (`build.py`) and the PTX engine's modules
+(`mock/ptx/engine.py`) share this one mechanism.
+
+Location: `$MOCKGPU_CACHE`, else `$XDG_CACHE_HOME/mockgpu`, else `~/.cache/mockgpu`. An entry is `<stem>.so` with
+`<stem>.json` (its stem, size and sha256, plus what the producer returned) and `<stem>.lock`. The stem hashes everything
+that determines the library, including the compiler's identity and the CPU features `-march=native` turns on here
+(`compiler()`), so a cache restored onto another machine never hands it code its CPU cannot run. `library()`:
+* verifies an entry before anyone loads it (metadata of this stem, size, sha256), so a truncated, corrupt or swapped file
+  is rebuilt (with one line on stderr saying why) instead of failing in dlopen forever or killing the process with SIGBUS;
+* builds under the entry's file lock (parallel processes build once) into a temporary file that is renamed over the entry,
+  metadata last, so a reader sees the old library or the new one, never half of one;
+* announces a build with one stderr line when the caller passes `announce` (the emulator: ~30 s; PTX modules are quiet)."""
+from __future__ import annotations
+import fcntl, functools, hashlib, json, os, pathlib, platform, shlex, shutil, subprocess, sys, tempfile
+from typing import Callable
+from mockgpu.emu.errors import BackendUnavailable
+
+__all__ = ["cache_dir", "compiler", "run", "run_all", "library", "verify", "prune"]
+
+def cache_dir() -> pathlib.Path:
+  """$MOCKGPU_CACHE, else $XDG_CACHE_HOME/mockgpu, else ~/.cache/mockgpu (created)."""
+  if (d:=os.environ.get("MOCKGPU_CACHE")): p = pathlib.Path(d)
+  elif (x:=os.environ.get("XDG_CACHE_HOME")) and os.path.isabs(x): p = pathlib.Path(x) / "mockgpu"   # the XDG spec ignores relative paths
+  else: p = pathlib.Path.home() / ".cache" / "mockgpu"
+  p.mkdir(parents=True, exist_ok=True)
+  return p
+
+@functools.cache
+def compiler() -> tuple[list[str], str]:
+  """(argv prefix, identity) of the C compiler: $MOCKGPU_CC or `cc`. The identity names its path and version and hashes the
+  macros `-march=native` defines on this host (the CPU's instruction-set features). Raises BackendUnavailable if missing."""
+  cmd = shlex.split(os.environ.get("MOCKGPU_CC", "cc"))
+  if not cmd or shutil.which(cmd[0]) is None:
+    raise BackendUnavailable(f"C compiler {cmd[0] if cmd else '(empty)'!r} not found; install gcc or clang (apt-get install gcc), "
+                             "set MOCKGPU_CC, or run with backend='python'")
+  try: ver = subprocess.run(cmd + ["--version"], capture_output=True, text=True, timeout=60).stdout.splitlines()[0]
+  except (OSError, subprocess.SubprocessError, IndexError) as e: raise BackendUnavailable(f"C compiler {cmd!r} does not run: {e}") from e
+  try: native = subprocess.run(cmd + ["-march=native", "-E", "-dM", "-x", "c", os.devnull], capture_output=True, text=True, timeout=60).stdout
+  except (OSError, subprocess.SubprocessError): native = ""
+  if not native.strip():   # a compiler without -march=native: the kernel's view of the CPU
+    try: native = next((l for l in open("/proc/cpuinfo") if l.startswith(("flags", "Features"))), "")
+    except OSError: native = ""
+  feat = hashlib.sha256(f"{platform.machine()}\n{native}".encode()).hexdigest()[:16]
+  return cmd, f"{shutil.which(cmd[0])}|{ver}|{platform.machine()} features {feat}"
+
+def run(argv:list[str]) -> tuple[int, str]:
+  """Run a compiler command, reading its output while it runs (a chatty compiler never blocks on a full pipe). Returns
+  (return code, stdout+stderr)."""
+  return run_all([argv])[0]
+
+def run_all(argvs:list[list[str]]) -> list[tuple[int, str]]:
+  """Run commands in parallel; each one's output is drained to its end in turn, so none can block on a full pipe for long
+  (one waits only until its turn comes). Returns (return code, stdout+stderr) per command."""
+  jobs = [subprocess.Popen(a, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace") for a in argvs]
+  outs = [j.communicate()[0] for j in jobs]
+  return [(j.returncode, out) for j, out in zip(jobs, outs)]
+
+def _sha256(p:pathlib.Path) -> str:
+  h = hashlib.sha256()
+  with open(p, "rb") as f:
+    while (b:=f.read(1 << 20)): h.update(b)
+  return h.hexdigest()
+
+def verify(stem:str) -> tuple[dict|None, str]:
+  """(metadata, "") if the cache entry `stem` is whole, else (None, why); why is "" when there is no entry at all."""
+  d = cache_dir()
+  so, meta = d / f"{stem}.so", d / f"{stem}.json"
+  if not so.exists() and not meta.exists(): return None, ""
+  try: m = json.loads(meta.read_text())
+  except (OSError, ValueError) as e: return None, f"without readable metadata ({meta.name}: {type(e).__name__})"
+  if not isinstance(m, dict) or m.get("stem") != stem: return None, f"described by metadata of another library ({m.get('stem') if isinstance(m, dict) else type(m).__name__})"
+  try: size = so.stat().st_size
+  except OSError: return None, "missing"
+  if size != m.get("size"): return None, f"truncated or replaced ({size} bytes, {m.get('size')} recorded at build)"
+  try: digest = _sha256(so)
+  except OSError: return None, "missing"   # pruned by another process meanwhile
+  if digest != m.get("sha256"): return None, "corrupt (its sha256 differs from the one recorded at build)"
+  return m, ""
+
+def _touch(so:pathlib.Path) -> bool:
+  """Mark a library used (pruning keeps the recently used); False if another process pruned it meanwhile."""
+  try: os.utime(so)
+  except FileNotFoundError: return False
+  return True
+
+def _atomic_write(p:pathlib.Path, text:str):
+  fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=p.name + ".", suffix=".tmp")
+  with os.fdopen(fd, "w") as f: f.write(text)
+  os.replace(tmp, p)
+
+def library(stem:str, produce:Callable[[pathlib.Path], dict], announce:str|None=None, force:bool=False) -> tuple[pathlib.Path, dict, bool]:
+  """The verified library `<cache>/<stem>.so`, produced now if it is missing, damaged or `force`d.
+
+  Args: stem: the entry's name, which must hash every input of the library. produce: writes the library to the given path
+    (a temporary file) and returns JSON-able metadata, or raises. announce: what one stderr line says while it builds.
+  Returns: (path, metadata, True if built by this call). Raises: whatever `produce` raises (nothing is cached then)."""
+  d = cache_dir()
+  so, meta = d / f"{stem}.so", d / f"{stem}.json"
+  if not force and (m:=verify(stem)[0]) is not None and _touch(so): return so, m, False
+  with open(d / f"{stem}.lock", "w") as lk:   # per stem: a cached library never waits for another one's build
+    fcntl.flock(lk, fcntl.LOCK_EX)
+    m, why = verify(stem)
+    if m is not None and not force and _touch(so): return so, m, False   # another process built it while this one waited
+    if why: print(f"mockgpu: the cached library {so} is {why}; rebuilding it", file=sys.stderr, flush=True)
+    if announce: print(f"mockgpu: {announce}", file=sys.stderr, flush=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=f"{stem}.", suffix=".so.tmp")
+    os.close(fd)
+    try:
+      info = produce(pathlib.Path(tmp))
+      m = {**info, "stem": stem, "size": os.path.getsize(tmp), "sha256": _sha256(pathlib.Path(tmp))}
+      os.replace(tmp, so)
+    finally:
+      if os.path.exists(tmp): os.unlink(tmp)
+    _atomic_write(meta, json.dumps(m))
+  return so, m, True
+
+def prune(prefix:str, keep:int) -> list[pathlib.Path]:
+  """Delete all but the `keep` most recently used libraries named `<prefix>*.so`, with every file of their stem (metadata,
+  lock, sources). A library another process holds open stays valid for it (unlinked files live on). Returns what was removed."""
+  d, gone = cache_dir(), []
+  def used(p:pathlib.Path) -> float:
+    try: return p.stat().st_mtime
+    except OSError: return 0.0   # pruned by another process meanwhile
+  libs = sorted(d.glob(f"{prefix}*.so"), key=used, reverse=True)
+  for so in libs[keep:]:
+    for f in d.glob(so.name.removesuffix(".so") + ".*"):
+      f.unlink(missing_ok=True)
+      gone.append(f)
+  return gone
