@@ -44,7 +44,7 @@ case "$cmd" in
     exit $rc ;;
   ci)
     python -c 'import torch' 2>/dev/null || pip install -q torch==2.13.0
-    exec mockgpu ci -n 2 --tests "${MOCKGPU_TINYGRAD_TESTS:?set MOCKGPU_TINYGRAD_TESTS to tinygrad's test tree or a tinygrad checkout}" "$@" ;;
+    exec mockgpu ci -n 2 --tests "${MOCKGPU_TINYGRAD_TESTS:?set MOCKGPU_TINYGRAD_TESTS to the tinygrad test tree or a tinygrad checkout}" "$@" ;;
   slow)  exec python -m pytest -n 2 -q -m slow "$@" ;;
   bench) exec mockgpu bench "$@" ;;
   *) echo "usage: ./dev.sh demo|test|ci|slow|bench [args]" >&2; exit 2 ;;
