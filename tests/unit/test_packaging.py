@@ -28,7 +28,7 @@ def test_errors_share_one_root():
 
 def test_cli_lists_commands_and_rejects_unknown():
   from mockgpu.__main__ import main, COMMANDS
-  assert main([]) == 2 and main(["--help"]) == 0   # no command is a usage error (tests/unit/test_cli.py)
+  assert main([]) == 2 and main(["--help"]) == 0   # no command is a usage error (tests/unit/test_cli_usage.py)
   assert main(["no-such-command"]) == 2
   assert {"demo", "pcode", "emu", "fuzz", "bench"} <= set(COMMANDS)
 
