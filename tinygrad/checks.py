@@ -96,7 +96,7 @@ def check_toolchain(t) -> None:
   """Raises ActivationError when a MOCK target of DEV lacks what it needs on this machine: the C compiler mockgpu builds its
   emulators with (AMD, NV, CUDA), and for AMD kernels compiled by LLVM a loadable libLLVM, of version >= MIN_LLVM[arch]."""
   if t.device not in ("AMD", "NV", "CUDA"): return
-  from mockgpu.emu.build import compiler
+  from mockgpu.emu.libcache import compiler
   from mockgpu.emu.errors import BackendUnavailable
   try: compiler()
   except BackendUnavailable as e:
