@@ -68,7 +68,8 @@ def verify(stem:str) -> tuple[dict|None, str]:
   if not so.exists() and not meta.exists(): return None, ""
   try: m = json.loads(meta.read_text())
   except (OSError, ValueError) as e: return None, f"without readable metadata ({meta.name}: {type(e).__name__})"
-  if not isinstance(m, dict) or m.get("stem") != stem: return None, f"described by metadata of another library ({m.get('stem') if isinstance(m, dict) else type(m).__name__})"
+  if not isinstance(m, dict) or m.get("stem") != stem:
+    return None, f"described by metadata of another library ({m.get('stem') if isinstance(m, dict) else type(m).__name__})"
   try: size = so.stat().st_size
   except OSError: return None, "missing"
   if size != m.get("size"): return None, f"truncated or replaced ({size} bytes, {m.get('size')} recorded at build)"

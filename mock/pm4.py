@@ -162,7 +162,7 @@ class PM4Queue(Queue):
   def indirect_buffer(self, lo:int, hi:int, ctl:int) -> bool:
     if not ctl & self.pm4.INDIRECT_BUFFER_VALID: raise self.bad("INDIRECT_BUFFER without the VALID bit")
     if len(self.ibs) >= MAX_IB_DEPTH: raise self.bad(f"INDIRECT_BUFFER nested deeper than {MAX_IB_DEPTH} levels")
-    size = ctl & 0xFFFFF
+    if (size:=ctl & 0xFFFFF) == 0: raise self.bad("INDIRECT_BUFFER with IB_SIZE=0 (an empty IB) is not modelled; give the IB's length in dwords")
     self.ibs.append([self._addr(lo & ~3, hi & 0xFFFF, size * 4, "INDIRECT_BUFFER"), size, 0])
     self.gpu.stats["indirect_buffers"] += 1
     return True

@@ -110,7 +110,8 @@ def _worker(seed:int, first:int, end:int, unchecked:int=0):
     evs = d.events() if r.random() < 0.7 else []
     ctypes.memmove(good + 0x200, bytes((kfd.struct_kfd_event_data * 4)(*[kfd.struct_kfd_event_data(event_id=e.event_id) for e in evs])), 0xC0)
     ctypes.memmove(good + 0x300, bytes((ctypes.c_uint32 * 2)(*d.gpu_ids)), 8)   # valid arrays for events_ptr / device_ids_array_ptr
-    ptrs = [0, 8, good, good + 0x200, good + 0x300, good + 0x300, good + r.randrange(GOOD), good + GOOD - 4, good + GOOD, ro, ro + 0xFF8, none, hole, hole + 0xFFF8, victim, victim + 0x1000, victim + 0x1FFC, vreserve,
+    ptrs = [0, 8, good, good + 0x200, good + 0x300, good + 0x300, good + r.randrange(GOOD), good + GOOD - 4, good + GOOD, ro, ro + 0xFF8,
+            none, hole, hole + 0xFFF8, victim, victim + 0x1000, victim + 0x1FFC, vreserve,
             pm4.addr, 0xFFFF800000000000, 1 << 63, (1 << 64) - 8, r.getrandbits(64)]
     handles = [a.handle for a in d.kfd.allocs.values()] + [0, r.getrandbits(64)]
     def ptr(): return r.choice(ptrs)

@@ -127,6 +127,7 @@ def test_gpu_fault_becomes_an_mmu_fault_event(drv, monkeypatch, capsys):
   ([pm4.PACKET3(pm4.PACKET3_EVENT_WRITE, 0), 0x3F], "EVENT_WRITE of event DRAW_DONE"),
   ([pm4.PACKET3(pm4.PACKET3_RELEASE_MEM, 6), 0x514, 5 << 29, 0, 0, 0, 0, 0], "data_sel=5"),
   ([pm4.PACKET3(pm4.PACKET3_INDIRECT_BUFFER, 2), 0, 0, 4], "without the VALID bit"),
+  ([pm4.PACKET3(pm4.PACKET3_INDIRECT_BUFFER, 2), 0, 0, pm4.INDIRECT_BUFFER_VALID], "IB_SIZE=0"),   # found by the ioctl fuzzer: was ZeroDivisionError
   ([pm4.PACKET3(pm4.PACKET3_SET_UCONFIG_REG, 1), 0xD9E9 - pm4.PACKET3_SET_UCONFIG_REG_START, 1], "SQ thread trace (SQTT), which is not modelled"),
 ])
 def test_bad_packets_stop_the_queue_with_a_hw_exception(drv, capsys, dwords, msg):

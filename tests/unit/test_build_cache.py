@@ -45,7 +45,8 @@ def test_build_once_announce_and_verify(cache, capsys):
   (lambda c: (c / "lib-a.so").write_bytes(b"\x7fELF"), "truncated or replaced (4 bytes, 18 recorded at build)"),
   (lambda c: (c / "lib-a.so").write_bytes(b"\x7fELF library bytez"), "corrupt (its sha256 differs from the one recorded at build)"),
   (lambda c: (c / "lib-a.json").write_text("{not json"), "without readable metadata (lib-a.json: JSONDecodeError)"),
-  (lambda c: [(c / f"lib-a{s}").write_bytes((c / f"lib-b{s}").read_bytes()) for s in (".so", ".json")], "described by metadata of another library (lib-b)"),
+  (lambda c: [(c / f"lib-a{s}").write_bytes((c / f"lib-b{s}").read_bytes()) for s in (".so", ".json")],
+   "described by metadata of another library (lib-b)"),
   (lambda c: (c / "lib-a.so").unlink(), "missing"),
 ])
 def test_damaged_entry_is_rebuilt_saying_why(cache, capsys, damage, why):
@@ -153,8 +154,8 @@ def test_damaged_ptx_module_is_rebuilt_not_loaded(tmp_path):
   assert first.returncode == 0 and first.stdout.strip() == want, first.stderr
   (so,) = tmp_path.glob("ptx-*.so")
   size = so.stat().st_size
-  for damage, why in ((lambda b: b[:len(b) // 2], "truncated or replaced"), (lambda b: b[:size // 2] + bytes([b[size // 2] ^ 0xFF]) + b[size // 2 + 1:],
-                      "corrupt")):
+  def flip(b): return b[:size // 2] + bytes([b[size // 2] ^ 0xFF]) + b[size // 2 + 1:]
+  for damage, why in ((lambda b: b[:len(b) // 2], "truncated or replaced"), (flip, "corrupt")):
     so.write_bytes(damage(so.read_bytes()))
     r = _ptx_run(tmp_path)   # was: SIGBUS, or "file too short"/"invalid ELF header" on every later run
     assert r.returncode == 0 and r.stdout.strip() == want and f"mockgpu: the cached library {so} is {why}" in r.stderr, r.stderr
