@@ -20,7 +20,8 @@ __all__ = ["EMITTER_VERSION", "emit", "emit_op", "metadata", "c_name"]
 EMITTER_VERSION = "2"
 _FID = {"f16": "PC_F16", "bf16": "PC_BF16", "f32": "PC_F32", "f64": "PC_F64", "fp8": "PC_FP8", "bf8": "PC_BF8", "fp6": "PC_FP6", "bf6": "PC_BF6",
         "fp4": "PC_FP4"}
-_CMP = {"==": 0, "!=": 1, "<": 2, ">": 3, "<=": 4, ">=": 5}
+# `<>` is "less than or greater than": ordered on floats (false if either is NaN, so V_CMP_NLG is true on NaN), != on integers
+_CMP = {"==": 0, "!=": 1, "<": 2, ">": 3, "<=": 4, ">=": 5, "<>": 6}
 _FOPS = {"+": "pc_fadd", "-": "pc_fsub", "*": "pc_fmul", "/": "pc_fdiv"}
 _F1 = {"trunc": "pc_ftrunc", "floor": "pc_ffloor", "fract": "pc_ffract", "sqrt": "pc_fsqrt", "sin": "pc_fsin", "cos": "pc_fcos", "log2": "pc_flog2",
        "mantissa": "pc_fmant", "cvtToQuietNAN": "pc_fquiet", "abs": "pc_fabs"}
@@ -250,6 +251,7 @@ class Emitter:
       return f"{_FOPS[op]}({a}, {b}, {fid(t)}, s->MODE)"
     if t.bits > 128: raise self.err("arithmetic on values wider than 128 bits", e)
     if op in _CMP:
+      if op == "<>": op = "!="
       if isig(t): return f"((uint64_t)(pc_sext({a}, {t.bits}) {op} pc_sext({b}, {t.bits})))" if t.bits <= 64 else f"((uint64_t)((__int128)({a}) {op} (__int128)({b})))"
       return f"((uint64_t)(({a}) {op} ({b})))"
     m = f"PC_MASK({t.bits})" if t.bits <= 64 else f"PC_MASK128({t.bits})"

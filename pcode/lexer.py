@@ -64,7 +64,7 @@ def tokenize(src:str) -> list[Tok]:
       v, suf = re.fullmatch(_PAT["num"], text).groups()
       toks.append(Tok("num", (int(v, 0), _SUFFIX[suf]), line, col, nl))
     elif k == "name": toks.append(Tok("kw" if text in KEYWORDS else "name", text, line, col, nl))
-    else: toks.append(Tok(k, "!=" if text == "<>" else text, line, col, nl))
+    else: toks.append(Tok(k, text, line, col, nl))
     nl = False
   toks.append(Tok("eof", None, line, pos-lstart+1, True))
   return toks

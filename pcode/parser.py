@@ -6,7 +6,7 @@ from mockgpu.pcode.lexer import Tok, tokenize
 from mockgpu.pcode.errors import PcodeSyntaxError
 __all__ = ["parse", "type_suffix", "prefix_type"]
 
-_BINOPS = [["||"], ["&&"], ["|"], ["^"], ["&"], ["==", "!="], ["<", ">", "<=", ">="], ["<<", ">>"], ["+", "-"], ["*", "/", "%"]]
+_BINOPS = [["||"], ["&&"], ["|"], ["^"], ["&"], ["==", "!=", "<>"], ["<", ">", "<=", ">="], ["<<", ">>"], ["+", "-"], ["*", "/", "%"]]
 _ASSIGN = {"=", "+=", "-=", "*=", "/=", "|=", "&=", "^=", "<<=", ">>="}
 _BLOCK_END = {"elsif", "else", "endif", "endfor", "endwhile"}
 _SUFFIX_RE = re.compile(r"(u|i|b|f)(\d+)|bf16|fp8|bf8|fp6|bf6|fp4")

@@ -224,9 +224,10 @@ static inline uint64_t pc_ffma(uint64_t a, uint64_t b, uint64_t c, int f, uint64
   if (isnan(p) || isnan(cc) || isinf(p) || isinf(cc) || p == 0 || cc == 0) return pc_fres(p + cc, f);
   return pc_fres(pc_add_odd(p, cc), f);
 }
-static inline int pc_fcmp(uint64_t a, uint64_t b, int f, int op, uint64_t m) {   /* op: 0 == 1 != 2 < 3 > 4 <= 5 >= */
+static inline int pc_fcmp(uint64_t a, uint64_t b, int f, int op, uint64_t m) {   /* op: 0 == 1 != 2 < 3 > 4 <= 5 >= 6 <> (ordered) */
   double x = pc_decode(pc_fin(a, f, m), f), y = pc_decode(pc_fin(b, f, m), f);
-  switch (op) { case 0: return x == y; case 1: return x != y; case 2: return x < y; case 3: return x > y; case 4: return x <= y; default: return x >= y; }
+  switch (op) { case 0: return x == y; case 1: return x != y; case 2: return x < y; case 3: return x > y; case 4: return x <= y;
+                case 5: return x >= y; default: return x < y || x > y; }
 }
 static inline uint64_t pc_fneg(uint64_t a, int f) { return a ^ (1ULL << (pc_bits_of(f) - 1)); }
 static inline uint64_t pc_fabs(uint64_t a, int f) { return a & PC_MASK(pc_bits_of(f) - 1); }

@@ -201,11 +201,11 @@ class Evaluator:
     t = e.opty if e.opty.kind != "int" else Ty("i", 64)
     a, b = self.conv_to(e.a, t), self.conv_to(e.b, t)
     if t.isfloat:
-      if op in ("==", "!=", "<", ">", "<=", ">="): return int(PF.fcmp(op, a, b, F(t), self.s.MODE))
+      if op in ("==", "!=", "<>", "<", ">", "<=", ">="): return int(PF.fcmp(op, a, b, F(t), self.s.MODE))
       return PF.fbin(op, a, b, F(t), self.s.MODE)
-    if op in ("==", "!=", "<", ">", "<=", ">="):
+    if op in ("==", "!=", "<>", "<", ">", "<=", ">="):
       if isig(t): a, b = sext(a, t.bits), sext(b, t.bits)
-      return int({"==": a == b, "!=": a != b, "<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[op])
+      return int({"==": a == b, "!=": a != b, "<>": a != b, "<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[op])
     if op in ("/", "%"):
       if isig(t):
         x, y = sext(a, t.bits), sext(b, t.bits)

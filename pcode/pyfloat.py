@@ -53,7 +53,7 @@ def ffma(a:int, b:int, c:int, f:Fmt, m:int=MODE_DEFAULT) -> int:
 def fcmp(op:str, a:int, b:int, f:Fmt, m:int=MODE_DEFAULT) -> bool:
   if is_nan(a, f) or is_nan(b, f): return op == "!="
   x, y = decode(flush_in(a, f, m), f), decode(flush_in(b, f, m), f)
-  return {"==": x == y, "!=": x != y, "<": x < y, ">": x > y, "<=": x <= y, ">=": x >= y}[op]
+  return {"==": x == y, "!=": x != y, "<>": x != y, "<": x < y, ">": x > y, "<=": x <= y, ">=": x >= y}[op]
 
 def fsqrt(a:int, f:Fmt, m:int=MODE_DEFAULT) -> int:
   if is_nan(a, f): return canon_nan(f)

@@ -11,7 +11,7 @@ from mockgpu.pcode.errors import PcodeTypeError
 __all__ = ["Var", "OpInfo", "check", "unify", "const_eval"]
 
 U1, I32, I64, INT = Ty("u", 1), Ty("i", 32), Ty("i", 64), Ty("int", 32)
-_ARITH, _CMP = {"+", "-", "*", "/", "%", "&", "|", "^"}, {"==", "!=", "<", ">", "<=", ">="}
+_ARITH, _CMP = {"+", "-", "*", "/", "%", "&", "|", "^"}, {"==", "!=", "<>", "<", ">", "<=", ">="}
 _MAX_INLINE_DEPTH = 4
 
 @dataclass(eq=False)

@@ -101,6 +101,21 @@ def test_readlane_writes_the_sgpr_its_vdst_names(backend):
   np.testing.assert_array_equal(vreg(st, 10), np.full(N, 0x5555))
 
 @BACKENDS
+def test_vopc_lg_nlg_nan(backend):
+  # `<>` of the pseudocode is ordered on floats: V_CMP_LG false and V_CMP_NLG true when an input is NaN (LLVM tests |x| !lg inf
+  # with v_cmp_nlg for "x is inf or NaN", e.g. before tinygrad's fp8 conversion clamp)
+  a = np.array([np.nan, -np.nan, np.inf, -np.inf, 1.0, -500.0, 0.0, 2.0] * 8, np.float32)
+  b = np.array([1.0, np.nan, np.inf, np.inf, 1.0, 3.0, -0.0, np.nan] * 8, np.float32)
+  st = lanes([C.v_cmp_lg_f32_e64(s[20:21], v[2], v[3]), C.v_cmp_nlg_f32_e64(s[22:23], v[2], v[3], abs=1)], a, b, backend=backend)
+  mask = lambda m: sum(1 << i for i in range(N) if m[i])
+  assert st.sgprs[20] | st.sgprs[21] << 32 == mask((a < b) | (a > b))
+  assert st.sgprs[22] | st.sgprs[23] << 32 == mask(~((np.abs(a) < b) | (np.abs(a) > b)))
+  d = np.array([1.0, np.nan, 2.0, -np.inf] * 16)
+  w = d.view(np.uint32).reshape(N, 2)
+  st = lanes([C.v_cmp_nlg_f64_e32(1.0, v[2:3]), C.v_cmp_lg_f64_e64(s[20:21], v[2:3], 2.0)], w[:, 0].copy(), w[:, 1].copy(), backend=backend)
+  assert st.vcc == mask(~((1 < d) | (1 > d))) and st.sgprs[20] | st.sgprs[21] << 32 == mask((d < 2) | (d > 2))
+
+@BACKENDS
 def test_sdwa_selects(backend):
   rng = np.random.default_rng(4)
   a, b = rng.integers(0, 2**32, N, dtype=np.uint64).astype(np.uint32), rng.integers(0, 2**32, N, dtype=np.uint64).astype(np.uint32)

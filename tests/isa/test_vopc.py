@@ -14,6 +14,19 @@ def test_cmp_lt_f32_with_nan():
   _, st = lanes([v_cmp_neq_f32_e32(v[2], v[3])], a, b)       # unordered compare: true for NaN
   assert st.state.vcc == mask(~(a == b))
 
+def test_cmp_lg_nlg_are_ordered():
+  # LG is "less than or greater than" (LLVM's fcmp one): false when either input is NaN; NLG (fcmp ueq) is its complement, true on NaN;
+  # the integer NE entries spell the same operator `<>` and are plain !=
+  a, b = rng.standard_normal(32).astype(np.float32), rng.standard_normal(32).astype(np.float32)
+  a[3], b[5], a[7], b[7], b[9] = np.nan, np.nan, np.nan, np.nan, a[9]
+  _, st = lanes([v_cmp_lg_f32_e32(v[2], v[3])], a, b)
+  assert st.state.vcc == mask((a < b) | (a > b))
+  _, st = lanes([v_cmp_nlg_f32_e32(v[2], v[3])], a, b)
+  assert st.state.vcc == mask(~((a < b) | (a > b)))
+  i = rng.integers(-3, 3, 32).astype(np.int32)
+  _, st = lanes([v_cmp_ne_i32_e32(v[2], v[3])], i.view(np.uint32), np.roll(i, 1).view(np.uint32))
+  assert st.state.vcc == mask(i != np.roll(i, 1))
+
 def test_cmp_inactive_lanes_are_zero():
   _, st = lanes([s_mov_b32(EXEC_LO, 0x0000ffff), v_cmp_le_u32_e32(0, v[2])], np.arange(32, dtype=np.uint32))
   assert st.state.vcc == 0x0000ffff
