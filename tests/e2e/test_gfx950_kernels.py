@@ -50,3 +50,18 @@ def test_uniform_values_through_sgprs_on_gfx950(run):
     res["conv2d"] = bool(np.allclose(Tensor(x).conv2d(Tensor(w)).numpy(), ref, atol=1e-4))
     out(res)""", "MOCKKFD+AMD::gfx950", LLVM_PATH=libllvm_for_gfx950()).result
   assert r == {"bool_argmax": [1, 0], "conv2d": True}, r
+
+def test_fp8_with_nan_on_gfx950(run):
+  # gfx950 converts fp8 natively (V_CVT_F32_FP8, V_CVT_PK_FP8_F32); before packing, LLVM clamps finite values to +-448 and keeps
+  # inf/NaN, choosing with v_cmp_nlg_f32 |x|, inf (true for NaN). Sums below are exact in OCP e4m3 (bias 7, 3 mantissa bits).
+  r = run("""
+    from tinygrad import Tensor, dtypes
+    a, b = [1.5, 0.25, float("nan"), -3.0, 448.0], [2.0, 0.5, 1.0, 1.0, 0.0]
+    out((Tensor(a, dtype=dtypes.fp8e4m3) + Tensor(b, dtype=dtypes.fp8e4m3)).bitcast(dtypes.uint8).tolist())""",
+    "MOCKKFD+AMD::gfx950", LLVM_PATH=libllvm_for_gfx950()).result
+  def e4m3(u):
+    if u & 0x7f == 0x7f: return float("nan")
+    e, m = u >> 3 & 15, u & 7
+    return (-1) ** (u >> 7) * ((8 + m) / 8 * 2.0 ** (e - 7) if e else m / 8 * 2.0 ** -6)
+  got = [e4m3(u) for u in r]
+  assert got[:2] == [3.5, 0.75] and got[3:] == [-2.0, 448.0] and got[2] != got[2], (r, got)
