@@ -86,7 +86,7 @@ def test_rejected_lowering_is_not_a_gpu_fault():
 def test_worker_errors_name_the_cause():
   w = AmdWorker(arch="gfx9999")
   case = _prog([["const", "int32", 5]], [], [0], 1)
-  with pytest.raises(ExecutorCrashed, match=r"executor=AMD crashed: .*UnknownArchError: no mock GPU profile for arch='gfx9999'"):
+  with pytest.raises(ExecutorCrashed, match=r"executor=AMD crashed: .*ActivationError: DEV=MOCKKFD\+AMD::gfx9999: mockgpu emulates no gfx9999 GPU"):
     _run(case, Executor("AMD-X", executor("AMD").renderer, w.run))
   w.close()
 
