@@ -51,7 +51,6 @@ class Spans:
     if i < 0 or addr + n > M64 + 1: return None
     s, e = self.spans[i]
     return (s, e) if addr + n <= e else None
-  def __contains__(self, addr: int) -> bool: return self.find(addr) is not None
   def __iter__(self): return iter(self.spans)
   def __len__(self) -> int: return len(self.spans)
   def __repr__(self) -> str: return f"Spans({', '.join(f'[{s:#x}, {e:#x})' for s, e in self.spans)})"
