@@ -10,6 +10,7 @@ import errno, os, sys
 from tinygrad.runtime.support.hcq import FileIOInterface
 from mockgpu.mock.sysfs import Device, Dir
 from mockgpu.tinygrad.errors import NotSupportedYet
+from mockgpu.usage import timed
 
 __all__ = ["MockFileIOInterface"]
 
@@ -52,15 +53,14 @@ class MockFileIOInterface(FileIOInterface):
 
   def ioctl(self, request, arg):
     if self.node is None: return super().ioctl(request, arg)
-    if self.nv is not None: return _nv().ioctl(self.nv, request, arg)
-    if not isinstance(self.node, Device): raise self._not("ioctl", errno.ENOTTY)
-    return _model().ioctl(self.node, request, arg)
+    if not isinstance(self.node, Device) and self.nv is None: raise self._not("ioctl", errno.ENOTTY)
+    with timed("driver_s"): return _nv().ioctl(self.nv, request, arg) if self.nv is not None else _model().ioctl(self.node, request, arg)
 
   def mmap(self, start, sz, prot, flags, offset):
     if self.node is None: return super().mmap(start, sz, prot, flags, offset)
-    if self.nv is not None: return _nv().mmap(self.nv, start, sz, prot, flags, offset)
-    if not isinstance(self.node, Device): raise self._not("mmap", errno.ENODEV)
-    return _model().mmap(self.node, start, sz, prot, flags, offset)
+    if not isinstance(self.node, Device) and self.nv is None: raise self._not("mmap", errno.ENODEV)
+    with timed("driver_s"):
+      return _nv().mmap(self.nv, start, sz, prot, flags, offset) if self.nv is not None else _model().mmap(self.node, start, sz, prot, flags, offset)
 
   def read(self, size=None, binary=False, offset=None):
     if self.node is None: return super().read(size, binary, offset)

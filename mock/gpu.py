@@ -15,6 +15,7 @@ from mockgpu.mock import uaccess
 from mockgpu.mock.errors import QueueFault
 from mockgpu.mock.profiles import GPUProfile
 from mockgpu.mock.sysfs import GPUNode
+from mockgpu.usage import timed
 if TYPE_CHECKING: from mockgpu.mock.kfd import KFD
 
 __all__ = ["gpu_clock", "host_mmap", "GPU", "Queue", "DeviceThread", "DOORBELL_PAGE", "MAP_FIXED", "TRACE", "GONE"]
@@ -158,7 +159,8 @@ class DeviceThread:
   def _loop(self):
     delay = self.POLL_MIN
     while (kfd:=self.kfd()) is not None:
-      try: progress = kfd.run_once()
+      try:
+        with timed("device_s"): progress = kfd.run_once()
       except Exception:   # a bug in the model itself: keep the GPU alive and say so
         traceback.print_exc(file=sys.stderr)
         progress = False

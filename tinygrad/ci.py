@@ -14,6 +14,7 @@ from pathlib import Path
 from mockgpu.tinygrad.ci_jobs import JOBS, SUITES, Job, Step, from_json
 from mockgpu.tinygrad.errors import IntegrationError
 from mockgpu.mock.profiles import profile_for
+from mockgpu import usage
 
 __all__ = ["main", "CIError", "Row", "matrix", "same_dev", "select", "child_env", "run_step", "parse_junit", "regressions", "find_llvm",
            "cpu_compiler"]
@@ -69,7 +70,7 @@ def child_env(caller:dict[str, str], row:Row, step:Step, tests:Path, jobs:tuple[
     the full environment for the step's process.
   """
   owned = {"DEV"} | {k for j in jobs for k in [*j.env, *(k for e in j.devs.values() for k in e), *(k for s in j.steps for k in s.env)]}
-  env = {k: v for k, v in caller.items() if k not in owned and k != EVENTS_ENV} | (extra or {}) | row.env | step.env
+  env = {k: v for k, v in caller.items() if k not in owned and k not in (EVENTS_ENV, usage.ENV)} | (extra or {}) | row.env | step.env
   env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tests), caller.get("PYTHONPATH", "")]))
   return env | {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}   # leave the test tree untouched
 
@@ -181,15 +182,16 @@ def run_step(row:Row, step:Step, tests:Path, env:dict[str, str], logdir:Path, id
     timeout: seconds before the whole process group is killed (reported as a failed test with reason "timeout").
     k: an extra pytest -k expression (and-ed with the step's own); n: pytest-xdist workers (0: serial). Both pytest steps only.
   Returns:
-    the step's JSON record: step, kind, command, env, exit_code, wall_s, timeout, skipped, k, log, tests.
+    the step's JSON record: step, kind, command, env, exit_code, wall_s, mock, timeout, skipped, k, log, tests.
   """
   rec = {"step": step.label, "kind": step.kind, "env": {k: env[k] for k in [*row.env, *step.env, "LLVM_PATH"] if k in env},
          "k": k if step.kind == "pytest" else None, "skipped": ""}
   if step.needs and not (tests / step.needs).exists():
-    return rec | {"command": [], "exit_code": None, "wall_s": 0.0, "timeout": False, "log": None, "tests": {},
+    return rec | {"command": [], "exit_code": None, "wall_s": 0.0, "mock": None, "timeout": False, "log": None, "tests": {},
                   "skipped": f"needs {step.needs} (in a tinygrad checkout); the test tree {tests} has none"}
   stem = re.sub(r"[^\w.+-]+", "_", f"{row.name}-{idx}")
-  log, junit, events = logdir / f"{stem}.log", logdir / f"{stem}.xml", logdir / f"{stem}.events"
+  log, junit, events, used = logdir / f"{stem}.log", logdir / f"{stem}.xml", logdir / f"{stem}.events", logdir / f"{stem}.usage"
+  env = env | {usage.ENV: str(used)}   # each process that uses a mock appends its device/driver seconds (mockgpu.usage)
   if step.kind == "pytest":
     cmd = [sys.executable, "-m", "pytest", *_with_k(step.args, k), *(["-n", str(n)] if n else [])]
     run = cmd + ["-p", "mockgpu.tinygrad.ci", "-p", "no:cacheprovider", f"--junitxml={junit}", "-o", "junit_family=xunit1"]
@@ -217,7 +219,7 @@ def run_step(row:Row, step:Step, tests:Path, env:dict[str, str], logdir:Path, id
     if timed_out or not junit_ok or (rc not in (0, 5) and not any(t["outcome"] in BAD for t in tests_.values())):
       why = died + (f" while running {', '.join(running)}" if running else "") + ("" if junit_ok else " before pytest wrote its junit report")
       tests_[step.label] = {"outcome": "failed", "reason": f"{why}: {_tail(log)}", "time": wall}
-  return rec | {"command": cmd, "exit_code": rc, "wall_s": wall, "timeout": timed_out, "log": str(log), "tests": tests_}
+  return rec | {"command": cmd, "exit_code": rc, "wall_s": wall, "mock": usage.read(used), "timeout": timed_out, "log": str(log), "tests": tests_}
 
 def cpu_compiler(environ:dict[str, str]) -> dict[str, str]:
   """tinygrad's CPU backend, which many tests use as the reference device, runs `$CC` or `clang`. Debian installs clang as
@@ -275,13 +277,19 @@ def _counts(tests:dict[str, dict]) -> tuple[int, int, int]:
   os_ = [t["outcome"] for t in tests.values()]
   return os_.count("passed"), sum(o in BAD for o in os_), os_.count("skipped")
 
+def _mock_s(steps:list[dict]) -> float|None:
+  """Seconds mockgpu itself spent in these steps (device + driver, summed over their processes; None if no process reported)."""
+  got = [sum(s["mock"].values()) for s in steps if s.get("mock")]
+  return round(sum(got), 2) if got else None
+
 def _table(result:dict, show:int) -> str:
-  rows = [(r["job"], r["dev"], *_counts({f"{i}:{n}": t for i, s in enumerate(r["steps"]) for n, t in s["tests"].items()}), r["wall_s"])
-          for r in result["rows"]]
-  tot = ("total", "", *(sum(x[i] for x in rows) for i in (2, 3, 4)), round(sum(x[5] for x in rows), 2))
+  rows = [(r["job"], r["dev"], *_counts({f"{i}:{n}": t for i, s in enumerate(r["steps"]) for n, t in s["tests"].items()}), r["wall_s"],
+           _mock_s(r["steps"])) for r in result["rows"]]
+  ms = [x[6] for x in rows if x[6] is not None]
+  tot = ("total", "", *(sum(x[i] for x in rows) for i in (2, 3, 4)), round(sum(x[5] for x in rows), 2), round(sum(ms), 2) if ms else None)
   w0, w1 = max(len(x[0]) for x in rows + [tot]), max([len(x[1]) for x in rows] + [3])
-  fmt = lambda x: f"{x[0]:{w0}s}  {x[1]:{w1}s}  {x[2]:>7}  {x[3]:>7}  {x[4]:>7}  {x[5]:>9.1f}"
-  lines = [f"{'job':{w0}s}  {'DEV':{w1}s}  {'passed':>7}  {'failed':>7}  {'skipped':>7}  {'wall s':>9s}", *map(fmt, rows), fmt(tot)]
+  fmt = lambda x: f"{x[0]:{w0}s}  {x[1]:{w1}s}  {x[2]:>7}  {x[3]:>7}  {x[4]:>7}  {x[5]:>9.1f}  {'-' if x[6] is None else f'{x[6]:.1f}':>9s}"
+  lines = [f"{'job':{w0}s}  {'DEV':{w1}s}  {'passed':>7}  {'failed':>7}  {'skipped':>7}  {'wall s':>9s}  {'mock s':>9s}", *map(fmt, rows), fmt(tot)]
   notes = [f"  {r['name']}: {s['step']}: skipped: {s['skipped']}" for r in result["rows"] for s in r["steps"] if s["skipped"]]
   fails = [f"  {r['name']} {n}: {t['outcome']}: {t['reason']}" for r in result["rows"] for s in r["steps"] for n, t in s["tests"].items()
            if t["outcome"] in BAD]
@@ -324,7 +332,8 @@ def main(argv:list[str]|None=None) -> int:
   ap.add_argument("--baseline", type=Path, metavar="FILE", help="a previous --json result: exit 1 only on regressions against it")
   ap.add_argument("--suite", choices=sorted(SUITES), default="tinygrad",
                   help="built-in job table: 'tinygrad' (tinygrad's mock-GPU CI jobs, default) or 'fast' (test_tiny on every mock DEV, "
-                       "test_hcq and test_jit: a few minutes)")
+                       "test_hcq and test_jit: a few minutes) or 'bench' (test_ops and test_jit, the steps the "
+                       "in-repo mock's wall time is known for; run with -n 2)")
   ap.add_argument("--table", type=Path, metavar="FILE", help="a JSON job table replacing the built-in one (format in docs/ci.md)")
   ap.add_argument("--logs", type=Path, metavar="DIR", help="keep each step's output here (default: a temporary folder, removed)")
   ap.add_argument("--show", type=int, default=30, metavar="N", help="print at most N failing tests (default 30)")

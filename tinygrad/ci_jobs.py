@@ -10,7 +10,7 @@ carries (its assembler tests `test/amd/`; `extra/hcq2/`, which tinygrad's ops_am
 from __future__ import annotations
 from dataclasses import dataclass, field
 
-__all__ = ["Step", "Job", "JOBS", "FAST", "SUITES", "from_json"]
+__all__ = ["Step", "Job", "JOBS", "FAST", "BENCH", "SUITES", "from_json"]
 
 @dataclass(frozen=True)
 class Step:
@@ -70,7 +70,11 @@ FAST: tuple[Job, ...] = (
   Job("tiny", {**_AMD_DEVS, "MOCK+CUDA:PTX": {}, "MOCK+NV": {}}, (pytest("test/test_tiny.py"),)),
   Job("hcq-jit", {"MOCKKFD+AMD": {}}, (pytest("test/device/test_hcq.py"), pytest("test/backend/test_jit.py"))),
 )
-SUITES = {"tinygrad": JOBS, "fast": FAST}   # `mockgpu ci --suite NAME`
+# the two steps whose wall time the in-repo mock is measured by (test_ops 218 s, test_jit 44 s, 2 cores, -n 2): `--suite bench`
+BENCH: tuple[Job, ...] = (
+  Job("bench", {"MOCKKFD+AMD": {}}, (pytest(_OPS), pytest("test/backend/test_jit.py")), {"SKIP_SLOW_TEST": "1"}),
+)
+SUITES = {"tinygrad": JOBS, "fast": FAST, "bench": BENCH}   # `mockgpu ci --suite NAME`
 
 def from_json(data:list[dict]) -> tuple[Job, ...]:
   """A job table from its JSON form (`mockgpu ci --table FILE`).

@@ -13,6 +13,7 @@ from mockgpu.emu.errors import EmuError, GPUFault
 from mockgpu.mock.errors import PacketError, QueueFault
 from mockgpu.mock.gpu import DeviceThread
 from mockgpu.mock.nv.engines import ENGINES, Engine, QMD_FIELDS, bits as _bits, method_name
+from mockgpu.usage import timed
 if TYPE_CHECKING: from mockgpu.mock.nv.rm import NVDriver
 
 __all__ = ["Channel", "NVDeviceThread", "QMD_FIELDS", "decode_header"]
@@ -207,7 +208,7 @@ class NVDeviceThread:
     delay, reported = DeviceThread.POLL_MIN, set()
     while (drv:=self.drv()) is not None:
       try:
-        with drv.lock: progress = any([ch.run() for ch in list(drv.channels)])
+        with timed("device_s"), drv.lock: progress = any([ch.run() for ch in list(drv.channels)])
       except Exception as e:   # a bug in the model outside any channel: say so once, keep polling
         if (msg:=f"{type(e).__name__}: {e}") not in reported:
           reported.add(msg)

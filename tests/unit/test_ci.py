@@ -4,7 +4,7 @@ import json, os, subprocess, sys, textwrap, time
 from pathlib import Path
 import pytest
 from mockgpu.tinygrad import ci
-from mockgpu.tinygrad.ci_jobs import JOBS, Job, Step, from_json
+from mockgpu.tinygrad.ci_jobs import JOBS, SUITES, Job, Step, from_json
 
 AMD6 = {f"MOCKKFD+AMD:{c}:{a}" for c in ("", "LLVM") for a in ("gfx1100", "gfx1201", "gfx950")}
 
@@ -38,6 +38,13 @@ def test_matrix_matches_tinygrads_ci_table():
   nv = {r.dev: r.env for r in by_job["testnvidia"]}
   assert nv["MOCK+NV"]["SKIP_SLOW_TEST"] == "1" and "SKIP_SLOW_TEST" not in nv["MOCK+CUDA:PTX"] and nv["MOCK+CUDA:PTX"]["FORWARD_ONLY"] == "1"
   assert by_job["testnvidia"][0].job.steps[0].args == ("test/backend", "--ignore", "test/backend/test_multitensor.py")
+
+def test_bench_suite_is_the_in_repo_mocks_measured_steps():
+  # the issue's figures for tinygrad's in-repo mock: test_ops (SKIP_SLOW_TEST=1, -n 2) and test_jit on MOCKKFD+AMD
+  (bench,) = SUITES["bench"]
+  assert bench.devs == {"MOCKKFD+AMD": {}} and bench.env == {"SKIP_SLOW_TEST": "1"}
+  assert [s.label for s in bench.steps] == ["pytest test/backend/test_ops.py", "pytest test/backend/test_jit.py"]
+  assert set(SUITES) == {"tinygrad", "fast", "bench"} and SUITES["tinygrad"] is JOBS
 
 def test_select_by_job_glob_dev_glob_and_same_device():
   rows = ci.matrix()
@@ -155,7 +162,9 @@ TREE = {
     def test_first(): pass
     def test_second(): os.kill(os.getpid(), signal.SIGABRT)
     def test_third(): pass""",
-  "test/ok.py": "import os, sys; sys.exit(0 if os.environ['STEPV'] == 'on' else 3)",
+  # stands in for a process that used a mock for 0.2 s: mockgpu.usage appends its totals to the step's usage file at exit
+  "test/ok.py": "import os, sys, time; from mockgpu.usage import timed\nwith timed('device_s'): time.sleep(0.2)\n"
+                "sys.exit(0 if os.environ['STEPV'] == 'on' else 3)",
   "test/bad.py": "raise SystemExit('bad.py: the device said no')",
   "test/llvm.py": "import os, sys; print(os.environ.get('LLVM_PATH')); sys.exit(0 if os.environ.get('LLVM_PATH') == sys.argv[1] else 1)",
   "test/hang.py": """
@@ -207,12 +216,16 @@ def test_ci_end_to_end_on_a_fake_tree(tree):
     "exit code 1: bad.py: the device said no"
   assert steps["pytest test/test_a.py"]["tests"]["test/test_a.py::test_fails"]["reason"] == "assert (1 + 1) == 3"
   assert steps["pytest test/test_a.py"]["command"] == [sys.executable, "-m", "pytest", "test/test_a.py"]
+  # mockgpu's own seconds: only ok.py used a mock; processes that never did report nothing (null, "-" in the table)
+  assert 0.2 <= steps["STEPV=on python test/ok.py"]["mock"]["device_s"] < 30 and steps["STEPV=on python test/ok.py"]["mock"]["driver_s"] == 0
+  assert steps["python test/bad.py"]["mock"] is None and steps["pytest test/test_a.py"]["mock"] is None
   # the crashed pytest (SIGABRT, no junit) still reports what it ran and names the test that was running
   crash = res["rows"][2]["steps"][0]
   assert crash["exit_code"] == -6 and crash["tests"]["pytest test/test_crash.py"]["reason"].startswith(
     "killed by SIGABRT while running test/test_crash.py::test_second before pytest wrote its junit report: Fatal Python error: Aborted")
   table = p.stdout.splitlines()
-  assert table[0].split() == ["job", "DEV", "passed", "failed", "skipped", "wall", "s"]
+  assert table[0].split() == ["job", "DEV", "passed", "failed", "skipped", "wall", "s", "mock", "s"]
+  assert 0.2 <= float(table[1].split()[-1]) < 30 and table[3].split()[-1] == "-"
   assert [l.split()[:5] for l in table[1:4]] == [["fake", "FAKE0", "4", "2", "1"], ["fake", "FAKE1", "4", "2", "1"],
                                                  ["crashy", "FAKE0", "1", "1", "0"]]
   assert table[4].split()[:4] == ["total", "9", "5", "2"]

@@ -20,6 +20,7 @@ from mockgpu.emu.memory import MemoryMap
 from mockgpu.mock.errors import PTXError
 from mockgpu.mock.gpu import host_mmap
 from mockgpu.mock.ptx import engine
+from mockgpu.usage import timed
 
 __all__ = ["cuInit", "cuDeviceGet", "cuDeviceGetCount", "cuDeviceComputeCapability", "cuDeviceCanAccessPeer", "cuCtxCreate_v2", "cuCtxSetCurrent",
            "cuCtxDestroy_v2", "cuCtxSynchronize", "cuCtxEnablePeerAccess", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemHostAlloc", "cuMemFreeHost",
@@ -157,7 +158,7 @@ def _copy(dst:int, src:int, n:int, call:str, checks) -> int:
   if (rc:=_ready(call)): return rc
   if not isinstance(n, int) or n < 0: return _fail(INVALID_VALUE, f"{call} ByteCount={n}")
   if n and any(rc:=_dev(a, n, call, w) for a, w in checks): return rc
-  ctypes.memmove(dst, src, n)
+  with timed("device_s"): ctypes.memmove(dst, src, n)
   return SUCCESS
 def cuMemcpyHtoDAsync_v2(dst, src, n, stream) -> int: return _copy(_val(dst), _val(src), n, "cuMemcpyHtoDAsync_v2", [(_val(dst), "destination")])
 def cuMemcpyDtoH_v2(dst, src, n) -> int: return _copy(_val(dst), _val(src), n, "cuMemcpyDtoH_v2", [(_val(src), "source")])
@@ -167,7 +168,8 @@ def cuMemcpyDtoDAsync_v2(dst, src, n, stream) -> int:
 def cuModuleLoadData(mod, image) -> int:
   if (rc:=_ready("cuModuleLoadData")): return rc
   src = image if isinstance(image, (bytes, str)) else ctypes.string_at(_val(image))
-  try: m = engine.load(src)
+  try:
+    with timed("driver_s"): m = engine.load(src)   # parse and compile the PTX (cached on disk)
   except PTXError as e: return _fail(INVALID_PTX, str(e))
   except EmuError as e: return _fail(INVALID_IMAGE, str(e))
   _modules[h:=next(_ids)], _owner[h] = m, _state["cur"]
@@ -200,7 +202,8 @@ def cuLaunchKernel(fn, gx, gy, gz, lx, ly, lz, smem, stream, params, extra) -> i
   if params is not None or not hasattr(extra, "_real_fields_"):
     return _fail(INVALID_VALUE, "cuLaunchKernel: the mock takes the argument struct as `extra` (tinygrad's MOCKGPU path); kernelParams is not modelled")
   m, name = f
-  try: st = m.launch(name, _params(extra), (gx, gy, gz), (lx, ly, lz), memory, dyn_shared=smem)
+  try:
+    with timed("device_s"): st = m.launch(name, _params(extra), (gx, gy, gz), (lx, ly, lz), memory, dyn_shared=smem)
   except PTXError as e: return _fail(LAUNCH_OUT_OF_RESOURCES if "threads" in str(e) else INVALID_VALUE, str(e))
   except EmuError as e:
     r, _state["faults"] = getattr(e, "report", None), _state["faults"] + 1
