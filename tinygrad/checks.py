@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes, glob, importlib.metadata, importlib.util, os, re, sys, sysconfig
 from dataclasses import replace
 
-__all__ = ["tinygrad_version", "check_tinygrad", "check_target", "check_toolchain", "run", "MIN_LLVM"]
+__all__ = ["tinygrad_version", "check_tinygrad", "check_target", "check_toolchain", "run", "find_libllvm", "MIN_LLVM"]
 
 # arch -> first LLVM release whose AMDGPU backend knows it; older ones abort inside LLVM while compiling the first kernel
 MIN_LLVM = {"gfx950": 20}
@@ -83,13 +83,21 @@ def _llvm_version(path:str) -> tuple[int, str]:
   f(*map(ctypes.byref, v))
   return v[0].value, ".".join(str(x.value) for x in v)
 
-def _newer_llvm(need:int) -> str|None:
-  """A libLLVM of version >= `need` in the directories tinygrad searches (LD_LIBRARY_PATH, /usr/lib..., /lib/<multiarch>)."""
-  dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d] + \
-         ["/usr/lib64", "/usr/lib", "/usr/local/lib", "/lib", "/lib64", f"/lib/{sysconfig.get_config_var('MULTIARCH')}",
-          f"/usr/lib/{sysconfig.get_config_var('MULTIARCH')}"]
+def find_libllvm(need:int, dirs:list[str]|None=None) -> str|None:
+  """The newest libLLVM of major version >= `need` (for LLVM_PATH; tinygrad's gfx950 backend needs 20), or None.
+
+  Args:
+    dirs: where to look; default: LD_LIBRARY_PATH, the directories tinygrad searches (/usr/lib..., /lib/<multiarch>) and
+      Debian's /usr/lib/llvm-*/lib. Names `libLLVM.so.N[.M]` and `libLLVM-N.so` count; among equal versions the
+      `libLLVM.so.N` name, then the shorter path, wins.
+  """
+  if dirs is None:
+    multiarch = sysconfig.get_config_var("MULTIARCH")
+    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d] + \
+           ["/usr/lib64", "/usr/lib", "/usr/local/lib", "/lib", "/lib64", f"/lib/{multiarch}", f"/usr/lib/{multiarch}", *glob.glob("/usr/lib/llvm-*/lib")]
   found = sorted(((int(m.group(1)), os.path.basename(p).startswith("libLLVM.so."), -len(p), p) for d in dirs for p in glob.glob(os.path.join(d, "libLLVM*.so*"))
-                  if (m:=re.fullmatch(r"libLLVM(?:-|\.so\.)(\d+)(?:\.so)?(?:\.\d+)*", os.path.basename(p))) and int(m.group(1)) >= need), reverse=True)
+                  if (m:=re.fullmatch(r"libLLVM(?:-|\.so\.)(\d+)(?:\.so)?(?:\.\d+)*", os.path.basename(p))) and int(m.group(1)) >= need
+                  and os.path.isfile(p)), reverse=True)
   return found[0][-1] if found else None
 
 def check_toolchain(t) -> None:
@@ -117,7 +125,7 @@ def check_toolchain(t) -> None:
     _fail(f"{_dev(t)}: tinygrad compiles AMD kernels with libLLVM and {why}: apt install libllvm19, or set LLVM_PATH to a libLLVM.so")
   arch = t.arch or "gfx1100"
   if (need:=MIN_LLVM.get(arch)) is not None and (have:=_llvm_version(llvm.dll._name))[0] < need:
-    fix = f"set LLVM_PATH={p}" if (p:=_newer_llvm(need)) else \
+    fix = f"set LLVM_PATH={p}" if (p:=find_libllvm(need)) else \
           f"apt install libllvm22 and set LLVM_PATH=/usr/lib/{sysconfig.get_config_var('MULTIARCH')}/libLLVM.so.22.1"
     _fail(f"{_dev(t)}: {arch} needs LLVM >= {need}, but tinygrad loads LLVM {have[1]} ({llvm.dll._name}): {fix}")
 

@@ -11,6 +11,7 @@ import argparse, datetime, fnmatch, glob, importlib.metadata, importlib.util, js
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
+from mockgpu.tinygrad.checks import find_libllvm
 from mockgpu.tinygrad.ci_jobs import JOBS, SUITES, Job, Step, from_json
 from mockgpu.tinygrad.errors import IntegrationError
 from mockgpu.mock.profiles import profile_for
@@ -229,28 +230,16 @@ def cpu_compiler(environ:dict[str, str]) -> dict[str, str]:
            if (m:=re.fullmatch(r"clang-(\d+)", os.path.basename(p))) and os.access(p, os.X_OK)}
   return {"CC": found[max(found, key=int)]} if found else {}
 
-def find_llvm(min_major:int=20, ldconfig:str|None=None) -> str:
-  """The newest libLLVM with major version >= `min_major` (tinygrad's gfx950 backend needs LLVM >= 20), for LLVM_PATH.
+def find_llvm(min_major:int=20, dirs:list[str]|None=None) -> str:
+  """`checks.find_libllvm` for LLVM_PATH of gfx950 rows (tinygrad's gfx950 backend needs LLVM >= 20).
 
-  Args:
-    ldconfig: the text of `ldconfig -p` to search; None reads the system's and also searches /usr/lib/llvm-*/lib.
-  Returns:
-    the library's path.
   Raises:
-    CIError: none found.
+    CIError: none found, naming the fix.
   """
-  paths = [] if ldconfig is not None else glob.glob("/usr/lib/llvm-*/lib/libLLVM*.so*")
-  if ldconfig is None:
-    try: ldconfig = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError): ldconfig = ""
-  paths = re.findall(r"=>\s*(\S*libLLVM\S*\.so\S*)", ldconfig) + paths
-  def major(p:str) -> int:
-    m = re.search(r"libLLVM(?:-(\d+))?\.so(?:\.(\d+))?", os.path.basename(p))
-    return int(m.group(1) or m.group(2) or 0) if m else 0
-  if not (ok := sorted((p for p in paths if major(p) >= min_major and os.path.isfile(p)), key=major)):
-    raise CIError(f"gfx950 needs libLLVM >= {min_major} and `ldconfig -p` lists none (found: {sorted({major(p) for p in paths}) or 'no libLLVM'}): "
-                  "install libllvm20 or newer, or set LLVM_PATH to such a libLLVM.so")
-  return ok[-1]
+  if (p := find_libllvm(min_major, dirs)) is None:
+    raise CIError(f"gfx950 needs libLLVM >= {min_major} and none is installed where tinygrad looks: install libllvm20 or newer, "
+                  "or set LLVM_PATH to such a libLLVM.so")
+  return p
 
 # *** reporting ***
 

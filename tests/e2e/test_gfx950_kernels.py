@@ -1,16 +1,11 @@
 """tinygrad end to end on the mock gfx950 (CDNA, wave64): DEV=MOCKKFD+AMD::gfx950, kernels compiled by LLVM >= 20 (libllvm22,
-installed by dev.sh; tinygrad finds it through LLVM_PATH), numpy as the oracle. Shapes and dtypes avoid MFMA tensor cores
-(not modelled yet: docs/emu.md)."""
-import glob, re
+installed by dev.sh; tinygrad finds it through LLVM_PATH), numpy as the oracle."""
+from mockgpu.tinygrad.checks import find_libllvm
 
 def libllvm_for_gfx950() -> str:
   """Path of the newest installed libLLVM with major version >= 20 (the first that knows gfx950)."""
-  found = {}
-  for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib"):
-    for p in glob.glob(f"{d}/libLLVM*.so*"):
-      if (m := re.search(r"libLLVM(?:-(\d+)\.so|\.so\.(\d+))", p)): found.setdefault(int(m[1] or m[2]), p)
-  assert found and max(found) >= 20, f"no libLLVM >= 20 (found {sorted(found)}): gfx950 needs it; apt-get install libllvm22 (./dev.sh does)"
-  return found[max(found)]
+  assert (p := find_libllvm(20)), "no libLLVM >= 20: gfx950 needs it; apt-get install libllvm22 (./dev.sh does)"
+  return p
 
 def test_kernels_on_gfx950(run):
   r = run("""

@@ -122,12 +122,14 @@ def test_regressions():
   assert ci.regressions({"rows": []}, now) == []
 
 def test_find_llvm(tmp_path):
-  libs = {n: tmp_path / n for n in ("libLLVM.so.19.1", "libLLVM.so.22.1", "libLLVM-21.so", "libLLVM-15.so.1")}
+  (a := tmp_path / "a").mkdir(); (b := tmp_path / "b").mkdir()
+  libs = {n: a / n for n in ("libLLVM.so.19.1", "libLLVM.so.22.1", "libLLVM-21.so", "libLLVM-15.so.1", "libLLVMfoo.so.30")}
   for p in libs.values(): p.write_bytes(b"")
-  ld = "".join(f"\t{n} (libc6,x86-64) => {p}\n" for n, p in libs.items()) + "\tlibLLVM.so.23.1 (libc6,x86-64) => /nonexistent/libLLVM.so.23.1\n"
-  assert ci.find_llvm(20, ld) == str(libs["libLLVM.so.22.1"])
-  assert ci.find_llvm(20, ld.replace("libLLVM.so.22.1 ", "x ").replace(str(libs["libLLVM.so.22.1"]), "/gone")) == str(libs["libLLVM-21.so"])
-  with pytest.raises(ci.CIError, match=r"gfx950 needs libLLVM >= 30 .*set LLVM_PATH"): ci.find_llvm(30, ld)
+  (b / "libLLVM.so.23.1").symlink_to(tmp_path / "gone")   # a dangling link is not a library
+  assert ci.find_llvm(20, [str(b), str(a)]) == str(libs["libLLVM.so.22.1"])
+  libs["libLLVM.so.22.1"].unlink()
+  assert ci.find_llvm(20, [str(a)]) == str(libs["libLLVM-21.so"])
+  with pytest.raises(ci.CIError, match=r"gfx950 needs libLLVM >= 30 .*set LLVM_PATH"): ci.find_llvm(30, [str(a)])
 
 def test_cpu_compiler_picks_the_newest_clang_nn_only_when_needed(tmp_path):
   for n in ("clang-14", "clang-19", "clang-tidy-19", "clang-3x"): (tmp_path / n).write_text("#!/bin/sh\n"); (tmp_path / n).chmod(0o755)
