@@ -17,6 +17,8 @@ class GPUProfile:
   gc: tuple[int, int, int]                    # IP versions published in ip_discovery
   sdma: tuple[int, int, int]
   nbif: tuple[int, int, int]
+  mp0: tuple[int, int, int]                   # PSP; with MP1 (SMU) it names the firmware tinygrad's AM driver loads (tinygrad/firmware.py)
+  mp1: tuple[int, int, int]
   props: tuple[tuple[str, int], ...]          # shader-engine geometry etc.
   wave_size: int                              # 32 (RDNA, CS_W32_EN) or 64 (CDNA)
   vram_bytes: int
@@ -66,10 +68,12 @@ _CDNA = (("simd_count", 304), ("mem_banks_count", 1), ("caches_count", 400), ("i
          ("max_slots_scratch_cu", 32), ("max_engine_clk_fcompute", 2400), ("max_engine_clk_ccompute", 3000), ("fw_version", 120),
          ("capability", 746326592), ("debug_prop", 1511), ("sdma_fw_version", 20))
 
+# MP0/MP1 (PSP/SMU): Navi 31 13.0.0, Navi 48 14.0.3, MI350X 13.0.12 (linux-firmware added its gc 9.5.0 and psp 13.0.12 blobs in one
+# release; tinygrad's AM driver treats MP 13.0.12 as CDNA, like MI300's 13.0.6, and loads no SMU firmware for it).
 PROFILES: dict[str, GPUProfile] = {p.arch: p for p in [
-  GPUProfile("gfx1100", "Radeon RX 7900 XTX (Navi 31)", 110000, 0x744C, (11,0,0), (6,0,0), (4,3,0), _RDNA, 32, 24 << 30),
-  GPUProfile("gfx1201", "Radeon RX 9070 XT (Navi 48)", 120001, 0x7550, (12,0,1), (7,0,1), (6,3,1), _RDNA, 32, 16 << 30),
-  GPUProfile("gfx950", "Instinct MI350X", 90500, 0x75A0, (9,5,0), (4,4,5), (7,9,0), _CDNA, 64, 288 << 30),
+  GPUProfile("gfx1100", "Radeon RX 7900 XTX (Navi 31)", 110000, 0x744C, (11,0,0), (6,0,0), (4,3,0), (13,0,0), (13,0,0), _RDNA, 32, 24 << 30),
+  GPUProfile("gfx1201", "Radeon RX 9070 XT (Navi 48)", 120001, 0x7550, (12,0,1), (7,0,1), (6,3,1), (14,0,3), (14,0,3), _RDNA, 32, 16 << 30),
+  GPUProfile("gfx950", "Instinct MI350X", 90500, 0x75A0, (9,5,0), (4,4,5), (7,9,0), (13,0,12), (13,0,12), _CDNA, 64, 288 << 30),
 ]}
 
 def profile_for(arch:str="") -> GPUProfile:

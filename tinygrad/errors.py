@@ -1,7 +1,7 @@
 """Errors of the tinygrad integration layer (activation and the modules tinygrad imports)."""
 from mockgpu.errors import MockGPUError
 
-__all__ = ["IntegrationError", "ActivationError", "NotSupportedYet", "RunAsmError"]
+__all__ = ["IntegrationError", "ActivationError", "NotSupportedYet", "RunAsmError", "FirmwareError"]
 
 class IntegrationError(MockGPUError):
   """Base class of errors raised by mockgpu's tinygrad integration."""
@@ -20,3 +20,8 @@ class NotSupportedYet(IntegrationError):
 class RunAsmError(IntegrationError):
   """`test.mockgpu.amd.emu.run_asm` was called with arguments it cannot serve (unknown arch, empty code, a grid or block the
   emulator rejects). What the kernel itself does wrong is not raised: run_asm reports it and returns a non-zero code."""
+
+class FirmwareError(IntegrationError):
+  """`mockgpu firmware` cannot read a firmware source: a folder that does not exist, a .deb that dpkg-deb cannot unpack or
+  that holds no lib/firmware/amdgpu, a compressed blob whose decompressor is missing, or a tinygrad whose fetch_fw no longer
+  downloads the way this module mirrors. The message names the file and the fix."""
