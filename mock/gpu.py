@@ -18,7 +18,7 @@ from mockgpu.mock.sysfs import GPUNode
 from mockgpu.usage import timed
 if TYPE_CHECKING: from mockgpu.mock.kfd import KFD
 
-__all__ = ["gpu_clock", "host_mmap", "GPU", "Queue", "DeviceThread", "DOORBELL_PAGE", "MAP_FIXED", "TRACE", "GONE"]
+__all__ = ["gpu_clock", "host_mmap", "GPU", "Queue", "DeviceThread", "WaitWatch", "wait_report_s", "DOORBELL_PAGE", "MAP_FIXED", "TRACE", "GONE"]
 
 DOORBELL_PAGE = 0x2000    # bytes of doorbells per GPU; 8-byte slots
 TRACE = os.environ.get("MOCKGPU_TRACE", "0") != "0"   # print every executed packet to stderr
@@ -36,6 +36,33 @@ def host_mmap(addr:int, size:int, fixed:bool=False) -> int:
   if (ret:=libc.mmap(addr, size, mmap.PROT_READ | mmap.PROT_WRITE, flags, -1, 0)) in (None, 0xffffffffffffffff, -1):
     raise OSError(ctypes.get_errno(), f"host mmap of {size:#x} bytes at {addr:#x} failed")
   return ret
+
+def wait_report_s() -> float:
+  """Seconds a queue may wait on one packet before `WaitWatch` reports it: half of tinygrad's signal-wait timeout
+  (`HCQDEV_WAIT_TIMEOUT_MS`, default 30 s, read through tinygrad's own getenv), so the report precedes tinygrad's error."""
+  from tinygrad.helpers import getenv
+  return getenv("HCQDEV_WAIT_TIMEOUT_MS", 30000) / 2000
+
+class WaitWatch:
+  """Reports, once per wait, a queue that has been waiting on one packet (a memory wait nothing satisfies) for `wait_report_s()`.
+  A waiting queue is no fault: the driver reports nothing, so tinygrad's wait times out and its on_device_hang, which finds
+  no fault to list, raises `RuntimeError('')`. This stderr line is where the queue, the packet and the value it waits for
+  are named. `blocked_on` is the queue's description of its wait ("" when it is not waiting)."""
+  def __init__(self): self.since, self.what, self.reported = None, "", False
+  def update(self, queue, blocked_on:str, progress:bool):
+    """Called after every scheduling round of `queue`. A new wait starts when the round consumed packets (`progress`) or
+    the description changed (another packet, or the awaited memory changed without satisfying it)."""
+    if not blocked_on:
+      self.since = None
+      return
+    now = time.monotonic()
+    if progress or self.since is None or blocked_on != self.what: self.since, self.what, self.reported = now, blocked_on, False
+    if not self.reported and now - self.since >= wait_report_s():
+      self.reported = True
+      print(f"mockgpu: {queue} has been waiting {now - self.since:.1f} s on {blocked_on}; nothing has written a value that satisfies "
+            "it (the CPU or another queue must). If tinygrad's signal wait times out next, this wait is the cause: the driver reports no "
+            "fault for a waiting queue, so tinygrad raises RuntimeError with an empty message (its 'Wait timeout' error is the context)",
+            file=sys.stderr)
 
 class GPU:
   """One emulated GPU: identity, the ranges mapped to it (`memory`, checked by every engine and by the emulator), its
@@ -85,7 +112,7 @@ class Queue:
   def __init__(self, gpu:GPU, qid:int, ring:int, ring_size:int, rptr_addr:int, doorbell_addr:int):
     self.gpu, self.qid, self.ring, self.ring_size, self.rptr_addr = gpu, qid, ring, ring_size, rptr_addr
     self.doorbell = ctypes.c_uint64.from_address(doorbell_addr)
-    self.rptr, self.error, self.blocked_on = 0, None, ""
+    self.rptr, self.error, self.blocked_on, self.waits_for, self.watch = 0, None, "", "", WaitWatch()
 
   def __repr__(self): return f"{self.engine} queue {self.qid} of {self.gpu}"
   @property
@@ -101,6 +128,7 @@ class Queue:
         progress = True
       if progress: self.gpu.write_int(self.rptr_addr, self.rptr, 8, self.engine, "read pointer")
     except Exception as e: self.stop(e)
+    self.watch.update(self, "" if self.error is not None else self.blocked_on, progress)
     return progress
 
   def step(self) -> bool: raise NotImplementedError

@@ -9,7 +9,7 @@ import struct, sys
 from mockgpu.mock.errors import PacketError
 from mockgpu.mock.gpu import GPU, TRACE, Queue, gpu_clock
 
-__all__ = ["PM4Queue", "PM4_PACKETS", "NOOP_EVENTS"]
+__all__ = ["PM4Queue", "PM4_PACKETS", "NOOP_EVENTS", "COMPARE", "poll"]
 
 # EVENT_WRITE types that need no action in a model that executes one packet at a time, in order
 NOOP_EVENTS = {"CS_PARTIAL_FLUSH", "CS_DONE", "CACHE_FLUSH", "CACHE_FLUSH_AND_INV_EVENT", "PERFCOUNTER_START", "PERFCOUNTER_STOP",
@@ -20,7 +20,14 @@ EOP_EVENTS = {"CACHE_FLUSH_AND_INV_TS_EVENT", "CACHE_FLUSH_TS", "BOTTOM_OF_PIPE_
 # WAIT_REG_MEM / POLL_REGMEM compare functions (bits 0-2 of the info dword)
 COMPARE = {0: lambda v, r: True, 1: lambda v, r: v < r, 2: lambda v, r: v <= r, 3: lambda v, r: v == r, 4: lambda v, r: v != r,
            5: lambda v, r: v >= r, 6: lambda v, r: v > r}
+COMPARE_OPS = {0: "(always)", 1: "<", 2: "<=", 3: "==", 4: "!=", 5: ">=", 6: ">"}
 MAX_IB_DEPTH = 2   # IB1 and IB2, as on the hardware
+
+def poll(q:Queue, what:str, value:int, func:int, ref:int, mask:int) -> bool:
+  """One evaluation of a WAIT_REG_MEM / POLL_REGMEM compare `value & mask <func> ref`; records in `q.waits_for` what it waits
+  for (the blocked-queue report names it)."""
+  q.waits_for = f"{what} & {mask:#x} {COMPARE_OPS[func]} {ref:#x} (now {value & mask:#x})"
+  return COMPARE[func](value & mask, ref)
 
 class PM4Queue(Queue):
   """A PM4 compute queue (KFD queue type COMPUTE) with its own register state (SH, UCONFIG, the HDP flush pair)."""
@@ -66,7 +73,7 @@ class PM4Queue(Queue):
     if lens is not None and count not in lens: raise self.bad(f"{name} with {count} payload dwords; expected {' or '.join(map(str, lens))}")
     payload = self._read(pos + 1, count)
     if not fn(self, *payload):
-      self.blocked_on = f"{name} at {self.where}"
+      self.blocked_on = f"{name} at {self.where}: {self.waits_for}"
       return False
     if TRACE: self.trace(name, self.where, payload)
     if src is not None: src[2] = pos + 1 + count
@@ -117,16 +124,16 @@ class PM4Queue(Queue):
     if func not in COMPARE: raise self.bad(f"WAIT_REG_MEM function {func} is reserved")
     if mem_space == 1:
       if operation != 0: raise self.bad(f"WAIT_REG_MEM operation {operation} on memory is not modelled")
-      value = self.gpu.u32(self._addr(a1 & ~3, a2, 4, "WAIT_REG_MEM"), "PM4", "WAIT_REG_MEM")
+      value, what = self.gpu.u32(addr:=self._addr(a1 & ~3, a2, 4, "WAIT_REG_MEM"), "PM4", "WAIT_REG_MEM"), f"memory dword at {addr:#x}"
     elif mem_space == 0:
       if operation == 1:   # write-then-wait: write `ref` to a1, poll a2 (only the HDP flush pair has an effect in the model)
         if self.hdp_done.get(a1) != a2: raise self.bad(f"WAIT_REG_MEM write-then-wait on registers {a1:#x}/{a2:#x} is not modelled "
                                                        f"(only the HDP flush pairs {', '.join(f'{k:#x}/{v:#x}' for k, v in self.hdp_done.items())})")
         self._write_reg(a1, ref)
       elif operation != 0: raise self.bad(f"WAIT_REG_MEM operation {operation} is not modelled")
-      value = self.regs.get(a2 if operation == 1 else a1, 0)
+      value, what = self.regs.get(reg:=a2 if operation == 1 else a1, 0), f"register {reg:#x}"
     else: raise self.bad(f"WAIT_REG_MEM mem_space {mem_space} is not modelled")
-    return COMPARE[func](value & mask, ref)
+    return poll(self, what, value, func, ref, mask)
 
   def dispatch_direct(self, gx:int, gy:int, gz:int, initiator:int) -> bool:
     from mockgpu.emu.api import Dispatch

@@ -9,7 +9,7 @@ import importlib, struct
 from mockgpu.mock import uaccess
 from mockgpu.mock.errors import PacketError, QueueFault
 from mockgpu.mock.gpu import GONE, GPU, TRACE, Queue, gpu_clock
-from mockgpu.mock.pm4 import COMPARE
+from mockgpu.mock.pm4 import COMPARE, poll
 
 __all__ = ["SDMAQueue", "SDMA_PACKETS"]
 
@@ -39,7 +39,7 @@ class SDMAQueue(Queue):
     if pos + 4 * n > end: return False    # not published yet
     payload = self.dwords(pos // 4 + 1, n - 1)
     if not fn(self, header, *payload):
-      self.blocked_on = f"{name} at {self.where}"
+      self.blocked_on = f"{name} at {self.where}: {self.waits_for}"
       return False
     if TRACE: self.trace(name, self.where, payload)
     self.rptr, self.blocked_on = pos + 4 * n, ""
@@ -77,7 +77,8 @@ class SDMAQueue(Queue):
     func, mem_poll = (header >> 28) & 7, header >> 31
     if not mem_poll: raise self.bad("POLL_REGMEM on a register is not modelled (only mem_poll=1)")
     if func not in COMPARE: raise self.bad(f"POLL_REGMEM function {func} is reserved")
-    return COMPARE[func](self.gpu.u32(self._addr(lo, hi, 4, "POLL_REGMEM"), "SDMA", "POLL_REGMEM") & mask, ref)
+    value = self.gpu.u32(addr:=self._addr(lo, hi, 4, "POLL_REGMEM"), "SDMA", "POLL_REGMEM")
+    return poll(self, f"memory dword at {addr:#x}", value, func, ref, mask)
 
   def timestamp(self, header:int, lo:int, hi:int) -> bool:
     self._subop(header, self.sdma.SDMA_SUBOP_TIMESTAMP_GET_GLOBAL, "TIMESTAMP")

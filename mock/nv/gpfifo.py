@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from tinygrad.runtime.autogen import nv_570 as nv
 from mockgpu.emu.errors import EmuError, GPUFault
 from mockgpu.mock.errors import PacketError, QueueFault
-from mockgpu.mock.gpu import DeviceThread
+from mockgpu.mock.gpu import DeviceThread, WaitWatch
 from mockgpu.mock.nv.engines import ENGINES, Engine, QMD_FIELDS, bits as _bits, method_name
 from mockgpu.usage import timed
 if TYPE_CHECKING: from mockgpu.mock.nv.rm import NVDriver
@@ -55,7 +55,7 @@ class Channel:
     self.mask, self.stored_mask = 0xFFF, 0xFFF           # subdevice masks: this GPU is subdevice 0 (bit 0)
     self.state: dict[tuple[int, int], int] = {}          # (subchannel, method byte address) -> last data; host methods under -1
     self.objects: dict[int, Engine] = {}                 # subchannel -> engine object bound by SET_OBJECT
-    self.launches = 0
+    self.launches, self.blocked_on, self.watch = 0, "", WaitWatch()   # blocked_on: the semaphore acquire it waits on, for `watch`
 
   def __repr__(self): return f"GPFIFO channel {self.idx} (token {self.token})"
 
@@ -85,10 +85,11 @@ class Channel:
             raise PacketError(repr(self), where, lo, "conditional fetch is not modelled (clear GP_ENTRY0_FETCH)")
           addr = _bits(hi, nv.NVC56F_GP_ENTRY1_GET_HI) << 32 | _bits(lo, nv.NVC56F_GP_ENTRY0_GET) << 2
           words = (ctypes.c_uint32 * n).from_buffer_copy(self.read(addr, 4 * n, "pushbuffer segment"))
-          if not self._segment(addr, words): return progress      # blocked on a semaphore acquire
-        self.get, self.pos, progress = (self.get + 1) % self.entries, 0, True
+          if not self._segment(addr, words): break      # blocked on a semaphore acquire
+        self.get, self.pos, progress, self.blocked_on = (self.get + 1) % self.entries, 0, True, ""
         self.write(self.userd + nv.AmpereAControlGPFifo.GPGet.offset, self.get.to_bytes(4, "little"), "USERD GPGet")
     except Exception as e: self._stop(e)
+    self.watch.update(self, "" if self.error is not None else self.blocked_on, progress)
     return progress
 
   def _segment(self, addr:int, words) -> bool:
@@ -152,12 +153,13 @@ class Channel:
       if _bits(v, nv.NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP): self.write(addr + 8, time.perf_counter_ns().to_bytes(8, "little"), "semaphore timestamp")
       return True
     cur, payload = self._uint(addr, size, "semaphore acquire"), payload & mask
-    if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE: return cur == payload
-    if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ: return cur >= payload
-    if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ: return ((cur - payload) & mask) <= mask >> 1
-    if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_AND: return (cur & payload) != 0
-    if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_NOR: return (~(cur | payload) & mask) != 0
-    raise PacketError(repr(self), where, v, f"SEM_EXECUTE operation {op} (reduction) is not modelled (release and the acquires are)")
+    if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE: ok, rel = cur == payload, "=="
+    elif op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ: ok, rel = cur >= payload, ">="
+    elif op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ: ok, rel = ((cur - payload) & mask) <= mask >> 1, ">= (circular)"
+    elif op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_AND: ok, rel = (cur & payload) != 0, "& (nonzero)"
+    elif op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_NOR: ok, rel = (~(cur | payload) & mask) != 0, "nor (nonzero)"
+    else: raise PacketError(repr(self), where, v, f"SEM_EXECUTE operation {op} (reduction) is not modelled (release and the acquires are)")
+    return self._acquire(ok, "SEM_EXECUTE", where, addr, 8 * size, rel, payload, cur)
 
   def _semaphore_d(self, v:int, where:str) -> bool:
     """The older four-method semaphore (SEMAPHOREA..D): 32-bit payload; a 16-byte release adds the ns timestamp at +8."""
@@ -170,10 +172,16 @@ class Channel:
       self.write(addr, payload.to_bytes(4, "little") + ts, "semaphore release")
       return True
     cur = self._uint(addr, 4, "semaphore acquire")
-    if op == nv.NVC56F_SEMAPHORED_OPERATION_ACQUIRE: return cur == payload
-    if op == nv.NVC56F_SEMAPHORED_OPERATION_ACQ_GEQ: return ((cur - payload) & 0xFFFFFFFF) < 0x80000000
-    if op == nv.NVC56F_SEMAPHORED_OPERATION_ACQ_AND: return (cur & payload) != 0
-    raise PacketError(repr(self), where, v, f"SEMAPHORED operation {op:#x} is not modelled (acquire, release, acq_geq, acq_and are)")
+    if op == nv.NVC56F_SEMAPHORED_OPERATION_ACQUIRE: ok, rel = cur == payload, "=="
+    elif op == nv.NVC56F_SEMAPHORED_OPERATION_ACQ_GEQ: ok, rel = ((cur - payload) & 0xFFFFFFFF) < 0x80000000, ">= (circular)"
+    elif op == nv.NVC56F_SEMAPHORED_OPERATION_ACQ_AND: ok, rel = (cur & payload) != 0, "& (nonzero)"
+    else: raise PacketError(repr(self), where, v, f"SEMAPHORED operation {op:#x} is not modelled (acquire, release, acq_geq, acq_and are)")
+    return self._acquire(ok, "SEMAPHORED", where, addr, 32, rel, payload, cur)
+
+  def _acquire(self, ok:bool, name:str, where:str, addr:int, bits:int, rel:str, payload:int, cur:int) -> bool:
+    """A semaphore acquire's outcome; a failing one records what it waits for (the blocked-channel report names it)."""
+    if not ok: self.blocked_on = f"{name} acquire at GP entry {self.get} {where}: {bits}-bit semaphore at {addr:#x} {rel} {payload:#x} (now {cur:#x})"
+    return ok
 
   def _stop(self, e:BaseException):
     """Stop this channel for good: remember the first fault for the debugger controls and print the report."""

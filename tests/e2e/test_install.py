@@ -10,7 +10,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 ONE_LINER = "from tinygrad import Tensor; print((Tensor([1,2,3])+1).tolist())"
 CODE_DIRS = ("pcode", "emu", "mock", "tinygrad", "fixtures")   # installed as mockgpu.<dir> (setup.py)
 SDIST_DIRS = CODE_DIRS + ("docs",)                                # MANIFEST.in grafts these
-SDIST_ROOT_FILES = ("README.md", "pyproject.toml", "MANIFEST.in")   # plus every root *.py
+SDIST_ROOT_FILES = ("README.md", "LICENSE", "pyproject.toml", "MANIFEST.in")   # plus every root *.py
 PTH = "mockgpu-activate.pth"
 
 def tracked() -> list[str]:
@@ -84,6 +84,20 @@ def test_wheel_carries_the_pth_and_package_data(route):
   want = {"mockgpu/" + f for f in shipped(route) if f.split("/")[0] in CODE_DIRS and not f.endswith(".pth")}
   want |= {"mockgpu/" + f for f in shipped(route) if "/" not in f and f.endswith(".py") and f != "setup.py"}
   assert want <= names, f"missing from the wheel: {sorted(want - names)}"
+
+def test_license_is_in_the_sdist_and_the_wheel(route):
+  """pyproject's license-files (PEP 639): the MIT text at the sdist root and in the wheel's dist-info/licenses/, and the
+  metadata of both names it next to the SPDX expression."""
+  text = (route / "src" / "LICENSE").read_bytes()
+  assert text.startswith(b"MIT License\n\nCopyright (c) ") and b"the mockgpu authors\n" in text
+  sdist = tarfile.open(next((route / "dist").glob("mockgpu-*.tar.gz")))
+  top = sdist.getnames()[0].split("/")[0]
+  assert sdist.extractfile(f"{top}/LICENSE").read() == text
+  whl = zipfile.ZipFile(next((route / "dist").glob("mockgpu-*.whl")))
+  info = next(n.split("/")[0] for n in whl.namelist() if n.endswith(".dist-info/METADATA"))
+  assert whl.read(f"{info}/licenses/LICENSE") == text
+  for meta in (whl.read(f"{info}/METADATA").decode(), sdist.extractfile(f"{top}/PKG-INFO").read().decode()):
+    assert {"License-Expression: MIT", "License-File: LICENSE"} <= set(meta.splitlines()), meta[:2000]
 
 def test_installed_copy_is_the_venvs(route, tmp_path):
   code = ("import mockgpu, tinygrad, os, sys, sysconfig, importlib.metadata as md; print(os.path.realpath(sysconfig.get_paths()['purelib']));"

@@ -114,6 +114,35 @@ def test_out_of_bounds_kernel_is_an_mmu_fault_and_the_process_survives(run):
   assert r["other_gpu"] == [2, 3]
   assert "GPUFault" in p.stderr and "lane=0" in p.stderr and f"addr={addr:#x}" in p.stderr, p.stderr
 
+NEVER_SIGNALLED = """
+  import sys
+  from tinygrad import Device
+  dev = Device[Device.DEFAULT]
+  sig = dev.new_signal(value=0)   # nothing ever writes 5 here
+  dev.hw_compute_queue_t().wait(sig, 5).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  try:
+    dev.synchronize()
+    err = None
+  except RuntimeError as e: err = [str(e), str(e.__context__)]
+  print("@@caught", file=sys.stderr)
+  out({"err": err, "sig": sig.value_addr})
+"""
+
+def never_signalled(run, dev:str) -> tuple[dict, str]:
+  """tinygrad waiting (3 s timeout) on a queue blocked on a signal nothing writes: (its error and the signal, the mock's report)."""
+  p = run(NEVER_SIGNALLED, dev=dev, HCQDEV_WAIT_TIMEOUT_MS="3000")
+  lines = [l for l in p.stderr.splitlines() if l.startswith("mockgpu: ") and " has been waiting " in l]
+  assert len(lines) == 1 and p.stderr.index(lines[0]) < p.stderr.index("@@caught"), p.stderr   # once, before tinygrad's error
+  assert float(lines[0].split(" has been waiting ")[1].split(" s ")[0]) >= 1.5   # half of tinygrad's timeout
+  # tinygrad's on_device_hang lists only the faults the driver reports; a waiting queue is none: RuntimeError('')
+  assert p.result["err"][0] == "" and p.result["err"][1].startswith("Wait timeout: 3000 ms! (the signal is not set to "), p.result
+  return p.result, lines[0]
+
+def test_a_wait_nothing_satisfies_is_named_before_tinygrads_empty_error(run):
+  r, line = never_signalled(run, "MOCKKFD+AMD")
+  assert line.startswith("mockgpu: PM4 queue 0 of GPU(node=1 gpu_id=0xa001 arch=gfx1100) has been waiting ") and \
+    f": memory dword at {r['sig']:#x} & 0xffffffff >= 0x5 (now 0x0); nothing has written" in line and " on WAIT_REG_MEM at ring dword 0x" in line, line
+
 def test_deterministic_results_and_instruction_counts(run):
   code = """
     import numpy as np

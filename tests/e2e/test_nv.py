@@ -1,6 +1,7 @@
 """Real tinygrad on DEV=MOCK+NV:PTX: tinygrad's own NV kernel-driver code path (RM ioctls, UVM, GPFIFO, QMD) on the mock
 driver and device thread, kernels run by the PTX engine; numpy as the oracle (checks in nvidia_checks.py)."""
 from nvidia_checks import CHECKS, assert_checks, oob_ptx
+from test_kernels import never_signalled
 
 def test_tinygrad_on_mock_nv(run):
   r = run(CHECKS + """
@@ -66,3 +67,8 @@ def test_symbolic_variables_in_a_jit_graph(run):
   """, dev="MOCK+NV:PTX", HCQDEV_WAIT_TIMEOUT_MS="60000")
   assert r.result["vals"] == r.result["want"] and r.result["sums"] == r.result["want_sums"]
   assert "stopped at" not in r.stderr
+
+def test_an_acquire_nothing_satisfies_is_named_before_tinygrads_empty_error(run):
+  r, line = never_signalled(run, "MOCK+NV:PTX")
+  assert line.startswith("mockgpu: GPFIFO channel 0 (token 1) has been waiting ") and " on SEM_EXECUTE acquire at GP entry " in line and \
+    f": 64-bit semaphore at {r['sig']:#x} >= (circular) 0x5 (now 0x0); nothing has written" in line, line

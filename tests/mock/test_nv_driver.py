@@ -108,6 +108,17 @@ def test_semaphores_block_until_the_cpu_writes(drv):
   assert r.ch.run() is True and r.gpget() == 1
   assert r.u64(0x10010) == 0x1_0000_0007 and r.u64(0x10018) > 0             # 64-bit payload and a ns timestamp
 
+def test_a_long_acquire_is_reported_once(drv, monkeypatch, capsys):
+  monkeypatch.setattr("mockgpu.mock.gpu.wait_report_s", lambda: 0)
+  r = Rig(drv)
+  r.submit(sem(r.base + 0x10000, 5, nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ))
+  assert r.ch.run() is False and r.ch.run() is False
+  err = capsys.readouterr().err
+  assert err.count("GPFIFO channel 0 (token 1) has been waiting") == 1 and "RuntimeError with an empty message" in err
+  assert f"SEM_EXECUTE acquire at GP entry 0 segment {r.base + 0x2000:#x}+0x14: 64-bit semaphore at {r.base + 0x10000:#x} >= 0x5 (now 0x0)" in err
+  ctypes.c_uint64.from_address(r.base + 0x10000).value = 5
+  assert r.ch.run() is True and r.ch.blocked_on == "" and capsys.readouterr().err == ""
+
 @pytest.mark.parametrize("op, cur, payload, passes", [
   ("ACQ_CIRC_GEQ", 2**64 - 16, 5, False),    # circular: 2^64-16 is 21 *behind* 5
   ("ACQ_STRICT_GEQ", 2**64 - 16, 5, True),   # strict: plain unsigned >=

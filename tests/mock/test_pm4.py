@@ -43,6 +43,27 @@ def test_wait_reg_mem_blocks_until_a_cpu_write_and_other_gpus_run(drv):
   drv.run()
   assert drv.u32(sig + 8) == 1
 
+def test_a_long_wait_is_reported_once_naming_the_packet_and_value(drv, monkeypatch, capsys):
+  """A wait nothing satisfies is no fault (tinygrad's wait times out and raises an empty RuntimeError): the mock names it."""
+  monkeypatch.setattr("mockgpu.mock.gpu.wait_report_s", lambda: 0.3)
+  q, (sig, _) = drv.queue(0), drv.userptr(0x1000)
+  q.pm4(pm4.PACKET3_NOP, 0).pm4(*wait_geq(sig, 5)).pm4(*release(sig + 8, 1))
+  drv.run()
+  assert capsys.readouterr().err == ""   # waiting, but not yet for long
+  time.sleep(0.35)
+  drv.run(), drv.run()
+  line = "PM4 queue 0 of GPU(node=1 gpu_id=0xa001 arch=gfx1100) has been waiting"
+  want = f"on WAIT_REG_MEM at ring dword 0x2: memory dword at {sig:#x} & 0xffffffff >= 0x5 (now 0x0); nothing has written"
+  assert (err:=capsys.readouterr().err).count(line) == 1 and want in err and "RuntimeError with an empty message" in err
+  ctypes.c_uint32.from_address(sig).value = 3   # the awaited memory changed: a new wait, reported again once it is long
+  drv.run()
+  time.sleep(0.35)
+  drv.run()
+  assert "(now 0x3)" in (err:=capsys.readouterr().err) and err.count(line) == 1
+  ctypes.c_uint32.from_address(sig).value = 5
+  drv.run()
+  assert drv.u32(sig + 8) == 1 and q.q.blocked_on == "" and capsys.readouterr().err == ""
+
 def test_hdp_flush_register_wait_passes(drv):
   q, (buf, _) = drv.queue(0), drv.userptr(0x1000)
   q.pm4(pm4.PACKET3_WAIT_REG_MEM, 0x45, 0xE26, 0xE27, 0xFFFFFFFF, 0xFFFFFFFF, 4).pm4(*release(buf, 1))

@@ -26,7 +26,7 @@ def test_poll_blocks_until_the_cpu_writes_and_others_keep_running(drv):
   q.write(*poll_geq(sig, 2), *fence(sig + 8, 1))
   other.write(*fence(sig + 16, 5))
   drv.run()
-  assert drv.u32(sig + 8) == 0 and drv.u32(sig + 16) == 5 and "POLL_REGMEM" in q.q.blocked_on
+  assert drv.u32(sig + 8) == 0 and drv.u32(sig + 16) == 5 and q.q.blocked_on == f"POLL_REGMEM at ring byte 0x0: memory dword at {sig:#x} & 0xffffffff >= 0x2 (now 0x0)"
   ctypes.c_uint32.from_address(sig).value = 2
   drv.run()
   assert drv.u32(sig + 8) == 1 and q.q.blocked_on == ""

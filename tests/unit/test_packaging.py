@@ -42,6 +42,14 @@ def test_fuzz_only_dependencies_are_an_extra():
   assert sorted(extras["fuzz"]) == sorted(FUZZ_ONLY.values())
   assert set(extras["fuzz"]) | {"hypothesis", "pytest", "pytest-xdist", "build"} <= set(extras["test"])   # the test extra runs everything
 
+def test_license_and_classifiers():
+  import tomllib
+  proj = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+  assert proj["license"] == "MIT" and proj["license-files"] == ["LICENSE"] and "include README.md LICENSE" in (ROOT / "MANIFEST.in").read_text()
+  assert (ROOT / "LICENSE").read_text().splitlines()[:3] == ["MIT License", "", "Copyright (c) 2026 the mockgpu authors"]
+  # PEP 639: with a license expression, License :: classifiers are an error; the OS one is true (process_vm_readv, /proc/self)
+  assert not [c for c in proj["classifiers"] if c.startswith("License ::")] and "Operating System :: POSIX :: Linux" in proj["classifiers"]
+
 def test_nothing_but_fuzz_kinds_imports_the_extra():
   entry = ["tinygrad.runtime.support.hcq", "mockgpu.__main__", "mockgpu.tinygrad.pytest_plugin", "mockgpu.tinygrad.activate",
            "mockgpu.tinygrad.checks", "mockgpu.tinygrad.demo", "mockgpu.tinygrad.bench", "mockgpu.tinygrad.ci", "mockgpu.tinygrad.fuzz.cli",
