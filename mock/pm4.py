@@ -66,7 +66,9 @@ class PM4Queue(Queue):
     count, op = ((header >> 16) & 0x3FFF) + 1, (header >> 8) & 0xFF
     if count >= self.ring_size // 4: raise self.bad(f"packet claims {count} payload dwords, more than the ring holds")
     if pos + 1 + count > end:
-      if src is None: return False    # the producer has not published the rest yet
+      if src is None:   # the producer has not published the rest yet (tinygrad never does this: reported if it lasts)
+        self.blocked_on = f"the rest of a {count + 1}-dword packet at {self.where}: the write pointer {end:#x} ends inside it"
+        return False
       raise self.bad(f"packet of {count} payload dwords runs past the end of the IB ({end} dwords)")
     if (h:=self.handlers.get(op)) is None: raise self.bad(f"unknown PM4 opcode {op:#x}")
     name, fn, lens = h

@@ -36,7 +36,9 @@ class SDMAQueue(Queue):
     name, fn, n = h
     if callable(n): n = n(self, pos)
     if 4 * n >= self.ring_size: raise self.bad(f"{name} packet of {n} dwords does not fit the {self.ring_size:#x}-byte ring")
-    if pos + 4 * n > end: return False    # not published yet
+    if pos + 4 * n > end:   # not published yet (tinygrad never does this: reported if it lasts)
+      self.blocked_on = f"the rest of a {n}-dword {name} packet at {self.where}: the write pointer {end:#x} ends inside it"
+      return False
     payload = self.dwords(pos // 4 + 1, n - 1)
     if not fn(self, header, *payload):
       self.blocked_on = f"{name} at {self.where}: {self.waits_for}"

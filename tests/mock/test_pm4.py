@@ -64,6 +64,21 @@ def test_a_long_wait_is_reported_once_naming_the_packet_and_value(drv, monkeypat
   drv.run()
   assert drv.u32(sig + 8) == 1 and q.q.blocked_on == "" and capsys.readouterr().err == ""
 
+def test_a_packet_published_in_part_waits_and_a_long_such_wait_is_reported(drv, monkeypatch, capsys):
+  """A write pointer inside a packet: the queue waits for the rest (tinygrad never publishes less), and says so if it lasts."""
+  monkeypatch.setattr("mockgpu.mock.gpu.wait_report_s", lambda: 0.2)
+  q, (sig, _) = drv.queue(0), drv.userptr(0x1000)
+  q.pm4(*release(sig, 7), ring=False)
+  q.doorbell.value = q.put - 2   # publishes all but the last two dwords
+  drv.run()
+  assert drv.u32(sig) == 0 and q.q.blocked_on == "the rest of a 8-dword packet at ring dword 0x0: the write pointer 0x6 ends inside it"
+  time.sleep(0.25)
+  drv.run()
+  assert "has been waiting" in (err:=capsys.readouterr().err) and "the write pointer 0x6 ends inside it" in err
+  q.doorbell.value = q.put
+  drv.run()
+  assert drv.u32(sig) == 7 and q.q.blocked_on == ""
+
 def test_hdp_flush_register_wait_passes(drv):
   q, (buf, _) = drv.queue(0), drv.userptr(0x1000)
   q.pm4(pm4.PACKET3_WAIT_REG_MEM, 0x45, 0xE26, 0xE27, 0xFFFFFFFF, 0xFFFFFFFF, 4).pm4(*release(buf, 1))

@@ -20,6 +20,16 @@ def test_copy_fence_and_read_pointer(drv):
   assert ctypes.string_at(buf + 0x1000, 0x1000) == bytes(range(256)) * 16 and drv.u32(buf + 0x2000) == 7
   assert drv.u64(q.q.rptr_addr) == q.put == 11 * 4
 
+def test_a_packet_published_in_part_waits_for_the_rest(drv):
+  q, (buf, _) = drv.queue(0, SDMA), drv.userptr(0x1000)
+  q.write(*fence(buf, 7), ring=False)
+  q.doorbell.value = q.put - 4   # all but the last dword
+  drv.run()
+  assert drv.u32(buf) == 0 and q.q.blocked_on == "the rest of a 4-dword FENCE packet at ring byte 0x0: the write pointer 0xc ends inside it"
+  q.doorbell.value = q.put
+  drv.run()
+  assert drv.u32(buf) == 7 and q.q.blocked_on == "" and drv.u64(q.q.rptr_addr) == 16
+
 def test_poll_blocks_until_the_cpu_writes_and_others_keep_running(drv):
   q, other = drv.queue(0, SDMA), drv.queue(1, SDMA)
   sig, _ = drv.userptr(0x1000, (0, 1))
