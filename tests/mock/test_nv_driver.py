@@ -340,6 +340,7 @@ def test_os_descriptor_memory_must_be_memory_of_the_process(drv, capsys):
     return w.params.status
   assert alloc_os(live, 0x2000, 0x10) == nv.NV_ERR_INVALID_ADDRESS and 0x10 not in drv.objects   # runs past the page
   assert "pMemory=" in capsys.readouterr().err and alloc_os(0, 0x1000, 0x11) == nv.NV_ERR_INVALID_ADDRESS
+  assert alloc_os(2**64 - 0x1000, 0x2000, 0x13) == nv.NV_ERR_INVALID_ADDRESS and alloc_os(live, 2**64, 0x14) == nv.NV_ERR_INVALID_ADDRESS   # wraps
   assert alloc_os(live, 0x1000, 0x12) == 0 and drv.objects[0x12][1] == {"size": 0x1000, "va": live} and drv.backed[live] == 0x1000
 
 def test_rm_control_params_size_and_gr_info_bounds(drv, capsys):
