@@ -6,7 +6,7 @@ runnable queues with a small packet budget, and re-checks blocked waits on every
 another queue (signals, kick signals of HCQGraph) unblocks them. A queue that fails stops; its error is printed to stderr
 and reported through the KFD events (memory fault or hardware exception), so tinygrad raises its own error."""
 from __future__ import annotations
-import contextlib, ctypes, mmap, os, struct, sys, threading, time, traceback, weakref
+import contextlib, ctypes, errno, mmap, os, struct, sys, threading, time, traceback, weakref
 from typing import TYPE_CHECKING
 from tinygrad.runtime.autogen import libc
 from mockgpu.emu.memory import MemoryMap
@@ -22,7 +22,7 @@ __all__ = ["gpu_clock", "host_mmap", "GPU", "Queue", "DeviceThread", "WaitWatch"
 
 DOORBELL_PAGE = 0x2000    # bytes of doorbells per GPU; 8-byte slots
 TRACE = os.environ.get("MOCKGPU_TRACE", "0") != "0"   # print every executed packet to stderr
-MAP_FIXED = 0x10          # Linux value (Python's mmap module does not export it)
+MAP_FIXED, MAP_FIXED_NOREPLACE = 0x10, 0x100000   # Linux values (Python's mmap module does not export them)
 GONE = ("is mapped to this GPU but is no longer host memory of this process (unmapped or protected by the CPU while still mapped to the "
         "GPU; unmap it from the GPU first)")   # why an engine access failed although the range is mapped
 
@@ -30,11 +30,15 @@ def gpu_clock() -> int:
   """The GPU timestamp counter: 100 MHz, monotonic, shared by all queues and GPUs (tinygrad divides by 100 to get us)."""
   return time.perf_counter_ns() // 10
 
-def host_mmap(addr:int, size:int, fixed:bool=False) -> int:
-  """A real shared anonymous read-write mapping (exactly at `addr` if `fixed`). Raises OSError like mmap(2)."""
-  flags = mmap.MAP_SHARED | mmap.MAP_ANONYMOUS | (MAP_FIXED if fixed else 0)
+def host_mmap(addr:int, size:int, fixed:bool=False, replace:bool=True) -> int:
+  """A real shared anonymous read-write mapping (exactly at `addr` if `fixed`; with `replace=False` only where nothing is
+  mapped yet, MAP_FIXED_NOREPLACE). Raises OSError like mmap(2) (EEXIST if `replace=False` and the range is in use)."""
+  flags = mmap.MAP_SHARED | mmap.MAP_ANONYMOUS | ((MAP_FIXED if replace else MAP_FIXED_NOREPLACE) if fixed else 0)
   if (ret:=libc.mmap(addr, size, mmap.PROT_READ | mmap.PROT_WRITE, flags, -1, 0)) in (None, 0xffffffffffffffff, -1):
     raise OSError(ctypes.get_errno(), f"host mmap of {size:#x} bytes at {addr:#x} failed")
+  if fixed and ret != addr:   # a kernel before 4.17 takes MAP_FIXED_NOREPLACE for a hint
+    libc.munmap(ret, size)
+    raise OSError(errno.EEXIST, f"host mmap of {size:#x} bytes at {addr:#x}: the range is in use")
   return ret
 
 def wait_report_s() -> float:

@@ -121,12 +121,8 @@ class KFD:
                                   f"is not implemented by the mock {dev.kind} device")
     if size != ctypes.sizeof(io.struct):
       raise OSError(errno.EINVAL, f"{io.name}: argument size {size} != sizeof({io.struct.__name__}) = {ctypes.sizeof(io.struct)}")
-    if isinstance(arg, io.struct): args, user = arg, None   # tinygrad passes the struct itself (fcntl.ioctl's mutable buffer)
-    elif isinstance(arg, int):   # an address: copied in and out like the kernel's kfd_ioctl (EFAULT for a bad pointer)
-      args, user = io.struct.from_buffer(uaccess.copy_from_user(arg, size, f"{io.name}: argument") if request >> 30 & 1 else bytearray(size)), arg
-    elif isinstance(arg, (ctypes.Structure, ctypes.Union, ctypes.Array)) and ctypes.sizeof(arg) >= size: args, user = io.struct.from_buffer(arg), None
-    else: raise TypeError(f"{io.name}: the ioctl argument must be a {io.struct.__name__}, a ctypes object of >= {size} bytes or an address, "
-                          f"not {type(arg).__name__}")
+    # tinygrad passes the struct itself; an address is copied in and out like the kernel's kfd_ioctl (EFAULT for a bad pointer)
+    args, user = uaccess.ioctl_arg(io.struct, arg, f"{io.name}: argument", copy_in=bool(request >> 30 & 1))
     try:
       with self.lock: getattr(self, io.handler)(args)
     finally:

@@ -13,7 +13,7 @@ where a range is registered (USERPTR allocations). Where the syscalls are forbid
 from __future__ import annotations
 import ctypes, errno, os
 
-__all__ = ["copy_from_user", "copy_to_user", "move", "struct_in", "readable", "writable", "efault", "PAGE"]
+__all__ = ["copy_from_user", "copy_to_user", "move", "struct_in", "ioctl_arg", "readable", "writable", "efault", "PAGE"]
 
 PAGE, IOV_MAX, M64 = 0x1000, 1024, (1 << 64) - 1
 
@@ -88,6 +88,23 @@ def move(dst:int, src:int, n:int) -> int:
 def struct_in(typ, addr:int, what:str):
   """A private copy of the ctypes struct/array `typ` at `addr` (copy_from_user). Raises OSError(EFAULT) naming `what`."""
   return typ.from_buffer(copy_from_user(addr, ctypes.sizeof(typ), what))
+
+def ioctl_arg(typ, arg, what:str, copy_in:bool=True):
+  """An ioctl argument as the driver's handler sees it: `(struct, user)`. `arg` is the ctypes object tinygrad passes
+  (fcntl's mutable buffer; the handler gets a `typ` view of it, `user` is None) or an address, which is copied in like the
+  kernel's ioctl entry does (`copy_in`, the ioctl's write direction; zeros otherwise) into a private `typ`: then `user` is
+  the address, and the caller copies the struct back with `copy_to_user(user, struct, what)` after the handler.
+  Raises OSError(EFAULT) naming `what` for a bad address, OSError(EINVAL) for a ctypes object smaller than `typ` (the
+  driver would read and write past it), TypeError for anything else."""
+  size = ctypes.sizeof(typ)
+  if isinstance(arg, typ): return arg, None
+  if isinstance(arg, int) and not isinstance(arg, bool):
+    return typ.from_buffer(copy_from_user(arg, size, what) if copy_in else bytearray(size)), arg
+  if isinstance(arg, (ctypes.Structure, ctypes.Union, ctypes.Array, ctypes._SimpleCData)):
+    if ctypes.sizeof(arg) >= size: return typ.from_buffer(arg), None
+    raise OSError(errno.EINVAL, f"{what} is a {type(arg).__name__} of {ctypes.sizeof(arg)} bytes; the driver reads and writes a "
+                                f"{typ.__name__} of {size} bytes there: pass one")
+  raise TypeError(f"{what} must be a {typ.__name__}, a ctypes object of >= {size} bytes or an address, not {type(arg).__name__}")
 
 def readable(addr:int, n:int) -> bool:
   """Whether every page of `[addr, addr+n)` is readable memory of this process (one byte probed per page)."""

@@ -76,7 +76,7 @@ class ComputeEngine(Engine):
     nb, nvals = words[CBUF_NBUFS], words[CBUF_NVALS]
     args = list((ctypes.c_uint64 * (nb + nvals)).from_buffer_copy(ch.read(cbuf + CBUF_BYTES, 8 * (nb + nvals), "kernel arguments")))
     if (r:=ch.drv.memory.find(prog)) is None: raise QueueFault(repr(ch), prog, 1, "program (PTX text)")
-    text = ctypes.string_at(prog, min(r.end - prog, 1 << 24)).split(b"\0", 1)[0]
+    text = ch.read(prog, min(r.end - prog, 1 << 24), "program (PTX text)").split(b"\0", 1)[0]
     mod = engine.load(text)
     if len(mod.kernels) != 1:
       raise PacketError(repr(ch), f"QMD {qmd_addr:#x}", 0, f"the program at {prog:#x} has {len(mod.kernels)} kernels, expected 1")

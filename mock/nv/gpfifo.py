@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from tinygrad.runtime.autogen import nv_570 as nv
 from mockgpu.emu.errors import EmuError, GPUFault
 from mockgpu.mock.errors import PacketError, QueueFault
-from mockgpu.mock.gpu import DeviceThread, WaitWatch
+from mockgpu.mock import uaccess
+from mockgpu.mock.gpu import GONE, DeviceThread, WaitWatch
 from mockgpu.mock.nv.engines import ENGINES, Engine, QMD_FIELDS, bits as _bits, method_name
 from mockgpu.usage import timed
 if TYPE_CHECKING: from mockgpu.mock.nv.rm import NVDriver
@@ -60,12 +61,16 @@ class Channel:
   def __repr__(self): return f"GPFIFO channel {self.idx} (token {self.token})"
 
   def read(self, addr:int, size:int, what:str) -> bytes:
+    """The bytes at `[addr, addr+size)`: QueueFault unless they are registered GPU memory (UVM_MAP_EXTERNAL_ALLOCATION) and
+    still host memory of the process (checked copies, never a SIGSEGV)."""
     if self.drv.memory.find(addr, size) is None: raise QueueFault(repr(self), addr, size, what)
-    return ctypes.string_at(addr, size)
+    try: return bytes(uaccess.copy_from_user(addr, size, what))
+    except OSError: raise QueueFault(repr(self), addr, size, what, GONE) from None
   def _uint(self, addr:int, size:int, what:str) -> int: return int.from_bytes(self.read(addr, size, what), "little")
   def write(self, addr:int, data:bytes, what:str):
     if self.drv.memory.find(addr, len(data)) is None: raise QueueFault(repr(self), addr, len(data), what)
-    ctypes.memmove(addr, data, len(data))
+    try: uaccess.copy_to_user(addr, data, what)
+    except OSError: raise QueueFault(repr(self), addr, len(data), what, GONE) from None
 
   def run(self) -> bool:
     """Execute ready work. Returns True if anything progressed. Any error stops this channel only (see `_stop`)."""

@@ -5,12 +5,18 @@ GPU VA == host address: device memory gets an anonymous mapping at its VA on UVM
 is already host memory: an OS-descriptor object or a CPU mapping), and every UVM_MAP_EXTERNAL_ALLOCATION registers the
 range in `memory`, the registry the GPFIFO engines and the PTX engine check every access against. Command execution
 lives in `mockgpu.mock.nv.gpfifo` (device thread). Ioctl failures are what the driver gives: the RM `status` field (tinygrad
-raises its `rm_alloc returned ...` error) with a line on stderr naming the unmodelled class or control."""
+raises its `rm_alloc returned ...` error) with a line on stderr naming the unmodelled class or control.
+
+Every caller pointer (the ioctl argument when it is an address, RM_ALLOC's `pAllocParms`, RM_CONTROL's `params` and the
+arrays inside them, e.g. `classList`, `grInfoList`) is read and written through `mockgpu.mock.uaccess`, never dereferenced:
+a bad pointer is `OSError(EFAULT, "<IOCTL>: <field>=0x.. ...")`, never a SIGSEGV of the host."""
 from __future__ import annotations
 import ctypes, errno, itertools, mmap, os, sys, threading
 from tinygrad.runtime.autogen import nv_570 as nv, libc
-from mockgpu.emu.memory import MemoryMap
-from mockgpu.mock.gpu import host_mmap
+from mockgpu.emu.errors import EmuError
+from mockgpu.emu.memory import MemoryMap, PAGE
+from mockgpu.mock import uaccess
+from mockgpu.mock.gpu import MAP_FIXED, host_mmap
 from mockgpu.mock.ptx import engine
 
 __all__ = ["NVDriver", "NVFile", "driver", "PATHS", "DRIVER_VERSION", "CLASSES"]
@@ -57,18 +63,24 @@ class NVDriver:
 
   # *** ioctls
   def ioctl(self, f:NVFile, request:int, arg) -> int:
-    """Execute an ioctl on a mock NVIDIA file. Returns 0 (the RM/UVM status is in the structure) or raises OSError."""
+    """Execute an ioctl on a mock NVIDIA file. `arg` is the parameter struct (or its address, copied in and out like the
+    kernel's nvidia_ioctl does). Returns 0 (the RM/UVM status is in the structure) or raises OSError (EFAULT for a bad pointer)."""
     if os.getpid() != self.pid: raise OSError(errno.EBADF, f"NV ioctl {request:#x}: the mock driver was opened by pid {self.pid}")
-    with self.lock:
-      if f.kind == "uvm":
-        if (fn:=_UVM.get(request)) is None: raise OSError(errno.ENOTTY, f"nvidia-uvm ioctl {request:#x} is not modelled by the mock")
-        arg.rmStatus = fn(self, arg) or 0
-        return 0
+    if f.kind == "uvm":
+      if (row:=_UVM.get(request)) is None: raise OSError(errno.ENOTTY, f"nvidia-uvm ioctl {request:#x} is not modelled by the mock")
+    else:
       nr, size = request & 0xFF, (request >> 16) & 0x1FFF
-      if (fn:=_ESC.get(nr)) is None: raise OSError(errno.ENOTTY, f"{'nvidiactl' if f.kind == 'ctl' else 'nvidia0'} escape {nr:#x} is not modelled by the mock")
-      if size != ctypes.sizeof(arg) & 0x1FFF: raise OSError(errno.EINVAL, f"NV escape {nr:#x}: size {size} != sizeof({type(arg).__name__})")
-      fn(self, f, arg)
-      return 0
+      if (row:=_ESC.get(nr)) is None: raise OSError(errno.ENOTTY, f"{'nvidiactl' if f.kind == 'ctl' else 'nvidia0'} escape {nr:#x} is not modelled by the mock")
+      if size != ctypes.sizeof(row[1]) & 0x1FFF: raise OSError(errno.EINVAL, f"{row[0]}: size {size} != sizeof({row[1].__name__}) & 0x1FFF")
+    name, typ, fn = row
+    args, user = uaccess.ioctl_arg(typ, arg, f"{name}: argument")
+    try:
+      with self.lock:
+        if f.kind == "uvm": args.rmStatus = fn(self, args) or 0
+        else: fn(self, f, args)
+    finally:
+      if user is not None: uaccess.copy_to_user(user, args, f"{name}: argument")
+    return 0
 
   def _new(self, cls:int, state=None, handle:int|None=None) -> int:
     h = handle or next(self._handles)
@@ -76,16 +88,15 @@ class NVDriver:
     return h
 
   def rm_alloc(self, f, p):
-    params = p.pAllocParms
+    def params(typ): return uaccess.struct_in(typ, p.pAllocParms, f"RM_ALLOC class {p.hClass:#x}: pAllocParms")
     if p.hClass == nv.NV01_ROOT_CLIENT: p.hObjectNew, p.status = self._new(p.hClass), 0; return
     if p.hObjectParent not in self.objects:
       p.status = self._status(f"RM_ALLOC class {p.hClass:#x}: parent {p.hObjectParent:#x} is not an allocated object", nv.NV_ERR_INVALID_OBJECT_PARENT); return
     if p.hClass in (nv.NV1_MEMORY_USER, nv.NV1_MEMORY_SYSTEM):
-      size = nv.NV_MEMORY_ALLOCATION_PARAMS.from_address(params).size
-      p.hObjectNew = self._new(p.hClass, {"size": size, "va": None})
+      p.hObjectNew = self._new(p.hClass, {"size": params(nv.NV_MEMORY_ALLOCATION_PARAMS).size, "va": None})
     elif p.hClass == nv.AMPERE_CHANNEL_GPFIFO_A:
       from mockgpu.mock.nv.gpfifo import Channel
-      g = nv.NV_CHANNELGPFIFO_ALLOCATION_PARAMETERS.from_address(params)
+      g = params(nv.NV_CHANNELGPFIFO_ALLOCATION_PARAMETERS)
       userd_obj = self.objects.get(g.hUserdMemory[0], (0, None))[1]
       if not isinstance(userd_obj, dict) or userd_obj["va"] is None:
         p.status = self._status(f"RM_ALLOC GPFIFO: hUserdMemory[0]={g.hUserdMemory[0]:#x} is not DMA-mapped memory", nv.NV_ERR_INVALID_ARGUMENT); return
@@ -104,9 +115,17 @@ class NVDriver:
       self._status(f"RM_FREE of unknown handle {p.hObjectOld:#x}", nv.NV_ERR_INVALID_OBJECT_HANDLE)
 
   def rm_control(self, f, p):
+    """NV_ESC_RM_CONTROL: the handler works on a private copy of `params` (`paramsSize` must be the command's struct size,
+    as RM checks), copied back afterwards."""
     if p.hObject not in self.objects: p.status = self._status(f"RM_CONTROL {p.cmd:#x} on unknown handle {p.hObject:#x}", nv.NV_ERR_INVALID_OBJECT_HANDLE); return
-    if (fn:=_CONTROLS.get(p.cmd)) is None: p.status = self._status(f"RM_CONTROL cmd {p.cmd:#x} is not modelled", nv.NV_ERR_NOT_SUPPORTED); return
-    p.status = fn(self, p.hObject, p.params) or 0
+    if (row:=_CONTROLS.get(p.cmd)) is None: p.status = self._status(f"RM_CONTROL cmd {p.cmd:#x} is not modelled", nv.NV_ERR_NOT_SUPPORTED); return
+    typ, fn = row
+    if p.paramsSize != ctypes.sizeof(typ):
+      p.status = self._status(f"RM_CONTROL cmd {p.cmd:#x}: paramsSize={p.paramsSize} != sizeof({typ.__name__}) = {ctypes.sizeof(typ)}",
+                              nv.NV_ERR_INVALID_PARAM_STRUCT); return
+    params = uaccess.struct_in(typ, p.params, what:=f"RM_CONTROL cmd {p.cmd:#x}: params")
+    try: p.status = fn(self, p.hObject, params) or 0
+    finally: uaccess.copy_to_user(p.params, params, what)
 
   def map_memory(self, f, w):
     """NV_ESC_RM_MAP_MEMORY: remembers which object the next mmap of `w.fd` maps."""
@@ -128,31 +147,50 @@ class NVDriver:
   def alloc_os_memory(self, f, w):
     p = w.params
     if p.hClass != nv.NV01_MEMORY_SYSTEM_OS_DESCRIPTOR: p.status = self._status(f"RM_ALLOC_MEMORY class {p.hClass:#x} is not modelled", nv.NV_ERR_INVALID_CLASS); return
-    self._new(p.hClass, {"size": p.limit + 1, "va": p.pMemory}, handle=p.hObjectNew)
-    self.backed[p.pMemory], p.status = p.limit + 1, 0
+    if not uaccess.writable(va:=p.pMemory or 0, size:=p.limit + 1):   # the driver pins the pages: they must be memory of the process
+      p.status = self._status(f"RM_ALLOC_MEMORY OS descriptor: pMemory={va:#x} limit={p.limit:#x} is not writable memory of this process",
+                              nv.NV_ERR_INVALID_ADDRESS); return
+    self._new(p.hClass, {"size": size, "va": va}, handle=p.hObjectNew)
+    self.backed[va], p.status = size, 0
 
   # *** mmap
   def mmap(self, f:NVFile, start, size:int, prot:int, flags:int, offset:int) -> int:
     with self.lock:
       if f.mapping is None: raise OSError(errno.EINVAL, f"mmap of mock NVIDIA fd {f.fd} without a preceding NV_ESC_RM_MAP_MEMORY")
       h, length = f.mapping
-      cls, obj = self.objects[h]
+      if h not in self.objects: raise OSError(errno.EINVAL, f"mmap of mock NVIDIA fd {f.fd}: memory {h:#x} of its RM_MAP_MEMORY was freed since")
       if size > length: raise OSError(errno.EINVAL, f"mmap size {size:#x} > RM_MAP_MEMORY length {length:#x} of {h:#x}")
-      if cls == nv.TURING_USERMODE_A: return host_mmap(0, size)    # the doorbell page; the device thread polls GPPut instead
-      addr = host_mmap(start or 0, size, fixed=bool(start))
+      if self.objects[h][0] == nv.TURING_USERMODE_A: return host_mmap(0, size)    # the doorbell page; the device thread polls GPPut instead
+      addr = host_mmap(start or 0, size, fixed=bool(flags & MAP_FIXED))   # without MAP_FIXED, `start` is a hint (mmap(2))
       self.backed[addr] = size
       return addr
 
-  def _is_backed(self, base:int, size:int) -> bool:
-    return any(b <= base and base + size <= b + s for b, s in self.backed.items())
+  def _is_host(self, base:int, size:int, ranges:dict[int, int]) -> bool:
+    return any(b <= base and base + size <= b + s for b, s in ranges.items())
+  def _bad_range(self, what:str, base:int, length:int) -> int|None:
+    """The UVM range check: page-aligned, non-empty, ending at or below 2^64 (NV_ERR_INVALID_ADDRESS otherwise)."""
+    if length == 0 or base % PAGE or length % PAGE or base + length > 1 << 64:
+      return self._status(f"{what}: base={base:#x} length={length:#x} must be page aligned, non-empty and end at or below 2^64", nv.NV_ERR_INVALID_ADDRESS)
+    return None
 
   # *** UVM
   def uvm_create_range(self, p):
-    if not self._is_backed(p.base, p.length) and p.base not in self.ours:
-      host_mmap(p.base, p.length, fixed=True)
-      self.ours[p.base] = p.length
+    """Backs the range with anonymous memory (GPU VA == host address) unless it is host memory already; never over other
+    mappings of the process (NV_ERR_UVM_ADDRESS_IN_USE, as for a range that overlaps another)."""
+    if (bad:=self._bad_range("UVM_CREATE_EXTERNAL_RANGE", p.base, p.length)) is not None: return bad
+    if self._is_host(p.base, p.length, self.backed) or p.base in self.ours: return None
+    try: host_mmap(p.base, p.length, fixed=True, replace=False)
+    except OSError as e:
+      return self._status(f"UVM_CREATE_EXTERNAL_RANGE: base={p.base:#x} length={p.length:#x} overlaps memory of the process ({e.strerror})",
+                          nv.NV_ERR_UVM_ADDRESS_IN_USE)
+    self.ours[p.base] = p.length
   def uvm_map(self, p):
-    if self.memory.find(p.base, p.length) is None: self.memory.add(p.base, p.length, f"nv@{p.base:#x} ({p.length} bytes)")
+    if (bad:=self._bad_range("UVM_MAP_EXTERNAL_ALLOCATION", p.base, p.length)) is not None or self.memory.find(p.base, p.length) is not None: return bad
+    if not self._is_host(p.base, p.length, self.backed) and not self._is_host(p.base, p.length, self.ours):
+      return self._status(f"UVM_MAP_EXTERNAL_ALLOCATION: base={p.base:#x} length={p.length:#x} is not inside an external range "
+                          "(UVM_CREATE_EXTERNAL_RANGE first)", nv.NV_ERR_INVALID_ADDRESS)
+    try: self.memory.add(p.base, p.length, f"nv@{p.base:#x} ({p.length} bytes)")
+    except EmuError as e: return self._status(f"UVM_MAP_EXTERNAL_ALLOCATION: {e}", nv.NV_ERR_UVM_ADDRESS_IN_USE)
   def uvm_free(self, p):
     if (r:=self.memory.find(p.base)) is not None and r.start == p.base: self.memory.remove(p.base)
     if (n:=self.ours.pop(p.base, None)) is not None: libc.munmap(p.base, n)
@@ -163,59 +201,66 @@ class NVDriver:
       from mockgpu.mock.nv.gpfifo import NVDeviceThread
       self.thread = NVDeviceThread(self)
 
-# *** RM controls: cmd -> handler(driver, hObject, params address) returning a status (None = 0)
-def _build_version(d, h, a):
-  p = nv.NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_V2_PARAMS.from_address(a)
-  p.driverVersionBuffer = DRIVER_VERSION
-def _id_info(d, h, a):
-  p = nv.NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS.from_address(a)
+# *** RM controls: cmd -> (params struct, handler(driver, hObject, private copy of the params) returning a status (None = 0))
+def _build_version(d, h, p): p.driverVersionBuffer = DRIVER_VERSION
+def _id_info(d, h, p):
   if p.gpuId != GPU_ID: return d._status(f"GPU_GET_ID_INFO_V2 gpuId={p.gpuId:#x} (the mock GPU is {GPU_ID:#x})", nv.NV_ERR_INVALID_ARGUMENT)
   p.deviceInstance = 0
-def _classlist(d, h, a):
-  p = nv.NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS.from_address(a)
+def _classlist(d, h, p):
   if p.numClasses and p.classList:
     if p.numClasses < len(CLASSES): return nv.NV_ERR_INVALID_ARGUMENT
-    (ctypes.c_uint32 * len(CLASSES)).from_address(p.classList)[:] = CLASSES
+    uaccess.copy_to_user(p.classList, (ctypes.c_uint32 * len(CLASSES))(*CLASSES), "GPU_GET_CLASSLIST: classList")
   p.numClasses = len(CLASSES)
-def _gid(d, h, a):
-  p = nv.NV2080_CTRL_GPU_GET_GID_INFO_PARAMS.from_address(a)
+def _gid(d, h, p):
   p.length = 16
   for i, b in enumerate(UUID): p.data[i] = b
-def _token(d, h, a):
+def _token(d, h, p):
   ch = d.objects[h][1]
   if not hasattr(ch, "token"): return d._status(f"GET_WORK_SUBMIT_TOKEN on {h:#x}, which is not a GPFIFO channel", nv.NV_ERR_INVALID_OBJECT_HANDLE)
-  nv.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS.from_address(a).workSubmitToken = ch.token
-def _gr_info(d, h, a):
-  p = nv.NV2080_CTRL_GR_GET_INFO_PARAMS.from_address(a)
+  p.workSubmitToken = ch.token
+def _gr_info(d, h, p):
+  if not 0 < p.grInfoListSize <= nv.NV2080_CTRL_GR_INFO_MAX_SIZE:
+    return d._status(f"GR_GET_INFO: grInfoListSize={p.grInfoListSize} (1..{nv.NV2080_CTRL_GR_INFO_MAX_SIZE})", nv.NV_ERR_INVALID_ARGUMENT)
+  infos = uaccess.struct_in(nv.NV2080_CTRL_GR_INFO * p.grInfoListSize, p.grInfoList, what:="GR_GET_INFO: grInfoList")
   sm = int(engine.ARCH[3:])
-  for info in (nv.NV2080_CTRL_GR_INFO * p.grInfoListSize).from_address(p.grInfoList):
-    info.data = ((sm // 10) << 8 | sm % 10) if info.index == nv.NV2080_CTRL_GR_INFO_INDEX_SM_VERSION else 1
-def _sm_errors(d, h, a):
-  p = nv.NV83DE_CTRL_DEBUG_READ_ALL_SM_ERROR_STATES_PARAMS.from_address(a)
+  for info in infos: info.data = ((sm // 10) << 8 | sm % 10) if info.index == nv.NV2080_CTRL_GR_INFO_INDEX_SM_VERSION else 1
+  uaccess.copy_to_user(p.grInfoList, infos, what)
+def _sm_errors(d, h, p):
   if d.fault is None: return
   if d.fault["address"] is not None: p.mmuFault.valid = 1
   else: p.smErrorStateArray[0].hwwGlobalEsr, p.smErrorStateArray[0].hwwWarpEsr, p.smErrorStateArray[0].hwwWarpEsrPc64 = 1, d.fault["esr"], d.fault["pc"]
-def _mmu_faults(d, h, a):
-  p = nv.NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_PARAMS.from_address(a)
+def _mmu_faults(d, h, p):
   if d.fault is None or d.fault["address"] is None: p.count = 0; return
   p.count, e = 1, p.mmuFaultInfoList[0]
   e.faultAddress, e.faultType = d.fault["address"], nv.NV_PFAULT_FAULT_TYPE_PTE
   e.accessType = nv.NV_PFAULT_ACCESS_TYPE_VIRT_WRITE if d.fault["write"] else nv.NV_PFAULT_ACCESS_TYPE_VIRT_READ
-_OK = lambda d, h, a: None
-_CONTROLS = {nv.NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2: _build_version, nv.NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2: _id_info,
-             nv.NV0080_CTRL_CMD_GPU_GET_CLASSLIST: _classlist, nv.NV2080_CTRL_CMD_GPU_GET_GID_INFO: _gid,
-             nv.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN: _token, nv.NV2080_CTRL_CMD_GR_GET_INFO: _gr_info,
-             nv.NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES: _sm_errors, nv.NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO: _mmu_faults,
-             nv.NV2080_CTRL_CMD_PERF_BOOST: _OK, nv.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE: _OK, nv.NV2080_CTRL_CMD_FB_FLUSH_GPU_CACHE: _OK}
+_OK = lambda d, h, p: None
+_CONTROLS = {nv.NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2: (nv.NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_V2_PARAMS, _build_version),
+             nv.NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2: (nv.NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS, _id_info),
+             nv.NV0080_CTRL_CMD_GPU_GET_CLASSLIST: (nv.NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS, _classlist),
+             nv.NV2080_CTRL_CMD_GPU_GET_GID_INFO: (nv.NV2080_CTRL_GPU_GET_GID_INFO_PARAMS, _gid),
+             nv.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN: (nv.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS, _token),
+             nv.NV2080_CTRL_CMD_GR_GET_INFO: (nv.NV2080_CTRL_GR_GET_INFO_PARAMS, _gr_info),
+             nv.NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES: (nv.NV83DE_CTRL_DEBUG_READ_ALL_SM_ERROR_STATES_PARAMS, _sm_errors),
+             nv.NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO: (nv.NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_PARAMS, _mmu_faults),
+             nv.NV2080_CTRL_CMD_PERF_BOOST: (nv.NV2080_CTRL_PERF_BOOST_PARAMS, _OK),
+             nv.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE: (nv.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS, _OK),
+             nv.NV2080_CTRL_CMD_FB_FLUSH_GPU_CACHE: (nv.NV2080_CTRL_FB_FLUSH_GPU_CACHE_PARAMS, _OK)}
 
-# *** escapes on nvidiactl / nvidia0: nr -> (method, struct the arg must be)
-_ESC = {nv.NV_ESC_RM_ALLOC: NVDriver.rm_alloc, nv.NV_ESC_RM_FREE: NVDriver.rm_free, nv.NV_ESC_RM_CONTROL: NVDriver.rm_control,
-        nv.NV_ESC_RM_MAP_MEMORY: NVDriver.map_memory, nv.NV_ESC_RM_MAP_MEMORY_DMA: NVDriver.map_memory_dma, nv.NV_ESC_CARD_INFO: NVDriver.card_info,
-        nv.NV_ESC_REGISTER_FD: NVDriver.register_fd, nv.NV_ESC_RM_ALLOC_MEMORY: NVDriver.alloc_os_memory}
-# *** UVM commands (the request is the raw command number)
-_UVM = {nv.UVM_INITIALIZE: lambda d, p: 0, nv.UVM_MM_INITIALIZE: lambda d, p: 0, nv.UVM_REGISTER_GPU: lambda d, p: 0,
-        nv.UVM_REGISTER_GPU_VASPACE: lambda d, p: 0, nv.UVM_REGISTER_CHANNEL: lambda d, p: 0, nv.UVM_ENABLE_PEER_ACCESS: lambda d, p: 0,
-        nv.UVM_CREATE_EXTERNAL_RANGE: NVDriver.uvm_create_range, nv.UVM_MAP_EXTERNAL_ALLOCATION: NVDriver.uvm_map, nv.UVM_FREE: NVDriver.uvm_free}
+# *** escapes on nvidiactl / nvidia0: nr -> (name, the argument struct, method)
+_ESC = {nv.NV_ESC_RM_ALLOC: ("NV_ESC_RM_ALLOC", nv.NVOS21_PARAMETERS, NVDriver.rm_alloc),
+        nv.NV_ESC_RM_FREE: ("NV_ESC_RM_FREE", nv.NVOS00_PARAMETERS, NVDriver.rm_free),
+        nv.NV_ESC_RM_CONTROL: ("NV_ESC_RM_CONTROL", nv.NVOS54_PARAMETERS, NVDriver.rm_control),
+        nv.NV_ESC_RM_MAP_MEMORY: ("NV_ESC_RM_MAP_MEMORY", nv.nv_ioctl_nvos33_parameters_with_fd, NVDriver.map_memory),
+        nv.NV_ESC_RM_MAP_MEMORY_DMA: ("NV_ESC_RM_MAP_MEMORY_DMA", nv.NVOS46_PARAMETERS, NVDriver.map_memory_dma),
+        nv.NV_ESC_CARD_INFO: ("NV_ESC_CARD_INFO", nv.nv_ioctl_card_info_t * 64, NVDriver.card_info),   # tinygrad asks for 64 entries
+        nv.NV_ESC_REGISTER_FD: ("NV_ESC_REGISTER_FD", nv.nv_ioctl_register_fd_t, NVDriver.register_fd),
+        nv.NV_ESC_RM_ALLOC_MEMORY: ("NV_ESC_RM_ALLOC_MEMORY", nv.nv_ioctl_nvos02_parameters_with_fd, NVDriver.alloc_os_memory)}
+# *** UVM commands (the request is the raw command number): cmd -> (name, UVM_<name>_PARAMS, handler returning the rmStatus)
+_UVM = {getattr(nv, n): (n, getattr(nv, n + "_PARAMS"), fn) for n, fn in {
+  "UVM_INITIALIZE": lambda d, p: 0, "UVM_MM_INITIALIZE": lambda d, p: 0, "UVM_REGISTER_GPU": lambda d, p: 0,
+  "UVM_REGISTER_GPU_VASPACE": lambda d, p: 0, "UVM_REGISTER_CHANNEL": lambda d, p: 0, "UVM_ENABLE_PEER_ACCESS": lambda d, p: 0,
+  "UVM_CREATE_EXTERNAL_RANGE": NVDriver.uvm_create_range, "UVM_MAP_EXTERNAL_ALLOCATION": NVDriver.uvm_map, "UVM_FREE": NVDriver.uvm_free}.items()}
 
 _driver: NVDriver | None = None
 def driver() -> NVDriver:

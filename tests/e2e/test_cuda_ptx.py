@@ -116,7 +116,8 @@ def test_driver_shim_and_error_codes(run):
     p, m, s, ctx = cuda.CUdeviceptr(), cuda.CUmodule(), ctypes.POINTER(ctypes.c_char)(), cuda.CUcontext()
     codes = {"before_init": cuda.cuMemAlloc_v2(ctypes.byref(p), 16), "init": cuda.cuInit(0), "no_ctx": cuda.cuMemAlloc_v2(ctypes.byref(p), 16),
              "ctx": cuda.cuCtxCreate_v2(ctypes.byref(ctx), 0, 0), "zero": cuda.cuMemAlloc_v2(ctypes.byref(p), 0),
-             "free_unknown": cuda.cuMemFree_v2(cuda.CUdeviceptr(12345)), "alloc": cuda.cuMemAlloc_v2(ctypes.byref(p), 16),
+             "free_unknown": cuda.cuMemFree_v2(cuda.CUdeviceptr(12345)), "wraps": cuda.cuMemAlloc_v2(ctypes.byref(p), 2**64 - 1),
+             "too_big": cuda.cuMemAlloc_v2(ctypes.byref(p), 1 << 47), "alloc": cuda.cuMemAlloc_v2(ctypes.byref(p), 16),
              "dtoh_oob": cuda.cuMemcpyDtoH_v2(ctypes.create_string_buffer(32), p, 32), "dtoh_17": cuda.cuMemcpyDtoH_v2(ctypes.create_string_buffer(32), p, 17),
              "dtoh_16": cuda.cuMemcpyDtoH_v2(ctypes.create_string_buffer(32), p, 16), "load": cuda.cuModuleLoadData(ctypes.byref(m), b"not ptx")}
     cuda.cuGetErrorString(codes["load"], ctypes.byref(s))
@@ -125,8 +126,9 @@ def test_driver_shim_and_error_codes(run):
          "aligned": aligned})
   """, dev="MOCK+CUDA:PTX")
   # copies must stay inside the requested 16 bytes (the rest of the 256-byte granule is not the caller's): 17 is invalid
-  assert r.result["codes"] == {"before_init": 3, "init": 0, "no_ctx": 201, "ctx": 0, "zero": 1, "free_unknown": 1, "alloc": 0, "dtoh_oob": 1,
-                               "dtoh_17": 1, "dtoh_16": 0, "load": 218}
+  # a size whose mapping would wrap past 2^64, or more than the host's address space: OUT_OF_MEMORY, and the context goes on
+  assert r.result["codes"] == {"before_init": 3, "init": 0, "no_ctx": 201, "ctx": 0, "zero": 1, "free_unknown": 1, "wraps": 2, "too_big": 2,
+                               "alloc": 0, "dtoh_oob": 1, "dtoh_17": 1, "dtoh_16": 0, "load": 218}
   assert r.result["text"].startswith("mockgpu: a PTX JIT compilation failed: no '.entry' kernel in the PTX module")
   assert r.result["types"] and not r.result["pkg"]
   assert r.result["aligned"] == [True] * 5

@@ -73,7 +73,9 @@ def test_version_and_vm(drv):
 @pytest.mark.parametrize("kw,code", [(dict(gpu_id=1), errno.EINVAL), (dict(size=0), errno.EINVAL), (dict(va_addr=0), errno.EINVAL),
                                      (dict(flags=USERPTR | kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM), errno.EINVAL),
                                      (dict(flags=kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM, size=1 << 45), errno.ENOMEM),
-                                     (dict(mmap_offset=0x1000), errno.EINVAL)])
+                                     (dict(mmap_offset=0x1000), errno.EINVAL),
+                                     (dict(va_addr=2**64 - 0x1000, mmap_offset=2**64 - 0x1000, size=0x2000), errno.EINVAL),   # wraps past 2^64
+                                     (dict(va_addr=2**64 - 0x1000, size=0x2000, flags=kfd.KFD_IOC_ALLOC_MEM_FLAGS_GTT), errno.EINVAL)])
 def test_alloc_errors(drv, kw, code):
   args = dict(va_addr=0x7F0000000000, size=0x1000, gpu_id=drv.gpu_ids[0], flags=USERPTR, mmap_offset=0x7F0000000000) | kw
   with pytest.raises(OSError, match="ALLOC_MEMORY_OF_GPU") as e: drv.io(kfd.AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, **args)

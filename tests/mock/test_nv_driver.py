@@ -1,10 +1,10 @@
 """The mock NVIDIA driver (mockgpu.mock.nv): RM/UVM ioctls with tinygrad's nv_570 structures, and a GPFIFO channel fed by
 hand-built pushbuffers (method headers and QMD fields encoded from tinygrad's autogen tables, the hardware definition)."""
-import ctypes, errno, itertools, struct, time
+import ctypes, errno, itertools, mmap, struct, time
 import numpy as np
 import pytest
 import tinygrad.runtime.support.hcq  # noqa: F401  (tinygrad's import order: hcq before the mock's file layer)
-from tinygrad.runtime.autogen import nv_570 as nv
+from tinygrad.runtime.autogen import libc, nv_570 as nv
 from mockgpu.mock.errors import PacketError
 from mockgpu.mock.gpu import host_mmap
 from mockgpu.mock.nv.gpfifo import Channel, NVDeviceThread, QMD_FIELDS
@@ -306,3 +306,65 @@ def test_gpfifo_with_zero_entries_is_refused(drv, capsys):
   drv.ioctl(ctl, esc(nv.NV_ESC_RM_ALLOC, p:=nv.NVOS21_PARAMETERS(hRoot=root, hObjectParent=root, hClass=nv.AMPERE_CHANNEL_GPFIFO_A,
                                                                   pAllocParms=ctypes.addressof(g))), p)
   assert p.status == nv.NV_ERR_INVALID_ARGUMENT and "gpFifoEntries=0" in capsys.readouterr().err and drv.channels == []
+
+def test_uvm_ranges_are_checked_and_never_replace_memory(drv, capsys):
+  """UVM_CREATE_EXTERNAL_RANGE backs a range with fresh memory only where the process has none (it used to MAP_FIXED over
+  anything, e.g. the interpreter's heap); ranges must be page aligned, non-empty and end at or below 2^64."""
+  uvm = drv.open("/dev/nvidia-uvm")
+  def uvm_io(cmd, p): drv.ioctl(uvm, cmd, p); return p.rmStatus
+  live = host_mmap(0, 0x2000)
+  ctypes.memmove(live, b"keep", 4)
+  assert uvm_io(nv.UVM_CREATE_EXTERNAL_RANGE, nv.UVM_CREATE_EXTERNAL_RANGE_PARAMS(base=live, length=0x2000)) == nv.NV_ERR_UVM_ADDRESS_IN_USE
+  assert ctypes.string_at(live, 4) == b"keep" and "overlaps memory of the process" in capsys.readouterr().err
+  for base, length in ((live + 1, 0x1000), (live, 0), (2**64 - 0x1000, 0x2000)):
+    assert uvm_io(nv.UVM_CREATE_EXTERNAL_RANGE, nv.UVM_CREATE_EXTERNAL_RANGE_PARAMS(base=base, length=length)) == nv.NV_ERR_INVALID_ADDRESS
+    assert uvm_io(nv.UVM_MAP_EXTERNAL_ALLOCATION, nv.UVM_MAP_EXTERNAL_ALLOCATION_PARAMS(base=base, length=length)) == nv.NV_ERR_INVALID_ADDRESS
+  # mapping to the GPU needs an external range (or host memory the driver pinned); the live page is neither
+  assert uvm_io(nv.UVM_MAP_EXTERNAL_ALLOCATION, nv.UVM_MAP_EXTERNAL_ALLOCATION_PARAMS(base=live, length=0x1000)) == nv.NV_ERR_INVALID_ADDRESS
+  assert "UVM_CREATE_EXTERNAL_RANGE first" in capsys.readouterr().err and len(drv.memory) == 0
+  hole = host_mmap(0, 0x4000)
+  libc.munmap(hole, 0x4000)
+  assert uvm_io(nv.UVM_CREATE_EXTERNAL_RANGE, nv.UVM_CREATE_EXTERNAL_RANGE_PARAMS(base=hole, length=0x4000)) == 0 and drv.ours[hole] == 0x4000
+  assert uvm_io(nv.UVM_MAP_EXTERNAL_ALLOCATION, nv.UVM_MAP_EXTERNAL_ALLOCATION_PARAMS(base=hole, length=0x4000)) == 0
+  assert uvm_io(nv.UVM_MAP_EXTERNAL_ALLOCATION, nv.UVM_MAP_EXTERNAL_ALLOCATION_PARAMS(base=hole + 0x1000, length=0x1000)) == 0   # mapped already
+  assert drv.memory.find(hole, 0x4000) is not None and len(drv.memory) == 1
+  assert uvm_io(nv.UVM_FREE, nv.UVM_FREE_PARAMS(base=hole, length=0x4000)) == 0 and len(drv.memory) == 0 and hole not in drv.ours
+
+def test_os_descriptor_memory_must_be_memory_of_the_process(drv, capsys):
+  """The driver pins an OS descriptor's pages, so it refuses memory the process does not have (the GPU would access it)."""
+  gpu, live = drv.open("/dev/nvidia0"), host_mmap(0, 0x1000)
+  def alloc_os(va, size, handle):
+    w = nv.nv_ioctl_nvos02_parameters_with_fd(params=nv.NVOS02_PARAMETERS(hClass=nv.NV01_MEMORY_SYSTEM_OS_DESCRIPTOR, hObjectNew=handle, pMemory=va,
+                                                                            limit=size - 1), fd=-1)
+    drv.ioctl(gpu, esc(nv.NV_ESC_RM_ALLOC_MEMORY, w), w)
+    return w.params.status
+  assert alloc_os(live, 0x2000, 0x10) == nv.NV_ERR_INVALID_ADDRESS and 0x10 not in drv.objects   # runs past the page
+  assert "pMemory=" in capsys.readouterr().err and alloc_os(0, 0x1000, 0x11) == nv.NV_ERR_INVALID_ADDRESS
+  assert alloc_os(2**64 - 0x1000, 0x2000, 0x13) == nv.NV_ERR_INVALID_ADDRESS and alloc_os(live, 2**64, 0x14) == nv.NV_ERR_INVALID_ADDRESS   # wraps
+  assert alloc_os(live, 0x1000, 0x12) == 0 and drv.objects[0x12][1] == {"size": 0x1000, "va": live} and drv.backed[live] == 0x1000
+
+def test_rm_control_params_size_and_gr_info_bounds(drv, capsys):
+  ctl = drv.open("/dev/nvidiactl")
+  drv.ioctl(ctl, esc(nv.NV_ESC_RM_ALLOC, p:=nv.NVOS21_PARAMETERS(hClass=nv.NV01_ROOT_CLIENT)), p)
+  def control(cmd, params, size=None):
+    drv.ioctl(ctl, esc(nv.NV_ESC_RM_CONTROL, c:=nv.NVOS54_PARAMETERS(hClient=p.hObjectNew, hObject=p.hObjectNew, cmd=cmd,
+              params=ctypes.addressof(params), paramsSize=ctypes.sizeof(params) if size is None else size)), c)
+    return c.status
+  v = nv.NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_V2_PARAMS()
+  assert control(nv.NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2, v, 16) == nv.NV_ERR_INVALID_PARAM_STRUCT and bytes(v) == bytes(ctypes.sizeof(v))
+  assert "paramsSize=16 != sizeof(" in capsys.readouterr().err
+  infos = (nv.NV2080_CTRL_GR_INFO * 2)()
+  for n in (0, nv.NV2080_CTRL_GR_INFO_MAX_SIZE + 1, 2**32 - 1):   # the count bounds the copy: never a 32 GiB allocation
+    assert control(nv.NV2080_CTRL_CMD_GR_GET_INFO, nv.NV2080_CTRL_GR_GET_INFO_PARAMS(grInfoListSize=n, grInfoList=ctypes.addressof(infos))) == \
+      nv.NV_ERR_INVALID_ARGUMENT
+  assert f"grInfoListSize={2**32 - 1}" in capsys.readouterr().err
+
+def test_cpu_mmap_honours_map_fixed(drv):
+  """mmap(2): without MAP_FIXED the address is a hint; the mock used to map over it anyway."""
+  ctl, live = drv.open("/dev/nvidiactl"), host_mmap(0, 0x1000)
+  ctypes.memmove(live, b"keep", 4)
+  mem = drv._new(nv.NV1_MEMORY_SYSTEM, {"size": 0x1000, "va": None})
+  w = nv.nv_ioctl_nvos33_parameters_with_fd(fd=ctl.fd, params=nv.NVOS33_PARAMETERS(hMemory=mem, length=0x1000))
+  drv.ioctl(ctl, esc(nv.NV_ESC_RM_MAP_MEMORY, w), w)
+  addr = drv.mmap(ctl, live, 0x1000, 3, mmap.MAP_SHARED, 0)
+  assert addr != live and ctypes.string_at(live, 4) == b"keep" and drv.backed[addr] == 0x1000

@@ -2,7 +2,8 @@
 subprocess and must end with the kernel's answer (EFAULT) or a stopped queue naming the access."""
 import ctypes, errno, mmap, os, subprocess, sys, textwrap
 import pytest
-from tinygrad.runtime.autogen import kfd
+import tinygrad.runtime.support.hcq  # noqa: F401  (tinygrad's import order: hcq before the mock's file layer)
+from tinygrad.runtime.autogen import kfd, nv_570 as nv
 from mockgpu.mock import uaccess
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -34,6 +35,27 @@ def test_copies_and_probes(pages):
     with pytest.raises(OSError) as e: call(addr)
     assert e.value.errno == errno.EFAULT and "T: field=" in str(e.value)
 
+def test_ioctl_arg_struct_address_or_error(pages):
+  rw, _, _, hole = pages
+  s = kfd.struct_kfd_ioctl_get_version_args(major_version=1)
+  assert uaccess.ioctl_arg(kfd.struct_kfd_ioctl_get_version_args, s, "T: argument") == (s, None)
+  big = (ctypes.c_uint32 * 4)(7, 8)   # a larger ctypes object: a view of it, as fcntl.ioctl passes a mutable buffer
+  v, user = uaccess.ioctl_arg(kfd.struct_kfd_ioctl_get_version_args, big, "T: argument")
+  assert (v.major_version, v.minor_version, user) == (7, 8, None)
+  v.minor_version = 9
+  assert big[1] == 9
+  ctypes.memmove(rw, bytes((ctypes.c_uint32 * 2)(3, 4)), 8)   # an address: a private copy, copied back by the caller
+  v, user = uaccess.ioctl_arg(kfd.struct_kfd_ioctl_get_version_args, rw, "T: argument")
+  v.major_version = 5
+  assert (ctypes.c_uint32.from_address(rw).value, v.minor_version, user) == (3, 4, rw)
+  assert bytes(uaccess.ioctl_arg(kfd.struct_kfd_ioctl_get_version_args, rw, "T: argument", copy_in=False)[0]) == bytes(8)
+  with pytest.raises(OSError) as e: uaccess.ioctl_arg(kfd.struct_kfd_ioctl_get_version_args, hole, "T: argument")
+  assert e.value.errno == errno.EFAULT and "T: argument=" in str(e.value)
+  with pytest.raises(OSError) as e: uaccess.ioctl_arg(kfd.struct_kfd_ioctl_get_version_args, ctypes.c_uint32(), "T: argument")
+  assert e.value.errno == errno.EINVAL and "c_uint of 4 bytes" in str(e.value)
+  with pytest.raises(TypeError, match="T: argument must be a struct_kfd_ioctl_get_version_args"):
+    uaccess.ioctl_arg(kfd.struct_kfd_ioctl_get_version_args, "x", "T: argument")
+
 PRELUDE = """
 import ctypes, errno, mmap, sys
 from tinygrad.runtime.autogen import kfd, amdgpu_drm
@@ -53,9 +75,9 @@ def efault(fn):
 d = Driver()
 """
 
-def run_case(body:str) -> str:
-  """Run PRELUDE + body in a fresh interpreter; assert it was not killed by a signal; return its stdout."""
-  p = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(body)], capture_output=True, text=True, timeout=300,
+def run_case(body:str, prelude:str="") -> str:
+  """Run PRELUDE + prelude + body in a fresh interpreter; assert it was not killed by a signal; return its stdout."""
+  p = subprocess.run([sys.executable, "-c", PRELUDE + prelude + textwrap.dedent(body)], capture_output=True, text=True, timeout=300,
                      cwd=os.path.dirname(__file__))
   assert p.returncode == 0, f"rc={p.returncode} (-11 is SIGSEGV)\n{p.stdout}\n{p.stderr[-3000:]}"
   return p.stdout
@@ -143,3 +165,56 @@ def test_freeing_the_ring_of_a_live_queue_stops_it():
     d.run()
     print("queue:", type(r.q.error).__name__, r.q.error)""")
   assert "queue: QueueFault PM4: ring addr=" in out and "is not mapped to this GPU" in out
+
+NV_PRELUDE = """
+import tinygrad.runtime.support.hcq
+from tinygrad.runtime.autogen import nv_570 as nv
+from mockgpu.mock.nv.rm import NVDriver
+drv = NVDriver()
+drv._start = lambda: None   # channels are run by hand
+ctl = drv.open("/dev/nvidiactl")
+def esc(nr, arg): return (3 << 30) | (ctypes.sizeof(arg) & 0x1FFF) << 16 | ord("F") << 8 | nr
+def alloc(cls, parent=0, params=None):
+  drv.ioctl(ctl, esc(nv.NV_ESC_RM_ALLOC, p:=nv.NVOS21_PARAMETERS(hRoot=root, hObjectParent=parent, hClass=cls, pAllocParms=params)), p)
+  return p
+def control(cmd, params, size):
+  drv.ioctl(ctl, esc(nv.NV_ESC_RM_CONTROL, c:=nv.NVOS54_PARAMETERS(hClient=root, hObject=root, cmd=cmd, params=params, paramsSize=size)), c)
+  return c
+root = 0
+root = alloc(nv.NV01_ROOT_CLIENT).hObjectNew
+"""
+
+def test_nv_ioctl_pointers_are_efault():
+  out = run_case(prelude=NV_PRELUDE, body="""
+    efault(lambda: drv.ioctl(ctl, esc(nv.NV_ESC_RM_ALLOC, nv.NVOS21_PARAMETERS()), hole()))   # the argument itself
+    arg = nv.NVOS21_PARAMETERS(hClass=nv.NV01_ROOT_CLIENT)
+    buf = ctypes.create_string_buffer(bytes(arg), ctypes.sizeof(arg))   # by address: copied in and out
+    drv.ioctl(ctl, esc(nv.NV_ESC_RM_ALLOC, arg), ctypes.addressof(buf))
+    print("by address", nv.NVOS21_PARAMETERS.from_buffer(buf).hObjectNew in drv.objects)
+    efault(lambda: alloc(nv.NV1_MEMORY_USER, root, hole()))
+    efault(lambda: control(nv.NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2, hole(), ctypes.sizeof(nv.NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_V2_PARAMS)))
+    cl = nv.NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS(numClasses=8, classList=hole())
+    efault(lambda: control(nv.NV0080_CTRL_CMD_GPU_GET_CLASSLIST, ctypes.addressof(cl), ctypes.sizeof(cl)))
+    cl.classList = anon(0x1000, 1)   # read-only
+    efault(lambda: control(nv.NV0080_CTRL_CMD_GPU_GET_CLASSLIST, ctypes.addressof(cl), ctypes.sizeof(cl)))
+    gr = nv.NV2080_CTRL_GR_GET_INFO_PARAMS(grInfoListSize=2, grInfoList=hole())
+    efault(lambda: control(nv.NV2080_CTRL_CMD_GR_GET_INFO, ctypes.addressof(gr), ctypes.sizeof(gr)))""")
+  assert "by address True" in out and "errno EFAULT NV_ESC_RM_ALLOC: argument=" in out
+  assert f"errno EFAULT RM_ALLOC class {nv.NV1_MEMORY_USER:#x}: pAllocParms=" in out
+  assert f"errno EFAULT RM_CONTROL cmd {nv.NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2:#x}: params=" in out
+  assert out.count("errno EFAULT GPU_GET_CLASSLIST: classList=") == 2 and "errno EFAULT GR_GET_INFO: grInfoList=" in out
+
+def test_nv_channel_memory_unmapped_by_the_cpu_stops_the_channel():
+  out = run_case(prelude=NV_PRELUDE, body="""
+    from mockgpu.mock.gpu import host_mmap
+    from mockgpu.mock.nv.gpfifo import Channel
+    base = host_mmap(0xC1_0000_0000, 0x10000)   # a hint below 2^40: GP entries carry 40-bit addresses
+    drv.memory.add(base, 0x10000, "ring+userd")   # registered as UVM_MAP_EXTERNAL_ALLOCATION does
+    ch = Channel(drv, 0, base, 8, base + 0x1000, 1)
+    pb = base + 0x2000
+    ctypes.c_uint64.from_address(base).value = pb & 0xFFFFFFFC | (pb >> 32 | 4 << 10) << 32   # GP entry: 4 dwords at pb (NVC56F_GP_ENTRY*)
+    libc.munmap(pb, 0x1000)   # the pushbuffer, still registered
+    ctypes.c_uint32.from_address(base + 0x1000 + nv.AmpereAControlGPFifo.GPPut.offset).value = 1
+    ch.run()
+    print("channel:", type(ch.error).__name__, ch.error)""")
+  assert "channel: QueueFault GPFIFO channel 0 (token 1): pushbuffer segment addr=" in out and "no longer host memory" in out

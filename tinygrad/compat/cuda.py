@@ -33,9 +33,9 @@ def __getattr__(name:str):
   from tinygrad.runtime.autogen import cuda as real
   return getattr(real, name)
 
-SUCCESS, INVALID_VALUE, NOT_INITIALIZED, INVALID_DEVICE, INVALID_IMAGE, INVALID_CONTEXT = 0, 1, 3, 101, 200, 201
+SUCCESS, INVALID_VALUE, OUT_OF_MEMORY, NOT_INITIALIZED, INVALID_DEVICE, INVALID_IMAGE, INVALID_CONTEXT = 0, 1, 2, 3, 101, 200, 201
 INVALID_PTX, INVALID_HANDLE, NOT_FOUND, ILLEGAL_ADDRESS, LAUNCH_OUT_OF_RESOURCES, LAUNCH_TIMEOUT, LAUNCH_FAILED, NOT_SUPPORTED = 218, 400, 500, 700, 701, 702, 719, 801
-_TEXT = {0: "no error", 1: "invalid argument", 3: "initialization error", 101: "invalid device ordinal", 200: "device kernel image is invalid",
+_TEXT = {0: "no error", 1: "invalid argument", 2: "out of memory", 3: "initialization error", 101: "invalid device ordinal", 200: "device kernel image is invalid",
          201: "invalid device context", 218: "a PTX JIT compilation failed", 400: "invalid resource handle", 500: "named symbol not found", 700: "an illegal memory access was encountered",
          701: "too many resources requested for launch", 702: "the launch timed out and was terminated", 719: "unspecified launch failure",
          801: "operation not supported"}
@@ -123,7 +123,10 @@ def _alloc(out, size:int, call:str, host:bool) -> int:
   if (rc:=_ready(call)): return rc
   if not isinstance(size, int) or size <= 0: return _fail(INVALID_VALUE, f"{call} bytesize={size}, must be > 0")
   mapped = -(-size // GRANULE) * GRANULE
-  addr = host_mmap(0, mapped)   # page aligned (so 256-byte aligned), lazily zeroed pages like fresh device memory
+  # a size the host cannot back is the driver's OUT_OF_MEMORY: nothing is allocated and the context stays usable
+  if mapped >= 1 << 63: return _fail(OUT_OF_MEMORY, f"{call} bytesize={size:#x} is larger than any address space")
+  try: addr = host_mmap(0, mapped)   # page aligned (so 256-byte aligned), lazily zeroed pages like fresh device memory
+  except OSError as e: return _fail(OUT_OF_MEMORY, f"{call} bytesize={size:#x}: the host cannot map that much ({e.strerror})")
   _bufs[addr], _owner[addr] = size, _state["cur"]
   _state["allocs"] += 1
   if host: _host.add(addr)
