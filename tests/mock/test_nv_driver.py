@@ -332,7 +332,8 @@ def test_uvm_ranges_are_checked_and_never_replace_memory(drv, capsys):
 
 def test_os_descriptor_memory_must_be_memory_of_the_process(drv, capsys):
   """The driver pins an OS descriptor's pages, so it refuses memory the process does not have (the GPU would access it)."""
-  gpu, live = drv.open("/dev/nvidia0"), host_mmap(0, 0x1000)
+  gpu, live = drv.open("/dev/nvidia0"), host_mmap(0, 0x2000)
+  libc.munmap(live + 0x1000, 0x1000)   # a hole after the page: a neighbouring mapping would make "past the page" readable
   def alloc_os(va, size, handle):
     w = nv.nv_ioctl_nvos02_parameters_with_fd(params=nv.NVOS02_PARAMETERS(hClass=nv.NV01_MEMORY_SYSTEM_OS_DESCRIPTOR, hObjectNew=handle, pMemory=va,
                                                                             limit=size - 1), fd=-1)
