@@ -6,7 +6,7 @@ runnable queues with a small packet budget, and re-checks blocked waits on every
 another queue (signals, kick signals of HCQGraph) unblocks them. A queue that fails stops; its error is printed to stderr
 and reported through the KFD events (memory fault or hardware exception), so tinygrad raises its own error."""
 from __future__ import annotations
-import contextlib, ctypes, errno, mmap, os, struct, sys, threading, time, traceback, weakref
+import contextlib, ctypes, errno, gc, mmap, os, struct, sys, threading, time, traceback, weakref
 from typing import TYPE_CHECKING
 from tinygrad.runtime.autogen import libc
 from mockgpu.emu.memory import MemoryMap
@@ -18,7 +18,7 @@ from mockgpu.mock.sysfs import GPUNode
 from mockgpu.usage import timed
 if TYPE_CHECKING: from mockgpu.mock.kfd import KFD
 
-__all__ = ["gpu_clock", "host_mmap", "GPU", "Queue", "DeviceThread", "WaitWatch", "wait_report_s", "DOORBELL_PAGE", "MAP_FIXED", "TRACE", "GONE"]
+__all__ = ["gpu_clock", "host_mmap", "device_work", "GPU", "Queue", "DeviceThread", "WaitWatch", "wait_report_s", "DOORBELL_PAGE", "MAP_FIXED", "TRACE", "GONE"]
 
 DOORBELL_PAGE = 0x2000    # bytes of doorbells per GPU; 8-byte slots
 TRACE = os.environ.get("MOCKGPU_TRACE", "0") != "0"   # print every executed packet to stderr
@@ -40,6 +40,19 @@ def host_mmap(addr:int, size:int, fixed:bool=False, replace:bool=True) -> int:
     libc.munmap(ret, size)
     raise OSError(errno.EEXIST, f"host mmap of {size:#x} bytes at {addr:#x}: the range is in use")
   return ret
+
+def device_work(fn, thread, model):
+  """`fn(thread, model)` (one scheduling round of a device thread) with Python's cyclic GC switched off while it runs, if it
+  was on (tinygrad's own `disable_gc` around realize does the same). A collection runs the finalizers of what it frees on
+  the thread whose allocation started it, and tinygrad's finalizers (HCQGraph.__del__, buffer frees) wait for the GPU,
+  i.e. for the device thread: started there, they deadlock the GPU until tinygrad's 30 s wait timeout, and the device
+  stays dead. So the device loops allocate no GC-tracked object outside this call (no closures or bound methods: `fn` is
+  the plain function, the idle wait a C-level lock), and collections always start on tinygrad's threads."""
+  was = gc.isenabled()
+  if was: gc.disable()
+  try: return fn(thread, model)
+  finally:
+    if was: gc.enable()
 
 def wait_report_s() -> float:
   """Seconds a queue may wait on one packet before `WaitWatch` reports it: half of tinygrad's signal-wait timeout
@@ -164,7 +177,7 @@ class Queue:
           file=sys.stderr)
 
 class DeviceThread:
-  """The per-process daemon thread that executes all queues. Started by the first CREATE_QUEUE; `kick()` wakes it early.
+  """The per-process daemon thread that executes all queues. Started by the first CREATE_QUEUE; polls every 0.1-0.5 ms.
 
   tinygrad busy-waits on signals for 200 ms before it makes any call into the mock, holding the GIL, which it hands over
   only every `sys.getswitchinterval()`. So the interval bounds the submit-to-completion latency: unless the user changed
@@ -173,7 +186,7 @@ class DeviceThread:
   SWITCH_INTERVAL = float(os.environ.get("MOCKGPU_SWITCH_INTERVAL", "0.0002"))
 
   def __init__(self, kfd:KFD):
-    self.kfd, self.wake = weakref.ref(kfd), threading.Event()   # the thread ends when its KFD is collected (tests make many)
+    self.kfd = weakref.ref(kfd)   # the thread ends when its KFD is collected (tests make many)
     if sys.getswitchinterval() == 0.005 and self.SWITCH_INTERVAL > 0: sys.setswitchinterval(self.SWITCH_INTERVAL)
     self.thread = threading.Thread(target=self._loop, name="mockgpu-device", daemon=True)
     self.thread.start()
@@ -186,19 +199,19 @@ class DeviceThread:
     from mockgpu.emu.api import warm_up
     with contextlib.suppress(MockGPUError): warm_up(arch)
 
-  def kick(self): self.wake.set()
+  def _round(self, kfd:KFD) -> bool:
+    try:
+      with timed("device_s"): return kfd.run_once()
+    except Exception:   # a bug in the model itself: keep the GPU alive and say so
+      traceback.print_exc(file=sys.stderr)
+      return False
 
   def _loop(self):
     delay = self.POLL_MIN
     while (kfd:=self.kfd()) is not None:
-      try:
-        with timed("device_s"): progress = kfd.run_once()
-      except Exception:   # a bug in the model itself: keep the GPU alive and say so
-        traceback.print_exc(file=sys.stderr)
-        progress = False
+      progress = device_work(DeviceThread._round, self, kfd)   # GC off meanwhile: see device_work
       del kfd
       if progress: delay = self.POLL_MIN
-      else:
-        self.wake.wait(delay)
-        self.wake.clear()
-        delay = min(delay * 2, self.POLL_MAX)
+      else:   # idle: time.sleep and plain arithmetic allocate no GC-tracked object (min() or a lock's timeout would: a tuple)
+        time.sleep(delay)
+        delay = delay * 2 if delay * 2 < self.POLL_MAX else self.POLL_MAX

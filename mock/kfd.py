@@ -127,7 +127,6 @@ class KFD:
       with self.lock: getattr(self, io.handler)(args)
     finally:
       if user is not None and request >> 30 & 2: uaccess.copy_to_user(user, args, f"{io.name}: argument")
-    if self.thread is not None: self.thread.kick()
     return 0
 
   def mmap(self, dev:Device, start:int, size:int, prot:int, flags:int, offset:int) -> int:
@@ -269,7 +268,6 @@ class KFD:
     for i, d in enumerate(data):   # the first wait after it takes back what the injection wrote, if the caller's array still holds it
       if (inj:=self.injected.pop(dst:=a.events_ptr + i * size + mo, None)) is not None and bytes(m:=d.memory_exception_data) == inj:
         uaccess.copy_to_user(dst, bytes(ctypes.sizeof(m)), what)
-    if self.thread is not None: self.thread.kick()
     done = (all if a.wait_for_all else any)
     self.cond.wait_for(lambda: done(e.signaled for e in evs), timeout=a.timeout / 1000)
     a.wait_result = kfd.KFD_IOC_WAIT_RESULT_COMPLETE if done(e.signaled for e in evs) else kfd.KFD_IOC_WAIT_RESULT_TIMEOUT

@@ -12,7 +12,7 @@ from tinygrad.runtime.autogen import nv_570 as nv
 from mockgpu.emu.errors import EmuError, GPUFault
 from mockgpu.mock.errors import PacketError, QueueFault
 from mockgpu.mock import uaccess
-from mockgpu.mock.gpu import GONE, DeviceThread, WaitWatch
+from mockgpu.mock.gpu import GONE, DeviceThread, WaitWatch, device_work
 from mockgpu.mock.nv.engines import ENGINES, Engine, QMD_FIELDS, bits as _bits, method_name
 from mockgpu.usage import timed
 if TYPE_CHECKING: from mockgpu.mock.nv.rm import NVDriver
@@ -212,23 +212,26 @@ class NVDeviceThread:
   Holds the driver lock while it executes, so ioctls (frees, maps) never change memory under a running kernel. Channel
   errors stop only their channel (`Channel.run` catches them); a failure outside a channel is printed once per message."""
   def __init__(self, drv:NVDriver):
-    self.drv = weakref.ref(drv)
+    self.drv, self.reported = weakref.ref(drv), set()
     if sys.getswitchinterval() == 0.005 and DeviceThread.SWITCH_INTERVAL > 0: sys.setswitchinterval(DeviceThread.SWITCH_INTERVAL)
     self.thread = threading.Thread(target=self._loop, name="mockgpu-nv-device", daemon=True)
     self.thread.start()
 
+  def _round(self, drv:NVDriver) -> bool:
+    try:
+      with timed("device_s"), drv.lock: return any([ch.run() for ch in list(drv.channels)])
+    except Exception as e:   # a bug in the model outside any channel: say so once, keep polling
+      if (msg:=f"{type(e).__name__}: {e}") not in self.reported:
+        self.reported.add(msg)
+        print("mockgpu: NV device thread error (channels keep running):\n" + "".join(traceback.format_exception(e)), file=sys.stderr)
+      return False
+
   def _loop(self):
-    delay, reported = DeviceThread.POLL_MIN, set()
+    delay = DeviceThread.POLL_MIN
     while (drv:=self.drv()) is not None:
-      try:
-        with timed("device_s"), drv.lock: progress = any([ch.run() for ch in list(drv.channels)])
-      except Exception as e:   # a bug in the model outside any channel: say so once, keep polling
-        if (msg:=f"{type(e).__name__}: {e}") not in reported:
-          reported.add(msg)
-          print("mockgpu: NV device thread error (channels keep running):\n" + "".join(traceback.format_exception(e)), file=sys.stderr)
-        progress = False
+      progress = device_work(NVDeviceThread._round, self, drv)   # GC off meanwhile: see device_work
       del drv
       if progress: delay = DeviceThread.POLL_MIN
       else:
-        time.sleep(delay)
-        delay = min(delay * 2, DeviceThread.POLL_MAX)
+        time.sleep(delay)   # no GC-tracked allocation while idle: see device_work
+        delay = delay * 2 if delay * 2 < DeviceThread.POLL_MAX else DeviceThread.POLL_MAX
