@@ -34,15 +34,38 @@ if ! .venv/bin/python -c 'import mockgpu, pytest, xdist, build' 2>/dev/null || [
   touch .venv/.installed
 fi
 export PATH="$PWD/.venv/bin:$PATH"
+# tinygrad's AM driver (DEV=MOCKPCI+AMD, default chip gfx950) boots only with real firmware: Debian's firmware-amd-graphics
+# (component non-free-firmware, which the default sources lack) carries gfx950's blobs with the sha256 tinygrad pins. The .deb
+# is fetched once into .cache/firmware with a throw-away apt state (the machine's apt configuration is not touched), then
+# `mockgpu firmware` copies the verified blobs into tinygrad's download cache. Without network the MOCKPCI tests say why.
+firmware() {
+  local deb; deb=$(ls .cache/firmware/firmware-amd-graphics_*_all.deb 2>/dev/null | tail -1 || true)
+  if [ -z "$deb" ]; then
+    local d uri; d=$(mktemp -d); mkdir -p "$d/lists/partial" "$d/cache/archives/partial" "$d/parts" .cache/firmware
+    uri=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${uri:-http://deb.debian.org/debian} sid non-free-firmware" > "$d/sources.list"
+    local O=(-o "Dir::Etc::SourceList=$d/sources.list" -o "Dir::Etc::SourceParts=$d/parts" -o "Dir::State::Lists=$d/lists" -o "Dir::Cache=$d/cache")
+    if apt-get -qq "${O[@]}" update >/dev/null 2>&1 && (cd .cache/firmware && apt-get -qq "${O[@]}" download firmware-amd-graphics >/dev/null 2>&1); then
+      deb=$(ls .cache/firmware/firmware-amd-graphics_*_all.deb | tail -1)
+    else echo "dev.sh: could not download firmware-amd-graphics (non-free-firmware); MOCKPCI+AMD tests will say so" >&2; fi
+    rm -rf "$d"
+  fi
+  if [ -n "$deb" ]; then
+    export MOCKGPU_FIRMWARE_DEB="$PWD/$deb"
+    mockgpu firmware --chip gfx950 --deb "$deb" >/dev/null || echo "dev.sh: $deb lacks gfx950 blobs with tinygrad's hashes (mockgpu firmware --list --deb $deb)" >&2
+  fi
+}
 cmd="${1:-test}"; shift || true
 case "$cmd" in
   demo)  exec mockgpu demo "$@" ;;
   test)
+    firmware
     if [ $# -gt 0 ] || [ -z "${MOCKGPU_TINYGRAD_TESTS:-}" ]; then exec python -m pytest -n 2 -q "$@"; fi
     rc=0; python -m pytest -n 2 -q || rc=$?
     mockgpu ci --suite fast -n 2 --tests "$MOCKGPU_TINYGRAD_TESTS" || rc=$?
     exit $rc ;;
   ci)
+    firmware
     python -c 'import torch' 2>/dev/null || pip install -q torch==2.13.0
     exec mockgpu ci -n 2 --tests "${MOCKGPU_TINYGRAD_TESTS:?set MOCKGPU_TINYGRAD_TESTS to the tinygrad test tree or a tinygrad checkout}" "$@" ;;
   slow)  exec python -m pytest -n 2 -q -m slow "$@" ;;
