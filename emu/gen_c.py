@@ -571,7 +571,17 @@ def _decoder(arch: ArchSpec, fmts: tuple[Format, ...]) -> tuple[str, list[str]]:
     T.append(f"static const uint8_t VALID_{f.name}[{n}] = {{{', '.join('1' if i in f.valid else '0' for i in range(n))}}};")
     if f.lit_only: T.append(f"static const uint8_t LITONLY_{f.name}[{n}] = {{{', '.join('1' if i in f.lit_only else '0' for i in range(n))}}};")
     if f.mfma_ops: T.append(f"static const uint8_t MFMA_{f.name}[{n}] = {{{', '.join('1' if i in f.mfma_ops else '0' for i in range(n))}}};")
-  return "\n".join(L), "\n".join(T) + "\n" + "\n".join(D) + _acc_fix(arch, fmts)
+  return "\n".join(L), "\n".join(T) + "\n" + "\n".join(D) + _acc_fix(arch, fmts) + _vrows(arch, fmts)
+
+def _vrows(arch: ArchSpec, fmts: tuple[Format, ...]) -> str:
+  """emu_vrows(in): an upper bound of 1 + the highest VGPR row a decoded instruction may write: its highest register field
+  (any field that holds a VGPR: the 9-bit sources, the VGPR fields of every encoding and variant, after emu_acc_fix) plus
+  the widest operand of the arch, capped at NVREG. The scheduler zeroes that many rows in each launched wave."""
+  regs = sorted({fl.name for f in fmts for fl in (*f.fields, *(x for v in f.variants.values() for x in v[1])) if fl.conv in ("vgpr", "vdsty")}
+                | {n for f in fmts for n in f.src_fields})
+  rows = max(bits for ops in operands(arch.family).values() for _, bits, _ in ops.values()) // 32
+  return ("\nstatic uint32_t emu_vrows(const Inst *in) {\n  int32_t m = 0;\n" + "".join(f"  if (in->{r} > m) m = in->{r};\n" for r in regs)
+          + f"  return m < 256 ? 0 : m - 256 + {rows} > NVREG ? NVREG : (uint32_t)(m - 256 + {rows});\n}}\n")
 
 def _acc_fix(arch: ArchSpec, fmts: tuple[Format, ...]) -> str:
   """emu_acc_fix(in, off): move the AccVGPR operands of a decoded instruction to their unified slots (acc_rules)."""

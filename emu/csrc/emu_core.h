@@ -88,6 +88,8 @@ struct Ctx {
   uint64_t icount, budget, next_time_check;
   struct timespec t0;
   uint32_t wg[3], nwaves, lds_bytes, scratch_lane, wave_size;
+  uint32_t vrows, scratch_hi;          /* VGPR rows / scratch bytes per lane this dispatch may have written (decoded register fields +
+                                     * the widest operand, VGPR[] writes; scratch writes): zeroed in each launched wave */
   uint64_t wave_mask;
   int acc_off;                      /* unified slot of AccVGPR 0: (RSRC3.ACCUM_OFFSET + 1) * 4 when the arch has AccVGPRs */
   int atomic;                       /* set by atomic handlers: faults are reported as "atomic" */
@@ -229,6 +231,7 @@ static inline void p_wr(PcState *s, uint64_t addr, int n, uint64_t v) {
   Wave *w = (Wave *)s->user; Ctx *c = w->c;
   addr &= 0xffffffffu;
   if (UNLIKELY(addr + n > c->scratch_lane)) { set_fault(w, K_WRITE, SP_SCRATCH, addr, n, (int)s->laneId, c->scratch_lane, 0); s->fault = 1; return; }
+  if (addr + n > c->scratch_hi) c->scratch_hi = (uint32_t)(addr + n);
   memcpy(w->scratch + s->laneId * c->scratch_lane + addr, &v, n);
 }
 /* register files for the pseudocode's VGPR[lane][reg] / SGPR[reg] */
@@ -243,6 +246,7 @@ static inline uint32_t vgpr_rd(PcState *s, uint64_t lane, uint64_t reg) {
 static inline void vgpr_wr(PcState *s, uint64_t lane, uint64_t reg, uint32_t v) {
   Wave *w = (Wave *)s->user;
   if (UNLIKELY(lane >= MAXLANES || reg >= NVREG)) { set_status(w, ST_FAULT, "VGPR index out of range"); s->fault = 1; return; }
+  if (reg >= w->c->vrows) w->c->vrows = (uint32_t)reg + 1;
   w->v[reg * MAXLANES + lane] = v;
 }
 static inline uint32_t sgpr_rd(PcState *s, uint64_t reg) { Wave *w = (Wave *)s->user; return reg < NSREG ? w->s[reg] : 0; }
