@@ -16,8 +16,9 @@ class FaultReport:
 
   kind: "read" | "write" | "atomic" | "fetch" (instruction fetch) | "invalid" | "watchdog" | "trap" (S_TRAP) | "halt"
   (S_SETHALT / S_SENDMSGHALT) | "deadlock". space: "global" | "lds" | "scratch" | "code" | "gds" (ordered-count memory) |
-  "none". Traps carry `extra["trap_id"]`; deadlocks the `Deadlock` fields. `nearest` is (name, start, size) of the closest registered
-  allocation (global faults only) and `offset` the fault address minus its start (negative: below it)."""
+  "vgpr" (a VGPR index computed from M0 past the wave's register file: `address` is the index, `limit` the file's size) |
+  "none". Traps carry `extra["trap_id"]`; deadlocks the `Deadlock` fields. `nearest` is (name, start, size) of the closest
+  registered allocation (global faults only) and `offset` the fault address minus its start (negative: below it)."""
   kind: str
   space: str
   address: int
@@ -46,8 +47,9 @@ class FaultReport:
     return s
 
 class GPUFault(EmuError):
-  """A wave accessed memory it may not touch (global outside every registered range, LDS or scratch out of bounds, or an
-  instruction fetch outside mapped memory). `report` holds the structured fields; host memory was not touched."""
+  """A wave accessed memory it may not touch (global outside every registered range, LDS or scratch out of bounds, an
+  instruction fetch outside mapped memory, or a VGPR index computed from M0 past the register file). `report` holds the
+  structured fields; host memory was not touched."""
   def __init__(self, report: FaultReport, hint: str = "check the kernel's indexing or register the buffer with MemoryMap.add"):
     self.report = report
     super().__init__(f"{report.describe()}. Next step: {hint}")

@@ -137,13 +137,18 @@ class _SBufMem(_Mem):
     if addr - self.base + n <= self.lim: super().write(addr, n, val)
 
 class _VRegs:
+  """pyeval's VGPR[lane][reg]: a register past the file (or a lane past 64) is a fault of space 7 ("vgpr", address = the
+  index), as vgpr_rd/vgpr_wr in csrc/emu_core.h."""
   def __init__(self, w): self.w = w
+  def _check(self, lane: int, reg: int, kind: int):
+    if lane >= 64 or reg >= len(self.w.v): raise Stop(ST_FAULT, kind=kind, space=7, addr=reg, size=4, lane=lane, limit=len(self.w.v))
   def get(self, key, default=0):
     lane, reg = key
-    if reg >= len(self.w.v) and reg - len(self.w.v) < len(self.w.vshadow): return self.w.vshadow[reg - len(self.w.v)][lane]
-    return self.w.v[reg][lane] if reg < len(self.w.v) and lane < 64 else 0
+    if reg >= len(self.w.v) and reg - len(self.w.v) < len(self.w.vshadow) and lane < 64: return self.w.vshadow[reg - len(self.w.v)][lane]
+    self._check(lane, reg, 1)
+    return self.w.v[reg][lane]
   def __getitem__(self, key): return self.get(key)
-  def __setitem__(self, key, val): lane, reg = key; self.w.v[reg][lane] = val & M32
+  def __setitem__(self, key, val): lane, reg = key; self._check(lane, reg, 2); self.w.v[reg][lane] = val & M32
 
 class _SRegs:
   def __init__(self, w): self.w = w

@@ -9,7 +9,7 @@ __all__ = ["disasm", "raise_status", "oob_report", "ST_OK", "ST_FAULT", "ST_INVA
 
 ST_OK, ST_FAULT, ST_INVALID, ST_WATCHDOG, ST_UNSUPPORTED, ST_TIMEOUT, ST_NOMEM, ST_TRAP, ST_DEADLOCK = range(9)
 KINDS = {1: "read", 2: "write", 3: "atomic", 4: "fetch"}
-SPACES = {1: "global", 2: "lds", 3: "scratch", 4: "code", 6: "gds"}
+SPACES = {1: "global", 2: "lds", 3: "scratch", 4: "code", 6: "gds", 7: "vgpr"}
 WAITS = {1: "semaphore", 2: "barrier", 3: "ordered"}   # Wave.wait_kind (WK_* in csrc/emu_core.h)
 STRICT_FAULT = "a write or atomic outside every allocation but inside its mapped page faults only in strict mode (MOCKGPU_STRICT=1)"
 
@@ -42,11 +42,13 @@ def raise_status(arch: ArchSpec, status: int, *, code_addr: int, memory: MemoryM
     strict = sp == "global" and memory.strict and memory.spans()[1].find(addr, max(size, 1)) is not None
     if strict: msg = msg or STRICT_FAULT
     rep = FaultReport(KINDS.get(kind, "access"), sp, addr, size, nearest=near, offset=off,
-                      limit=limit if sp in ("lds", "scratch", "code", "gds") else None, extra={"message": msg}, **base)
+                      limit=limit if sp in ("lds", "scratch", "code", "gds", "vgpr") else None, extra={"message": msg}, **base)
     hint = {"lds": "the kernel indexes LDS beyond the workgroup's allocation (Dispatch.lds_bytes / RSRC2 LDS_SIZE)",
             "scratch": "the kernel indexes private memory beyond Dispatch.scratch_bytes_per_lane",
             "code": "a branch or s_setpc left the code object; check the jump target",
-            "gds": "DS_ORDERED_COUNT's M0[15:0] + 4 * lane must be a dword inside the ordered-count memory"}.get(sp, "check the kernel's indexing or register the buffer with MemoryMap.add")
+            "gds": "DS_ORDERED_COUNT's M0[15:0] + 4 * lane must be a dword inside the ordered-count memory",
+            "vgpr": "the instruction computes a VGPR index (V_MOVRELS/V_MOVRELD/V_MOVRELSD: the operand's register + M0) past the "
+                    "wave's VGPR file (addr = the index, limit = the file's size); check the M0 the kernel sets before it"}.get(sp, "check the kernel's indexing or register the buffer with MemoryMap.add")
     if strict: hint = "fix the kernel's indexing; the hardware would write there silently (" + STRICT_FAULT + ")"
     if kind == 0: raise EmuError(f"emulator fault at pc={pc:#x}: {msg}. Next step: report this kernel (raw={raw.hex()})")
     raise GPUFault(rep, hint)

@@ -17,7 +17,8 @@
 
 enum { ST_OK = 0, ST_FAULT = 1, ST_INVALID = 2, ST_WATCHDOG = 3, ST_UNSUPPORTED = 4, ST_TIMEOUT = 5, ST_NOMEM = 6, ST_TRAP = 7, ST_DEADLOCK = 8 };
 enum { K_READ = 1, K_WRITE = 2, K_ATOMIC = 3, K_FETCH = 4 };
-enum { SP_GLOBAL = 1, SP_LDS = 2, SP_SCRATCH = 3, SP_CODE = 4, SP_BUFFER = 5, SP_GDS = 6 };   /* SP_BUFFER: through a V# (emu_buffer.h), faults as global */
+enum { SP_GLOBAL = 1, SP_LDS = 2, SP_SCRATCH = 3, SP_CODE = 4, SP_BUFFER = 5, SP_GDS = 6, SP_VGPR = 7 };   /* SP_BUFFER: through a V# (emu_buffer.h), faults
+ * as global; SP_VGPR: a computed VGPR index (VGPR[lane][reg], e.g. V_MOVREL* M0 + operand) past the file, address = the index */
 /* wave states: W_WAIT blocks on dispatch-wide state (Wave.wait_*: GWS semaphore/barrier, ordered count), W_SLEEP yields
  * for one scheduling round (S_SLEEP) */
 enum { W_RUN = 0, W_BARRIER = 1, W_DONE = 2, W_WAIT = 3, W_SLEEP = 4 };
@@ -239,13 +240,13 @@ static inline uint32_t vgpr_rd(PcState *s, uint64_t lane, uint64_t reg) {
   Wave *w = (Wave *)s->user;
   if (UNLIKELY(lane >= MAXLANES || reg >= NVREG)) {
     if (lane < MAXLANES && reg - NVREG < (uint64_t)w->c->vshadow_n) return w->c->vshadow[reg - NVREG][lane];
-    set_status(w, ST_FAULT, "VGPR index out of range"); s->fault = 1; return 0;
+    set_fault(w, K_READ, SP_VGPR, reg, 4, (int)lane, NVREG, 0); s->fault = 1; return 0;
   }
   return w->v[reg * MAXLANES + lane];
 }
 static inline void vgpr_wr(PcState *s, uint64_t lane, uint64_t reg, uint32_t v) {
   Wave *w = (Wave *)s->user;
-  if (UNLIKELY(lane >= MAXLANES || reg >= NVREG)) { set_status(w, ST_FAULT, "VGPR index out of range"); s->fault = 1; return; }
+  if (UNLIKELY(lane >= MAXLANES || reg >= NVREG)) { set_fault(w, K_WRITE, SP_VGPR, reg, 4, (int)lane, NVREG, 0); s->fault = 1; return; }
   if (reg >= w->c->vrows) w->c->vrows = (uint32_t)reg + 1;
   w->v[reg * MAXLANES + lane] = v;
 }

@@ -66,3 +66,14 @@ def test_watchdog():
 def test_code_not_mapped():
   from mockgpu.emu.api import Dispatch, run as erun
   with pytest.raises(GPUFault, match="register the code object"): erun(Dispatch("gfx1100", 0x1000), MemoryMap())
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+@pytest.mark.parametrize("op,m0,kind,index", [(v_movrels_b32_e32(v[1], v[10]), 250, "read", 260), (v_movreld_b32_e32(v[0], v[1]), 256, "write", 256),
+                                              (v_movrelsd_b32_e32(v[1], v[2]), 0x7fff, "read", 0x8001), (v_movrelsd_2_b32_e32(v[250], v[3]), 9 << 16, "write", 259)])
+def test_movrel_past_the_vgpr_file(op, m0, kind, index, backend):
+  """V_MOVREL* address VGPRs as the operand's register + M0 (MOVRELSD_2: M0[9:0] for the source, M0[25:16] for the
+  destination); past the wave's 256 VGPRs (gfx1100) the wave faults in space "vgpr" naming the index and the file size."""
+  with pytest.raises(GPUFault, match="VGPR index") as ei: run([s_mov_b32(M0, m0), op], sgprs=(), backend=backend)
+  r = ei.value.report
+  assert (r.kind, r.space, r.address, r.size, r.lane, r.limit, r.pc) == (kind, "vgpr", index, 4, 0, 256, 8)
+  assert op.op.name in r.disasm and r.raw == op.to_bytes()
