@@ -440,11 +440,15 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, text: str =
     L.append("  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L;")
     L.insert(-1, f"  const uint32_t *va = w->v + (in->{A} - 256) * MAXLANES, *vah = w->v + ((in->{A} - 255) & (NVREG - 1)) * MAXLANES;"
                  " const uint32_t ssa = sa ? w->s[in->saddr] : 0, sve = in->sve;")
-    if space == "SP_GLOBAL" and fmt not in _FLAT and (pl := plain_dwords(text)):
+    pl = plain_dwords(text)
+    if space == "SP_GLOBAL" and fmt not in _FLAT and pl:
       L[-1:-1] = _plain_fast(pl[0], pl[1], "r_vdst" if pl[0] == "load" else "r_data0")
     if space == "SP_SCRATCH": L.append("    s.ADDR = (uint32_t)(ssa + (sve ? va[L] : 0) + off);")
     else: L.append("    s.ADDR = (sa ? sbase + va[L] : ((uint64_t)vah[L] << 32 | va[L])) + off;")
     if fmt in _FLAT: L.append("    w->c->space = flat_space(s.ADDR);")
+    if pl and pl[0] == "store" and pl[1] > 1:   # the whole access is checked before any dword is written
+      L.append(f"    for (int k = 0; k < {pl[1]} && !s.fault; k++) s.fault = !emu_wr_check(&s, s.ADDR + 4 * k, 4);")
+      L.append(f"    {_CHECK}")
     if "DATA" in u.reads: L.append("    " + _vgpr_in("DATA", "in->data0", data))
     if "STORE" in name and ("VDATA" in u.reads or "VDATA" in u.writes): L.append("    " + _vgpr_in("VDATA", "in->data0", data))
     elif "D16" in name and "VDATA" in u.writes: L.append("    " + _vgpr_in("VDATA", "in->vdst", dbits))   # the other half is preserved

@@ -11,7 +11,7 @@ from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
 from mockgpu.emu.gen_c import PROSE_C, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, \
-  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR, smem_align, dst_sgpr
+  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR, smem_align, dst_sgpr, plain_dwords
 from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS
 from mockgpu.emu.pygfx import exec_vinterp, lds_direct_load, lds_param_load, export
@@ -528,11 +528,14 @@ def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: d
     sa = f["saddr"] not in (c.arch.enc_null, 0x7f)
     sbase = (w.s[f["saddr"]] | w.s[f["saddr"] + 1] << 32) if sa else 0
     off = sext(f[OFF], OFFW)
+    pl = plain_dwords(c.ents[ename].text)
+    whole = pl[1] if pl and pl[0] == "store" and pl[1] > 1 else 0   # as gen_c._mem: the whole access is checked before any dword is written
     for L in range(c.wave_size):
       if not exe >> L & 1: continue
       a = f[A] - 256
       if space == "scratch": addr = ((w.s[f["saddr"]] if sa else 0) + (w.v[a][L] if f.get("sve") else 0) + off) & M32
       else: addr = ((sbase + w.v[a][L]) if sa else (w.v[a][L] | w.v[(a + 1) & (len(w.v) - 1)][L] << 32)) + off & M64
+      for k in range(whole): _Mem(w, flat_space(addr) if fm.name in _FLAT else space, [L])._check((addr + 4 * k) & M64, 4, 2)
       kw = dict(base, laneId=L, ADDR=addr, DATA=_vget(w, f[D] - 256, L, data),
                 VDATA=_vget(w, f[D] - 256, L, data) if "STORE" in name else _vget(w, f["vdst"] - 256, L, dbits))
       st = pyrun(c, w, ename, flat_space(addr) if fm.name in _FLAT else space, **kw)

@@ -235,6 +235,16 @@ static inline void p_wr(PcState *s, uint64_t addr, int n, uint64_t v) {
   if (addr + n > c->scratch_hi) c->scratch_hi = (uint32_t)(addr + n);
   memcpy(w->scratch + s->laneId * c->scratch_lane + addr, &v, n);
 }
+/* the check of a write of n bytes at `a` in the executing space (global, LDS, scratch) without the write: a store of several
+ * dwords checks its whole access first (gen_c._mem), so a fault leaves none of it written. 0: faulted (recorded) */
+static int emu_wr_check(PcState *s, uint64_t a, int n) {
+  Wave *w = (Wave *)s->user; Ctx *c = w->c;
+  if (c->space == SP_GLOBAL) return gptr(w, a, n, K_WRITE, (int)s->laneId) != 0;
+  uint64_t lim = c->space == SP_LDS ? c->lds_bytes : c->scratch_lane;
+  a &= 0xffffffffu;
+  if (a + n <= lim) return 1;
+  set_fault(w, K_WRITE, c->space, a, n, (int)s->laneId, lim, 0); return 0;
+}
 /* register files for the pseudocode's VGPR[lane][reg] / SGPR[reg] */
 static inline uint32_t vgpr_rd(PcState *s, uint64_t lane, uint64_t reg) {
   Wave *w = (Wave *)s->user;
