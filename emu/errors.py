@@ -12,7 +12,8 @@ class EmuError(MockGPUError):
 
 @dataclass(frozen=True)
 class FaultReport:
-  """Where and how a wave faulted. `pc` is the byte offset from the dispatch's code address, `pc_addr` the absolute address.
+  """Where and how a wave faulted. `pc` is the byte offset from the dispatch's code address (negative after a jump below
+  it), `pc_addr` the absolute address.
 
   kind: "read" | "write" | "atomic" | "fetch" (instruction fetch) | "invalid" | "watchdog" | "trap" (S_TRAP) | "halt"
   (S_SETHALT / S_SENDMSGHALT) | "deadlock". space: "global" | "lds" | "scratch" | "code" | "gds" (ordered-count memory) |

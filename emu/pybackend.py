@@ -827,7 +827,7 @@ def _capture(c: Ctx, w: Wave):
     c.state = WaveState(tuple(w.s), tuple(tuple(r[:ws]) for r in w.v), w.exec, w.vcc, w.scc, w.s[c.arch.enc_m0], w.pc0, w.mode)
 
 def _fetch(c: Ctx, w: Wave):
-  addr = c.d.code_addr + w.pc
+  addr = (c.d.code_addr + w.pc) & M64   # w.pc wraps below the code after a jump there (as csrc/emu_sched.c decode_at)
   if w.pc in c.cache: return c.cache[w.pc]
   if w.pc & 3 or not (c.code[0] <= addr and addr + 4 <= c.code[1]):
     raise Stop(ST_FAULT, kind=4, space=4, addr=addr, size=4, lane=-1, limit=c.code[1] - c.d.code_addr, noinst=True)

@@ -77,3 +77,14 @@ def test_movrel_past_the_vgpr_file(op, m0, kind, index, backend):
   r = ei.value.report
   assert (r.kind, r.space, r.address, r.size, r.lane, r.limit, r.pc) == (kind, "vgpr", index, 4, 0, 256, 8)
   assert op.op.name in r.disasm and r.raw == op.to_bytes()
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_setpc_below_the_code_reports_the_real_address(backend):
+  """S_SETPC_B64 to 0x100 bytes before the S_GETPC result (code + 4): the fetch faults at that 64-bit address, `pc_addr`
+  is the same address (not + 2^64) and `pc` the negative offset from the code."""
+  with pytest.raises(GPUFault) as ei:
+    run([s_getpc_b64(s[0:1]), s_sub_u32(s[0], s[0], 0x100), s_subb_u32(s[1], s[1], 0), s_setpc_b64(s[0:1])], sgprs=(), backend=backend)
+  r = ei.value.report
+  code_addr = r.nearest[1]
+  assert (r.kind, r.space, r.address, r.pc_addr, r.pc, r.offset) == ("fetch", "code", code_addr + 4 - 0x100, code_addr + 4 - 0x100, 4 - 0x100, 4 - 0x100)
+  assert f"pc=-0xfc (abs {code_addr - 0xfc:#x})" in str(ei.value)
