@@ -75,7 +75,7 @@ def raise_status(arch: ArchSpec, status: int, *, code_addr: int, memory: MemoryM
     raise Deadlock(FaultReport("deadlock", "none", base["pc_addr"], len(raw), extra=extra, **base))
   if status in (ST_WATCHDOG, ST_TIMEOUT):
     rep = FaultReport("watchdog", "none", 0, 0, extra={"timeout": timeout if status == ST_TIMEOUT else None}, **base)
-    raise WatchdogExpired(rep, budget if status == ST_WATCHDOG else -1)
+    raise WatchdogExpired(rep, budget, timeout if status == ST_TIMEOUT else None)
   raise EmuError(f"emulator error status={status} at pc={base['pc']:#x}: {msg}")
 
 def oob_report(arch: ArchSpec, memory: MemoryMap, code_addr: int, count: int, addr: int, size: int, lane: int, wave: int, wg: tuple, pc: int,

@@ -63,6 +63,16 @@ def test_watchdog():
   with pytest.raises(WatchdogExpired) as ei: run([s_branch(simm16=0xffff)], sgprs=(), budget=10_000)
   assert ei.value.budget == 10_000 and ei.value.report.pc == 0 and "S_BRANCH" in ei.value.report.disasm
 
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_timeout_names_the_wall_clock_limit(backend):
+  """run(..., timeout=S) on an endless loop: WatchdogExpired says the S-second wall-clock timeout expired, not a budget."""
+  with pytest.raises(WatchdogExpired, match=r"wall-clock timeout of 0\.05 s expired at pc=0x0 ") as ei:
+    run([s_branch(simm16=0xffff)], sgprs=(), timeout=0.05, backend=backend)
+  assert ei.value.timeout == 0.05 and ei.value.report.extra["timeout"] == 0.05 and "budget" not in str(ei.value).split("Next step")[0]
+  with pytest.raises(WatchdogExpired, match="budget of 1000 wave-instructions exceeded") as ei:
+    run([s_branch(simm16=0xffff)], sgprs=(), budget=1000, timeout=60, backend=backend)
+  assert ei.value.timeout is None and ei.value.budget == 1000
+
 def test_code_not_mapped():
   from mockgpu.emu.api import Dispatch, run as erun
   with pytest.raises(GPUFault, match="register the code object"): erun(Dispatch("gfx1100", 0x1000), MemoryMap())
