@@ -10,6 +10,12 @@ __all__ = ["EmuError", "GPUFault", "FaultReport", "InvalidInstruction", "WaveTra
 class EmuError(MockGPUError):
   """Base class of every error the emulator raises."""
 
+VA_SPACES = ("global", "code")   # fault spaces whose `address` is a GPU virtual address
+OUTSIDE = {"lds": "LDS access at offset {a:#x} outside the workgroup's {n:#x} bytes",   # the other spaces with a limit, in words
+           "scratch": "scratch access at offset {a:#x} outside the lane's {n:#x} bytes",
+           "gds": "ordered-count access at offset {a:#x} outside its {n:#x} bytes",
+           "vgpr": "VGPR index {a} past the wave's {n} VGPRs"}
+
 @dataclass(frozen=True)
 class FaultReport:
   """Where and how a wave faulted. `pc` is the byte offset from the dispatch's code address (negative after a jump below
@@ -37,10 +43,17 @@ class FaultReport:
   limit: int | None = None
   extra: dict = field(default_factory=dict)
 
+  @property
+  def va(self) -> int | None:
+    """The GPU virtual address of a memory fault (spaces "global" and "code"), else None: there `address` is an offset
+    into the workgroup's LDS, the lane's scratch or the ordered-count memory, or a VGPR index."""
+    return self.address if self.space in VA_SPACES else None
+
   def describe(self) -> str:
     s = (f"{self.kind} fault in {self.space}: addr={self.address:#x} size={self.size} arch={self.arch} pc={self.pc:#x} "
          f"(abs {self.pc_addr:#x}) lane={self.lane} wave={self.wave} workgroup={self.workgroup} inst={self.disasm!r} raw={self.raw.hex()}")
-    if self.limit is not None: s += f" limit={self.limit:#x}"
+    if self.limit is not None:
+      s += f"; {OUTSIDE[self.space].format(a=self.address, n=self.limit)}" if self.space in OUTSIDE else f" limit={self.limit:#x}"
     if self.nearest is not None:
       name, start, size = self.nearest
       s += f"; nearest allocation {name!r} [{start:#x}, {start+size:#x}) offset={self.offset:+#x}"
