@@ -106,7 +106,7 @@ def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, tim
     memory: the host ranges the kernel may touch; global accesses and instruction fetches are checked against a snapshot
       taken at the start of the call: against the mapped granules, or byte-exact if the map is strict (see MemoryMap).
     budget: maximum wave-instructions before WatchdogExpired (default MOCKGPU_EMU_BUDGET or 4e9).
-    timeout: optional wall-clock limit in seconds, also reported as WatchdogExpired.
+    timeout: optional wall-clock limit in seconds, also reported as WatchdogExpired (its `timeout` set, the message naming it).
     backend: "c" (generated C, compiled once per arch and cached) or "python" (reference, slow).
     op_counts: also count executed wave-instructions per opcode (Stats.op_counts).
     capture: record the registers of workgroup 0 / wave 0 at S_ENDPGM (Stats.state).

@@ -10,14 +10,22 @@ __all__ = ["EmuError", "GPUFault", "FaultReport", "InvalidInstruction", "WaveTra
 class EmuError(MockGPUError):
   """Base class of every error the emulator raises."""
 
+VA_SPACES = ("global", "code")   # fault spaces whose `address` is a GPU virtual address
+OUTSIDE = {"lds": "LDS access at offset {a:#x} outside the workgroup's {n:#x} bytes",   # the other spaces with a limit, in words
+           "scratch": "scratch access at offset {a:#x} outside the lane's {n:#x} bytes",
+           "gds": "ordered-count access at offset {a:#x} outside its {n:#x} bytes",
+           "vgpr": "VGPR index {a} past the wave's {n} VGPRs"}
+
 @dataclass(frozen=True)
 class FaultReport:
-  """Where and how a wave faulted. `pc` is the byte offset from the dispatch's code address, `pc_addr` the absolute address.
+  """Where and how a wave faulted. `pc` is the byte offset from the dispatch's code address (negative after a jump below
+  it), `pc_addr` the absolute address.
 
   kind: "read" | "write" | "atomic" | "fetch" (instruction fetch) | "invalid" | "watchdog" | "trap" (S_TRAP) | "halt"
   (S_SETHALT / S_SENDMSGHALT) | "deadlock". space: "global" | "lds" | "scratch" | "code" | "gds" (ordered-count memory) |
-  "none". Traps carry `extra["trap_id"]`; deadlocks the `Deadlock` fields. `nearest` is (name, start, size) of the closest registered
-  allocation (global faults only) and `offset` the fault address minus its start (negative: below it)."""
+  "vgpr" (a VGPR index computed from M0 past the wave's register file: `address` is the index, `limit` the file's size) |
+  "none". Traps carry `extra["trap_id"]`; deadlocks the `Deadlock` fields. `nearest` is (name, start, size) of the closest
+  registered allocation (global faults only) and `offset` the fault address minus its start (negative: below it)."""
   kind: str
   space: str
   address: int
@@ -35,10 +43,17 @@ class FaultReport:
   limit: int | None = None
   extra: dict = field(default_factory=dict)
 
+  @property
+  def va(self) -> int | None:
+    """The GPU virtual address of a memory fault (spaces "global" and "code"), else None: there `address` is an offset
+    into the workgroup's LDS, the lane's scratch or the ordered-count memory, or a VGPR index."""
+    return self.address if self.space in VA_SPACES else None
+
   def describe(self) -> str:
     s = (f"{self.kind} fault in {self.space}: addr={self.address:#x} size={self.size} arch={self.arch} pc={self.pc:#x} "
          f"(abs {self.pc_addr:#x}) lane={self.lane} wave={self.wave} workgroup={self.workgroup} inst={self.disasm!r} raw={self.raw.hex()}")
-    if self.limit is not None: s += f" limit={self.limit:#x}"
+    if self.limit is not None:
+      s += f"; {OUTSIDE[self.space].format(a=self.address, n=self.limit)}" if self.space in OUTSIDE else f" limit={self.limit:#x}"
     if self.nearest is not None:
       name, start, size = self.nearest
       s += f"; nearest allocation {name!r} [{start:#x}, {start+size:#x}) offset={self.offset:+#x}"
@@ -46,8 +61,9 @@ class FaultReport:
     return s
 
 class GPUFault(EmuError):
-  """A wave accessed memory it may not touch (global outside every registered range, LDS or scratch out of bounds, or an
-  instruction fetch outside mapped memory). `report` holds the structured fields; host memory was not touched."""
+  """A wave accessed memory it may not touch (global outside every registered range, LDS or scratch out of bounds, an
+  instruction fetch outside mapped memory, or a VGPR index computed from M0 past the register file). `report` holds the
+  structured fields; host memory was not touched."""
   def __init__(self, report: FaultReport, hint: str = "check the kernel's indexing or register the buffer with MemoryMap.add"):
     self.report = report
     super().__init__(f"{report.describe()}. Next step: {hint}")
@@ -73,12 +89,17 @@ class WaveTrap(EmuError):
                      f"is how compilers lower __builtin_trap / failed device asserts); find which condition led to it")
 
 class WatchdogExpired(EmuError):
-  """The dispatch executed more wave-instructions than its budget (runaway loop or a too small `budget`)."""
-  def __init__(self, report: FaultReport, budget: int):
-    self.report, self.budget = report, budget
-    super().__init__(f"watchdog: budget of {budget} wave-instructions exceeded at pc={report.pc:#x} (abs {report.pc_addr:#x}) "
-                     f"wave={report.wave} workgroup={report.workgroup} inst={report.disasm!r}. Next step: raise `budget` "
-                     f"(api.run(..., budget=N) or MOCKGPU_EMU_BUDGET) if the kernel is just long, else look for a loop that never exits")
+  """The dispatch executed more wave-instructions than its budget (runaway loop or a too small `budget`), or ran longer
+  than its wall-clock `timeout` (seconds; None when the budget ran out). `report.extra["timeout"]` is the same."""
+  def __init__(self, report: FaultReport, budget: int, timeout: float | None = None):
+    self.report, self.budget, self.timeout = report, budget, timeout
+    where = f"at pc={report.pc:#x} (abs {report.pc_addr:#x}) wave={report.wave} workgroup={report.workgroup} inst={report.disasm!r}"
+    if timeout is not None:
+      super().__init__(f"watchdog: wall-clock timeout of {timeout:g} s expired {where}. Next step: raise `timeout` "
+                       f"(api.run(..., timeout=S)) if the kernel is just slow, else look for a loop that never exits")
+    else:
+      super().__init__(f"watchdog: budget of {budget} wave-instructions exceeded {where}. Next step: raise `budget` "
+                       f"(api.run(..., budget=N) or MOCKGPU_EMU_BUDGET) if the kernel is just long, else look for a loop that never exits")
 
 class Deadlock(EmuError):
   """Every resident wave waits (GWS semaphore or barrier, ordered count) and no workgroup is left to launch, or the resident

@@ -440,11 +440,15 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, text: str =
     L.append("  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L;")
     L.insert(-1, f"  const uint32_t *va = w->v + (in->{A} - 256) * MAXLANES, *vah = w->v + ((in->{A} - 255) & (NVREG - 1)) * MAXLANES;"
                  " const uint32_t ssa = sa ? w->s[in->saddr] : 0, sve = in->sve;")
-    if space == "SP_GLOBAL" and fmt not in _FLAT and (pl := plain_dwords(text)):
+    pl = plain_dwords(text)
+    if space == "SP_GLOBAL" and fmt not in _FLAT and pl:
       L[-1:-1] = _plain_fast(pl[0], pl[1], "r_vdst" if pl[0] == "load" else "r_data0")
     if space == "SP_SCRATCH": L.append("    s.ADDR = (uint32_t)(ssa + (sve ? va[L] : 0) + off);")
     else: L.append("    s.ADDR = (sa ? sbase + va[L] : ((uint64_t)vah[L] << 32 | va[L])) + off;")
     if fmt in _FLAT: L.append("    w->c->space = flat_space(s.ADDR);")
+    if pl and pl[0] == "store" and pl[1] > 1:   # the whole access is checked before any dword is written
+      L.append(f"    for (int k = 0; k < {pl[1]} && !s.fault; k++) s.fault = !emu_wr_check(&s, s.ADDR + 4 * k, 4);")
+      L.append(f"    {_CHECK}")
     if "DATA" in u.reads: L.append("    " + _vgpr_in("DATA", "in->data0", data))
     if "STORE" in name and ("VDATA" in u.reads or "VDATA" in u.writes): L.append("    " + _vgpr_in("VDATA", "in->data0", data))
     elif "D16" in name and "VDATA" in u.writes: L.append("    " + _vgpr_in("VDATA", "in->vdst", dbits))   # the other half is preserved
@@ -571,7 +575,17 @@ def _decoder(arch: ArchSpec, fmts: tuple[Format, ...]) -> tuple[str, list[str]]:
     T.append(f"static const uint8_t VALID_{f.name}[{n}] = {{{', '.join('1' if i in f.valid else '0' for i in range(n))}}};")
     if f.lit_only: T.append(f"static const uint8_t LITONLY_{f.name}[{n}] = {{{', '.join('1' if i in f.lit_only else '0' for i in range(n))}}};")
     if f.mfma_ops: T.append(f"static const uint8_t MFMA_{f.name}[{n}] = {{{', '.join('1' if i in f.mfma_ops else '0' for i in range(n))}}};")
-  return "\n".join(L), "\n".join(T) + "\n" + "\n".join(D) + _acc_fix(arch, fmts)
+  return "\n".join(L), "\n".join(T) + "\n" + "\n".join(D) + _acc_fix(arch, fmts) + _vrows(arch, fmts)
+
+def _vrows(arch: ArchSpec, fmts: tuple[Format, ...]) -> str:
+  """emu_vrows(in): an upper bound of 1 + the highest VGPR row a decoded instruction may write: its highest register field
+  (any field that holds a VGPR: the 9-bit sources, the VGPR fields of every encoding and variant, after emu_acc_fix) plus
+  the widest operand of the arch, capped at NVREG. The scheduler zeroes that many rows in each launched wave."""
+  regs = sorted({fl.name for f in fmts for fl in (*f.fields, *(x for v in f.variants.values() for x in v[1])) if fl.conv in ("vgpr", "vdsty")}
+                | {n for f in fmts for n in f.src_fields})
+  rows = max(bits for ops in operands(arch.family).values() for _, bits, _ in ops.values()) // 32
+  return ("\nstatic uint32_t emu_vrows(const Inst *in) {\n  int32_t m = 0;\n" + "".join(f"  if (in->{r} > m) m = in->{r};\n" for r in regs)
+          + f"  return m < 256 ? 0 : m - 256 + {rows} > NVREG ? NVREG : (uint32_t)(m - 256 + {rows});\n}}\n")
 
 def _acc_fix(arch: ArchSpec, fmts: tuple[Format, ...]) -> str:
   """emu_acc_fix(in, off): move the AccVGPR operands of a decoded instruction to their unified slots (acc_rules)."""

@@ -11,7 +11,7 @@ from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
 from mockgpu.emu.gen_c import PROSE_C, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, \
-  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR, smem_align, dst_sgpr
+  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR, smem_align, dst_sgpr, plain_dwords
 from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS
 from mockgpu.emu.pygfx import exec_vinterp, lds_direct_load, lds_param_load, export
@@ -137,13 +137,18 @@ class _SBufMem(_Mem):
     if addr - self.base + n <= self.lim: super().write(addr, n, val)
 
 class _VRegs:
+  """pyeval's VGPR[lane][reg]: a register past the file (or a lane past 64) is a fault of space 7 ("vgpr", address = the
+  index), as vgpr_rd/vgpr_wr in csrc/emu_core.h."""
   def __init__(self, w): self.w = w
+  def _check(self, lane: int, reg: int, kind: int):
+    if lane >= 64 or reg >= len(self.w.v): raise Stop(ST_FAULT, kind=kind, space=7, addr=reg, size=4, lane=lane, limit=len(self.w.v))
   def get(self, key, default=0):
     lane, reg = key
-    if reg >= len(self.w.v) and reg - len(self.w.v) < len(self.w.vshadow): return self.w.vshadow[reg - len(self.w.v)][lane]
-    return self.w.v[reg][lane] if reg < len(self.w.v) and lane < 64 else 0
+    if reg >= len(self.w.v) and reg - len(self.w.v) < len(self.w.vshadow) and lane < 64: return self.w.vshadow[reg - len(self.w.v)][lane]
+    self._check(lane, reg, 1)
+    return self.w.v[reg][lane]
   def __getitem__(self, key): return self.get(key)
-  def __setitem__(self, key, val): lane, reg = key; self.w.v[reg][lane] = val & M32
+  def __setitem__(self, key, val): lane, reg = key; self._check(lane, reg, 2); self.w.v[reg][lane] = val & M32
 
 class _SRegs:
   def __init__(self, w): self.w = w
@@ -523,11 +528,14 @@ def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: d
     sa = f["saddr"] not in (c.arch.enc_null, 0x7f)
     sbase = (w.s[f["saddr"]] | w.s[f["saddr"] + 1] << 32) if sa else 0
     off = sext(f[OFF], OFFW)
+    pl = plain_dwords(c.ents[ename].text)
+    whole = pl[1] if pl and pl[0] == "store" and pl[1] > 1 else 0   # as gen_c._mem: the whole access is checked before any dword is written
     for L in range(c.wave_size):
       if not exe >> L & 1: continue
       a = f[A] - 256
       if space == "scratch": addr = ((w.s[f["saddr"]] if sa else 0) + (w.v[a][L] if f.get("sve") else 0) + off) & M32
       else: addr = ((sbase + w.v[a][L]) if sa else (w.v[a][L] | w.v[(a + 1) & (len(w.v) - 1)][L] << 32)) + off & M64
+      for k in range(whole): _Mem(w, flat_space(addr) if fm.name in _FLAT else space, [L])._check((addr + 4 * k) & M64, 4, 2)
       kw = dict(base, laneId=L, ADDR=addr, DATA=_vget(w, f[D] - 256, L, data),
                 VDATA=_vget(w, f[D] - 256, L, data) if "STORE" in name else _vget(w, f["vdst"] - 256, L, dbits))
       st = pyrun(c, w, ename, flat_space(addr) if fm.name in _FLAT else space, **kw)
@@ -819,7 +827,7 @@ def _capture(c: Ctx, w: Wave):
     c.state = WaveState(tuple(w.s), tuple(tuple(r[:ws]) for r in w.v), w.exec, w.vcc, w.scc, w.s[c.arch.enc_m0], w.pc0, w.mode)
 
 def _fetch(c: Ctx, w: Wave):
-  addr = c.d.code_addr + w.pc
+  addr = (c.d.code_addr + w.pc) & M64   # w.pc wraps below the code after a jump there (as csrc/emu_sched.c decode_at)
   if w.pc in c.cache: return c.cache[w.pc]
   if w.pc & 3 or not (c.code[0] <= addr and addr + 4 <= c.code[1]):
     raise Stop(ST_FAULT, kind=4, space=4, addr=addr, size=4, lane=-1, limit=c.code[1] - c.d.code_addr, noinst=True)

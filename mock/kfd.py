@@ -364,10 +364,12 @@ class KFD:
     self.cond.notify_all()
 
   def report_queue_error(self, gpu:GPU, exc:BaseException) -> str:
-    """A queue of `gpu` stopped with `exc`: memory faults fire the MEMORY events (tinygrad: "MMU fault: 0x<va>"), anything
-    else the HW_EXCEPTION events (tinygrad: "HW fault: ..."). Returns what tinygrad will report."""
+    """A queue of `gpu` stopped with `exc`: faults at a GPU virtual address (global accesses, instruction fetches, engines
+    touching unmapped memory) fire the MEMORY events (tinygrad: "MMU fault: 0x<va>"), anything else the HW_EXCEPTION events
+    (tinygrad: "HW fault: ..."), also LDS/scratch/ordered-count/VGPR faults, whose address is an offset or index (FaultReport.va;
+    the queue's stderr line says what it was). Returns what tinygrad will report."""
     with self.lock:
-      if (va:=exc.report.address if isinstance(exc, GPUFault) else exc.addr if isinstance(exc, QueueFault) else None) is not None:
+      if (va:=exc.report.va if isinstance(exc, GPUFault) else exc.addr if isinstance(exc, QueueFault) else None) is not None:
         self._fire_fault(gpu, va, None)
         return f"MMU fault: 0x{va:X}"
       self._fire_fault(gpu, None, kfd.KFD_HW_EXCEPTION_GPU_HANG)

@@ -78,6 +78,13 @@ _CONDXCHG = Fix(_CONDXCHG_OLD,
                 "a DS entry is LDS), the two return dwords as a declared 2-element array, and re-declares OFFSET0/OFFSET1 as "
                 "locals; in the DS names the same steps are: both dwords at (ADDR + offset) & 0xfff8 and +4 return their old "
                 "value, each is replaced by the low 31 bits of its half of DATA when that half's bit 31 is set ({OFFSET1, OFFSET0} is OFFSET)")
+_DX9 = {acc: Fix(f"// DX9 rules, 0.0 * x = 0.0\nD0.f32 = S2.f32", f"// DX9 rules, 0.0 * x = 0.0\nD0.f32 = 0.0F + {acc}.f32",
+                 "with a zero multiplicand the product is +0 (even times INF or NaN) and the accumulator is added to it: "
+                 + ("the FMAC form has no S2 (its accumulator is D0, as its `fma(S0.f32, S1.f32, D0.f32)` branch says), so "
+                    "taken literally it would read an operand the instruction does not have; " if acc == "D0" else "")
+                 + "+0 + acc differs from returning acc for acc = -0 (RNE gives +0) and a signaling NaN (quieted), which is why "
+                 "LLVM folds llvm.amdgcn.fma.legacy(0, x, c) to fadd(+0, c) rather than c")
+        for acc in ("D0", "S2")}
 _ARCHS = ("rdna3", "rdna4", "cdna")
 FIXES: dict[tuple[str, str], Fix] = {**{(a, "VOP3Op_V_TRIG_PREOP_F64"): _TRIG for a in _ARCHS},
                                      **{(a, f"VOP3SDOp_V_DIV_SCALE_{t.upper()}"): _scale_default(t) for a in _ARCHS for t in ("f32", "f64")},
@@ -86,5 +93,7 @@ FIXES: dict[tuple[str, str], Fix] = {**{(a, "VOP3Op_V_TRIG_PREOP_F64"): _TRIG fo
                                      **{(a, n): _CVT_OFF for a in _ARCHS for n in ("VOP1Op_V_CVT_OFF_F32_I4_E32", "VOP3Op_V_CVT_OFF_F32_I4_E64")
                                         if a != "cdna" or n.endswith("E32")},
                                      **{(a, "VINTERPOp_V_INTERP_P2_RTZ_F16_F32"): _P2_RTZ for a in ("rdna3", "rdna4")},
+                                     **{("rdna3", n): _DX9["D0"] for n in ("VOP2Op_V_FMAC_DX9_ZERO_F32_E32", "VOP3Op_V_FMAC_DX9_ZERO_F32_E64")},
+                                     **{(a, "VOP3Op_V_FMA_DX9_ZERO_F32"): _DX9["S2"] for a in ("rdna3", "rdna4")},
                                      ("rdna3", "DSOp_DS_BVH_STACK_RTN_B32"): _BVH_STACK,
                                      **{(a, "DSOp_DS_CONDXCHG32_RTN_B64"): _CONDXCHG for a in _ARCHS}}

@@ -17,7 +17,8 @@
 
 enum { ST_OK = 0, ST_FAULT = 1, ST_INVALID = 2, ST_WATCHDOG = 3, ST_UNSUPPORTED = 4, ST_TIMEOUT = 5, ST_NOMEM = 6, ST_TRAP = 7, ST_DEADLOCK = 8 };
 enum { K_READ = 1, K_WRITE = 2, K_ATOMIC = 3, K_FETCH = 4 };
-enum { SP_GLOBAL = 1, SP_LDS = 2, SP_SCRATCH = 3, SP_CODE = 4, SP_BUFFER = 5, SP_GDS = 6 };   /* SP_BUFFER: through a V# (emu_buffer.h), faults as global */
+enum { SP_GLOBAL = 1, SP_LDS = 2, SP_SCRATCH = 3, SP_CODE = 4, SP_BUFFER = 5, SP_GDS = 6, SP_VGPR = 7 };   /* SP_BUFFER: through a V# (emu_buffer.h), faults
+ * as global; SP_VGPR: a computed VGPR index (VGPR[lane][reg], e.g. V_MOVREL* M0 + operand) past the file, address = the index */
 /* wave states: W_WAIT blocks on dispatch-wide state (Wave.wait_*: GWS semaphore/barrier, ordered count), W_SLEEP yields
  * for one scheduling round (S_SLEEP) */
 enum { W_RUN = 0, W_BARRIER = 1, W_DONE = 2, W_WAIT = 3, W_SLEEP = 4 };
@@ -88,6 +89,8 @@ struct Ctx {
   uint64_t icount, budget, next_time_check;
   struct timespec t0;
   uint32_t wg[3], nwaves, lds_bytes, scratch_lane, wave_size;
+  uint32_t vrows, scratch_hi;          /* VGPR rows / scratch bytes per lane this dispatch may have written (decoded register fields +
+                                     * the widest operand, VGPR[] writes; scratch writes): zeroed in each launched wave */
   uint64_t wave_mask;
   int acc_off;                      /* unified slot of AccVGPR 0: (RSRC3.ACCUM_OFFSET + 1) * 4 when the arch has AccVGPRs */
   int atomic;                       /* set by atomic handlers: faults are reported as "atomic" */
@@ -229,20 +232,32 @@ static inline void p_wr(PcState *s, uint64_t addr, int n, uint64_t v) {
   Wave *w = (Wave *)s->user; Ctx *c = w->c;
   addr &= 0xffffffffu;
   if (UNLIKELY(addr + n > c->scratch_lane)) { set_fault(w, K_WRITE, SP_SCRATCH, addr, n, (int)s->laneId, c->scratch_lane, 0); s->fault = 1; return; }
+  if (addr + n > c->scratch_hi) c->scratch_hi = (uint32_t)(addr + n);
   memcpy(w->scratch + s->laneId * c->scratch_lane + addr, &v, n);
+}
+/* the check of a write of n bytes at `a` in the executing space (global, LDS, scratch) without the write: a store of several
+ * dwords checks its whole access first (gen_c._mem), so a fault leaves none of it written. 0: faulted (recorded) */
+static int emu_wr_check(PcState *s, uint64_t a, int n) {
+  Wave *w = (Wave *)s->user; Ctx *c = w->c;
+  if (c->space == SP_GLOBAL) return gptr(w, a, n, K_WRITE, (int)s->laneId) != 0;
+  uint64_t lim = c->space == SP_LDS ? c->lds_bytes : c->scratch_lane;
+  a &= 0xffffffffu;
+  if (a + n <= lim) return 1;
+  set_fault(w, K_WRITE, c->space, a, n, (int)s->laneId, lim, 0); return 0;
 }
 /* register files for the pseudocode's VGPR[lane][reg] / SGPR[reg] */
 static inline uint32_t vgpr_rd(PcState *s, uint64_t lane, uint64_t reg) {
   Wave *w = (Wave *)s->user;
   if (UNLIKELY(lane >= MAXLANES || reg >= NVREG)) {
     if (lane < MAXLANES && reg - NVREG < (uint64_t)w->c->vshadow_n) return w->c->vshadow[reg - NVREG][lane];
-    set_status(w, ST_FAULT, "VGPR index out of range"); s->fault = 1; return 0;
+    set_fault(w, K_READ, SP_VGPR, reg, 4, (int)lane, NVREG, 0); s->fault = 1; return 0;
   }
   return w->v[reg * MAXLANES + lane];
 }
 static inline void vgpr_wr(PcState *s, uint64_t lane, uint64_t reg, uint32_t v) {
   Wave *w = (Wave *)s->user;
-  if (UNLIKELY(lane >= MAXLANES || reg >= NVREG)) { set_status(w, ST_FAULT, "VGPR index out of range"); s->fault = 1; return; }
+  if (UNLIKELY(lane >= MAXLANES || reg >= NVREG)) { set_fault(w, K_WRITE, SP_VGPR, reg, 4, (int)lane, NVREG, 0); s->fault = 1; return; }
+  if (reg >= w->c->vrows) w->c->vrows = (uint32_t)reg + 1;
   w->v[reg * MAXLANES + lane] = v;
 }
 static inline uint32_t sgpr_rd(PcState *s, uint64_t reg) { Wave *w = (Wave *)s->user; return reg < NSREG ? w->s[reg] : 0; }

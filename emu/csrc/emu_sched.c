@@ -53,6 +53,7 @@ static Inst *decode_at(Wave *w) {
     in->fn = 0; return 0;
   }
   if (NAGPR) emu_acc_fix(in, c->acc_off);
+  uint32_t vr = emu_vrows(in); if (vr > c->vrows) c->vrows = vr;
   int op = in->fmt >= 0 && HANDLERS[in->fmt] ? in->op : 0;
   in->hid = HBASE[in->fmt] + (in->opx ? in->opx : op);
   in->fn = HANDLERS[in->fmt][op];
@@ -158,6 +159,7 @@ static __attribute__((noinline)) int launch(Ctx *c, uint64_t idx) {
   uint32_t k = 0;
   while (k < c->nslots && c->slots[k].live) k++;
   Slot *s = &c->slots[k];
+  int reused = k < c->nslots;
   if (k == c->nslots) {
     s->m.vgpr = calloc(((size_t)c->nwaves * NVREG + 16) * MAXLANES, sizeof(uint32_t));
     s->m.lds = calloc(c->lds_bytes ? c->lds_bytes : 1, 1);
@@ -174,6 +176,11 @@ static __attribute__((noinline)) int launch(Ctx *c, uint64_t idx) {
     Wave *w = &s->m.waves[i];
     w->v = s->m.vgpr + (uint64_t)i * NVREG * MAXLANES;
     w->scratch = s->m.scratch + (uint64_t)i * c->scratch_lane * MAXLANES;
+    if (reused) {   /* as a fresh wave: what earlier workgroups left in the slot's registers and scratch reads 0 (pybackend: new Wave) */
+      memset(w->v, 0, (size_t)c->vrows * MAXLANES * sizeof(uint32_t));
+      if (c->scratch_hi == c->scratch_lane) memset(w->scratch, 0, (size_t)c->scratch_lane * MAXLANES);
+      else if (c->scratch_hi) for (uint32_t L = 0; L < MAXLANES; L++) memset(w->scratch + (size_t)L * c->scratch_lane, 0, c->scratch_hi);
+    }
     init_wave(c, w, (int)i);
     w->ordinal = s->ordinal0 + i; w->released = 0;
   }

@@ -192,7 +192,7 @@ class Channel:
     """Stop this channel for good: remember the first fault for the debugger controls and print the report."""
     self.error = e
     rep = getattr(e, "report", None)
-    addr = rep.address if isinstance(e, GPUFault) and rep.space == "global" else getattr(e, "addr", None)
+    addr = rep.va if isinstance(e, GPUFault) else getattr(e, "addr", None)
     if self.drv.fault is None:
       self.drv.fault = {"address": addr, "write": bool(rep and rep.kind == "write"), "esr": 0x10 if isinstance(e, EmuError) else 0x20,
                         "pc": getattr(rep, "pc", 0) or 0, "error": e}     # pc: the PTX line of a kernel fault

@@ -143,6 +143,25 @@ def test_a_wait_nothing_satisfies_is_named_before_tinygrads_empty_error(run):
   assert line.startswith("mockgpu: PM4 queue 0 of GPU(node=1 gpu_id=0xa001 arch=gfx1100) has been waiting ") and \
     f": memory dword at {r['sig']:#x} & 0xffffffff >= 0x5 (now 0x0); nothing has written" in line and " on WAIT_REG_MEM at ring dword 0x" in line, line
 
+LDS_OOB = OOB.replace("""  %t = call i32 @llvm.amdgcn.workitem.id.x()
+  %o = add i32 %t, 268435456
+  %i = zext i32 %o to i64
+  %q = getelementptr i32, ptr addrspace(1) %p, i64 %i
+  store i32 1, ptr addrspace(1) %q""", """  %t = call i32 @llvm.amdgcn.workitem.id.x()
+  %o = add i32 %t, 100000
+  %q = getelementptr [16 x i32], ptr addrspace(3) @lds, i32 0, i32 %o
+  store volatile i32 1, ptr addrspace(3) %q""").replace("define amdgpu_kernel", "@lds = internal addrspace(3) global [16 x i32] poison, align 4\ndefine amdgpu_kernel")
+
+def test_lds_fault_is_a_hw_fault_that_names_the_lds_offset(run):
+  # the LDS offset 0x61a80 (dword 100000) is no GPU virtual address: tinygrad gets the HW exception, not "MMU fault: 0x61A80",
+  # and the queue's stderr line says it was an LDS access outside the workgroup's LDS
+  p = run(LDS_OOB)
+  r = p.result
+  assert LDS_OOB != OOB and r["err"] is not None and r["err"].startswith("HW fault:") and "MMU fault" not in r["err"], r
+  assert r["other_gpu"] == [2, 3]
+  assert "(tinygrad sees: HW fault)" in p.stderr and "write fault in lds: addr=0x61a80 size=4" in p.stderr, p.stderr
+  assert "LDS access at offset 0x61a80 outside the workgroup's " in p.stderr, p.stderr
+
 def test_deterministic_results_and_instruction_counts(run):
   code = """
     import numpy as np

@@ -35,3 +35,18 @@ def test_resident_workgroups_agree():
                               (ordered_prog(), [np.zeros(16, np.uint32)], (64, 1, 1))):
     runs = [once(code, arrays, block, be) for be in ("c", "c", "python", "python")]
     assert all(r == runs[0] for r in runs)
+
+def test_registers_and_scratch_start_zero_in_every_workgroup():
+  """Each wave starts with VGPRs (but v0) and scratch at 0, also when its workgroup reuses an earlier one's registers: a
+  kernel that reads v7, a VGPR reached only through M0 (V_MOVRELS at v200) and a scratch dword before writing them sees 0
+  in all 4 workgroups on both backends (read, then write a marker the next workgroup would otherwise see)."""
+  for backend in ("c", "python"):
+    out = np.full((4, 3, 64), 0xffffffff, np.uint32)
+    b = Bufs(out)
+    run([s_mul_i32(s[8], s[2], 3 * 64 * 4), v_lshlrev_b32_e32(v[1], 2, v[0]), v_add_nc_u32_e32(v[1], s[8], v[1]), v_mov_b32_e32(v[10], 0),
+         s_mov_b32(M0, 200), v_movrels_b32_e32(v[11], v[0]), scratch_load_b32(vdst=v[12], addr=v[10], saddr=NULL, sve=1), s_waitcnt(simm16=0),
+         global_store_b32(addr=v[1], data=v[7], saddr=s[0:1]), global_store_b32(addr=v[1], data=v[11], saddr=s[0:1], offset=256),
+         global_store_b32(addr=v[1], data=v[12], saddr=s[0:1], offset=512),
+         v_mov_b32_e32(v[7], 0x5a5a), v_movreld_b32_e32(v[0], v[7]), scratch_store_b32(addr=v[10], data=v[7], saddr=NULL, sve=1)],
+        b, block=(64, 1, 1), grid=(4, 1, 1), rsrc2=(2 << 1) | (1 << 7), scratch_bytes_per_lane=16, backend=backend)
+    assert not out.any(), (backend, np.argwhere(out))

@@ -63,6 +63,38 @@ def test_watchdog():
   with pytest.raises(WatchdogExpired) as ei: run([s_branch(simm16=0xffff)], sgprs=(), budget=10_000)
   assert ei.value.budget == 10_000 and ei.value.report.pc == 0 and "S_BRANCH" in ei.value.report.disasm
 
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_timeout_names_the_wall_clock_limit(backend):
+  """run(..., timeout=S) on an endless loop: WatchdogExpired says the S-second wall-clock timeout expired, not a budget."""
+  with pytest.raises(WatchdogExpired, match=r"wall-clock timeout of 0\.05 s expired at pc=0x0 ") as ei:
+    run([s_branch(simm16=0xffff)], sgprs=(), timeout=0.05, backend=backend)
+  assert ei.value.timeout == 0.05 and ei.value.report.extra["timeout"] == 0.05 and "budget" not in str(ei.value).split("Next step")[0]
+  with pytest.raises(WatchdogExpired, match="budget of 1000 wave-instructions exceeded") as ei:
+    run([s_branch(simm16=0xffff)], sgprs=(), budget=1000, timeout=60, backend=backend)
+  assert ei.value.timeout is None and ei.value.budget == 1000
+
 def test_code_not_mapped():
   from mockgpu.emu.api import Dispatch, run as erun
   with pytest.raises(GPUFault, match="register the code object"): erun(Dispatch("gfx1100", 0x1000), MemoryMap())
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+@pytest.mark.parametrize("op,m0,kind,index", [(v_movrels_b32_e32(v[1], v[10]), 250, "read", 260), (v_movreld_b32_e32(v[0], v[1]), 256, "write", 256),
+                                              (v_movrelsd_b32_e32(v[1], v[2]), 0x7fff, "read", 0x8001), (v_movrelsd_2_b32_e32(v[250], v[3]), 9 << 16, "write", 259)])
+def test_movrel_past_the_vgpr_file(op, m0, kind, index, backend):
+  """V_MOVREL* address VGPRs as the operand's register + M0 (MOVRELSD_2: M0[9:0] for the source, M0[25:16] for the
+  destination); past the wave's 256 VGPRs (gfx1100) the wave faults in space "vgpr" naming the index and the file size."""
+  with pytest.raises(GPUFault, match="VGPR index") as ei: run([s_mov_b32(M0, m0), op], sgprs=(), backend=backend)
+  r = ei.value.report
+  assert (r.kind, r.space, r.address, r.size, r.lane, r.limit, r.pc) == (kind, "vgpr", index, 4, 0, 256, 8)
+  assert op.op.name in r.disasm and r.raw == op.to_bytes()
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_setpc_below_the_code_reports_the_real_address(backend):
+  """S_SETPC_B64 to 0x100 bytes before the S_GETPC result (code + 4): the fetch faults at that 64-bit address, `pc_addr`
+  is the same address (not + 2^64) and `pc` the negative offset from the code."""
+  with pytest.raises(GPUFault) as ei:
+    run([s_getpc_b64(s[0:1]), s_sub_u32(s[0], s[0], 0x100), s_subb_u32(s[1], s[1], 0), s_setpc_b64(s[0:1])], sgprs=(), backend=backend)
+  r = ei.value.report
+  code_addr = r.nearest[1]
+  assert (r.kind, r.space, r.address, r.pc_addr, r.pc, r.offset) == ("fetch", "code", code_addr + 4 - 0x100, code_addr + 4 - 0x100, 4 - 0x100, 4 - 0x100)
+  assert f"pc=-0xfc (abs {code_addr - 0xfc:#x})" in str(ei.value)

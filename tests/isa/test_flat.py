@@ -149,6 +149,26 @@ def test_b128_load_straddling_the_end_faults_on_the_first_missing_dword(backend)
   assert (r.kind, r.lane, r.size, r.offset) == ("read", 8, 4, 32 * 4 + 8)
 
 @pytest.mark.parametrize("backend", ["c", "python"])
+@pytest.mark.parametrize("width", [2, 3, 4])
+@pytest.mark.parametrize("enc", ["global", "flat"])
+def test_store_straddling_the_end_writes_none_of_the_faulting_access(enc, width, backend):
+  """A b64/b96/b128 store of lane 8 whose first dword is in range and the next is not faults on that dword without writing
+  any of the lane's access (the faulting access is not performed); lanes 0..7 stored theirs."""
+  lim, name = 8 * 4 * width + 4, {2: "b64", 3: "b96", 4: "b128"}[width]
+  buf = np.zeros(40 * width, np.uint32)
+  bufs = Bufs(); bufs.mem.add(buf.ctypes.data, lim, "short")
+  insts = [v_mul_u32_u24_e32(v[1], 4 * width, v[0]), *(v_add_nc_u32_e32(v[4 + k], 100 * (k + 1), v[0]) for k in range(width))]
+  if enc == "global": insts.append(globals()[f"global_store_{name}"](addr=v[1], data=v[4:3 + width], saddr=s[0:1]))
+  else: insts += [v_mov_b32_e32(v[2], s[1]), v_add_co_u32(v[1], VCC_LO, s[0], v[1]), v_add_co_ci_u32_e32(v[2], 0, v[2]),
+                  globals()[f"flat_store_{name}"](addr=v[1:2], data=v[4:3 + width])]
+  with pytest.raises(GPUFault) as ei: run(insts, bufs, sgprs=(buf.ctypes.data & 0xffffffff, buf.ctypes.data >> 32), backend=backend)
+  r = ei.value.report
+  assert (r.kind, r.space, r.lane, r.size, r.offset) == ("write", "global", 8, 4, lim)
+  want = np.zeros_like(buf)
+  for l in range(8): want[width * l:width * (l + 1)] = [100 * (k + 1) + l for k in range(width)]
+  np.testing.assert_array_equal(buf, want)   # lane 8's in-range dword (at lim - 4) is untouched
+
+@pytest.mark.parametrize("backend", ["c", "python"])
 def test_flat_atomic_csub_u32(backend):
   """FLAT_ATOMIC_CSUB_U32 (RDNA3 FLAT encoding): old - data, clamped at 0 when data > old; GLC returns the old value"""
   mem = (np.arange(32, dtype=np.uint32) * 10).astype(np.uint32)

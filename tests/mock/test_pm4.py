@@ -156,6 +156,23 @@ def test_gpu_fault_becomes_an_mmu_fault_event(drv, monkeypatch, capsys):
   err = capsys.readouterr().err
   assert "GPUFault" in err and "lane=3" in err and "addr=0xbad000" in err
 
+@pytest.mark.parametrize("space,limit,says", [("lds", 0x10000, "LDS access at offset 0x61a80 outside the workgroup's 0x10000 bytes"),
+                                              ("scratch", 0x40, "scratch access at offset 0x61a80 outside the lane's 0x40 bytes")])
+def test_lds_and_scratch_faults_are_not_mmu_faults(drv, monkeypatch, capsys, space, limit, says):
+  # their address is an offset in the workgroup's LDS / the lane's scratch, not a GPU VA: the HW exception fires (tinygrad:
+  # "HW fault: ..."), no MEMORY event with the offset as `va`, and the queue's report says what was accessed
+  import mockgpu.emu.api as api
+  rep = FaultReport("write", space, 0x61A80, 4, "gfx1100", 0x10, 0x10, b"\0" * 8, "ds_store_b32 v1, v0", lane=3, wave=0, limit=limit)
+  monkeypatch.setattr(api, "run", Recorder(GPUFault(rep)))
+  sig, mem, hw = drv.events()
+  q, (code, _), (buf, _) = drv.queue(0), drv.userptr(0x1000), drv.userptr(0x1000)
+  dispatch_packets(q, code, buf)
+  drv.run()
+  _, arr = drv.wait([sig, mem, hw])
+  assert arr[2].hw_exception_data.gpu_id == drv.gpu_ids[0] and arr[1].memory_exception_data.gpu_id == 0
+  err = capsys.readouterr().err
+  assert "(tinygrad sees: HW fault)" in err and f"write fault in {space}: addr=0x61a80 size=4" in err and says in err and "MMU" not in err
+
 @pytest.mark.parametrize("dwords,msg", [
   ([pm4.PACKET3(0x99, 0), 0], "unknown PM4 opcode 0x99"),
   ([0x80000000], "type-2 packet"),
