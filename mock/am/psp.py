@@ -33,19 +33,21 @@ class PSP:
       self.stats["ring create" if r[f"{p}_64"] >> 16 == am.PSP_RING_TYPE__KM else "ring control"] += 1
       self.rptr, r[f"{p}_64"] = 0, READY
     if (wptr:=r[f"{p}_67"]) != self.rptr:
-      base, size = r.u64(f"{p}_69", f"{p}_70"), r[f"{p}_71"]
+      base, size, start = r.u64(f"{p}_69", f"{p}_70"), r[f"{p}_71"], self.rptr
+      self.rptr = wptr   # consumed even if the frames are bad: a bad ring is reported once, not re-read every round
       if size == 0 or size % FRAME: raise MockDeviceError(f"PSP: ring write pointer C2PMSG_67={wptr:#x} but the ring size C2PMSG_71={size:#x} "
                                                           f"is not a non-zero multiple of the {FRAME}-byte frame")
+      pos = start
       for _ in range(size // FRAME):
-        if self.rptr == wptr: break
-        fr = am.struct_psp_gfx_rb_frame.from_address(self.vram(base + (self.rptr * 4) % size, FRAME))
+        if pos == wptr: break
+        fr = am.struct_psp_gfx_rb_frame.from_address(self.vram(base + (pos * 4) % size, FRAME))
         cmd = am.struct_psp_gfx_cmd_resp.from_address(self.vram(fr.cmd_buf_addr_lo | fr.cmd_buf_addr_hi << 32, ctypes.sizeof(am.struct_psp_gfx_cmd_resp)))
         self.stats[am.enum_psp_gfx_cmd_id.get(cmd.cmd_id, f"cmd {cmd.cmd_id:#x}")] += 1
         cmd.resp.status = 0
         if cmd.cmd_id == am.GFX_CMD_ID_LOAD_TOC: cmd.resp.tmr_size = 0x100000
         ctypes.c_uint32.from_address(self.vram(fr.fence_addr_lo | fr.fence_addr_hi << 32, 4)).value = fr.fence_value
-        self.rptr = (self.rptr + FRAME // 4) & 0xFFFFFFFF
-      else: raise MockDeviceError(f"PSP: write pointer C2PMSG_67={wptr:#x} never meets the read pointer {self.rptr:#x} (not a multiple of "
+        pos = (pos + FRAME // 4) & 0xFFFFFFFF
+      else: raise MockDeviceError(f"PSP: write pointer C2PMSG_67={wptr:#x} never meets the read pointer {start:#x} (not a multiple of "
                                   f"{FRAME // 4} dwords ahead); the ring is left as it is")
 
 class SMU:
