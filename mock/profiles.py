@@ -5,7 +5,7 @@ import functools, importlib
 from dataclasses import dataclass
 from mockgpu.mock.errors import UnknownArchError
 
-__all__ = ["GPUProfile", "PROFILES", "profile_for"]
+__all__ = ["GPUProfile", "PROFILES", "profile_for", "PCI_DEFAULT_ARCH"]
 
 @dataclass(frozen=True)
 class GPUProfile:
@@ -22,6 +22,9 @@ class GPUProfile:
   props: tuple[tuple[str, int], ...]          # shader-engine geometry etc.
   wave_size: int                              # 32 (RDNA, CS_W32_EN) or 64 (CDNA)
   vram_bytes: int
+  mmhub: tuple[int, int, int]                 # the rest of the IP set tinygrad's AM driver reads from the discovery table (MOCKPCI)
+  hdp: tuple[int, int, int]
+  osssys: tuple[int, int, int]
 
   @property
   def family(self) -> int: return self.gfx_target_version // 10000
@@ -70,11 +73,19 @@ _CDNA = (("simd_count", 304), ("mem_banks_count", 1), ("caches_count", 400), ("i
 
 # MP0/MP1 (PSP/SMU): Navi 31 13.0.0, Navi 48 14.0.3, MI350X 13.0.12 (linux-firmware added its gc 9.5.0 and psp 13.0.12 blobs in one
 # release; tinygrad's AM driver treats MP 13.0.12 as CDNA, like MI300's 13.0.6, and loads no SMU firmware for it).
+# SDMA: MI350X 4.4.4. tinygrad's AM driver, which runs real MI350X boards, builds SDMA registers only for 4.4.2 (MI300) and 4.4.4
+# (amdev.py _build_regs) and pins sdma_4_4_4.bin next to gc_9_5_0/psp_13_0_12; with 4.4.5 its SDMA init fails (KeyError regSDMA_CNTL).
 PROFILES: dict[str, GPUProfile] = {p.arch: p for p in [
-  GPUProfile("gfx1100", "Radeon RX 7900 XTX (Navi 31)", 110000, 0x744C, (11,0,0), (6,0,0), (4,3,0), (13,0,0), (13,0,0), _RDNA, 32, 24 << 30),
-  GPUProfile("gfx1201", "Radeon RX 9070 XT (Navi 48)", 120001, 0x7550, (12,0,1), (7,0,1), (6,3,1), (14,0,3), (14,0,3), _RDNA, 32, 16 << 30),
-  GPUProfile("gfx950", "Instinct MI350X", 90500, 0x75A0, (9,5,0), (4,4,5), (7,9,0), (13,0,12), (13,0,12), _CDNA, 64, 288 << 30),
+  GPUProfile("gfx1100", "Radeon RX 7900 XTX (Navi 31)", 110000, 0x744C, (11,0,0), (6,0,0), (4,3,0), (13,0,0), (13,0,0), _RDNA, 32, 24 << 30,
+             mmhub=(3,0,0), hdp=(6,0,0), osssys=(6,0,0)),
+  GPUProfile("gfx1201", "Radeon RX 9070 XT (Navi 48)", 120001, 0x7550, (12,0,1), (7,0,1), (6,3,1), (14,0,3), (14,0,3), _RDNA, 32, 16 << 30,
+             mmhub=(4,1,0), hdp=(7,0,0), osssys=(7,0,0)),
+  GPUProfile("gfx950", "Instinct MI350X", 90500, 0x75A0, (9,5,0), (4,4,4), (7,9,0), (13,0,12), (13,0,12), _CDNA, 64, 288 << 30,
+             mmhub=(1,8,0), hdp=(4,4,2), osssys=(4,4,2)),
 ]}
+
+# the chip of DEV=MOCKPCI+AMD / MOCKUSB+AMD without an arch: the one whose firmware (tinygrad's pinned blobs) is obtainable offline
+PCI_DEFAULT_ARCH = "gfx950"
 
 def profile_for(arch:str="") -> GPUProfile:
   """The profile for `arch` (empty: gfx1100).

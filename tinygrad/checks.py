@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes, glob, importlib.metadata, importlib.util, os, re, sys, sysconfig
 from dataclasses import replace
 
-__all__ = ["tinygrad_version", "check_tinygrad", "check_target", "check_toolchain", "run", "find_libllvm", "MIN_LLVM"]
+__all__ = ["tinygrad_version", "check_tinygrad", "check_target", "check_toolchain", "check_firmware", "run", "find_libllvm", "MIN_LLVM"]
 
 # arch -> first LLVM release whose AMDGPU backend knows it; older ones abort inside LLVM while compiling the first kernel
 MIN_LLVM = {"gfx950": 20}
@@ -123,11 +123,31 @@ def check_toolchain(t) -> None:
     why = f"LLVM_PATH={lp} does not load: {llvm.dll.emsg}" if lp and os.path.isfile(lp) else \
           f"no libLLVM found{f' (LLVM_PATH={lp} is not a file)' if lp else ''}"
     _fail(f"{_dev(t)}: tinygrad compiles AMD kernels with libLLVM and {why}: apt install libllvm19, or set LLVM_PATH to a libLLVM.so")
-  arch = t.arch or "gfx1100"
+  arch = _arch(t)
   if (need:=MIN_LLVM.get(arch)) is not None and (have:=_llvm_version(llvm.dll._name))[0] < need:
     fix = f"set LLVM_PATH={p}" if (p:=find_libllvm(need)) else \
           f"apt install libllvm22 and set LLVM_PATH=/usr/lib/{sysconfig.get_config_var('MULTIARCH')}/libLLVM.so.22.1"
     _fail(f"{_dev(t)}: {arch} needs LLVM >= {need}, but tinygrad loads LLVM {have[1]} ({llvm.dll._name}): {fix}")
+
+def _arch(t) -> str:
+  """The AMD arch a MOCK target emulates: DEV's, else gfx950 on MOCKPCI (boots with obtainable firmware), else gfx1100."""
+  from mockgpu.mock.profiles import PCI_DEFAULT_ARCH
+  return t.arch or (PCI_DEFAULT_ARCH if t.interface == "MOCKPCI" else "gfx1100")
+
+def check_firmware(t) -> None:
+  """Raises ActivationError when tinygrad's AM driver (MOCKPCI+AMD) would need a firmware blob that is not in its
+  cache with the pinned sha256: offline, tinygrad's fetch_fw would fail deep inside the boot. MOCKGPU_FIRMWARE=fetch skips
+  the check (online, tinygrad downloads the blobs itself)."""
+  if t.device != "AMD" or t.interface != "MOCKPCI" or os.environ.get("MOCKGPU_FIRMWARE") == "fetch": return
+  from mockgpu.mock.profiles import PROFILES
+  from mockgpu.tinygrad.firmware import OK, blobs_for, resolve
+  if (p:=PROFILES.get(arch:=_arch(t))) is None: return   # check_target names the arch
+  if missing:=[b for b in resolve(blobs_for(p), [], write=False) if b.status not in OK]:
+    where = next((b.cache.parent for b in missing if b.cache is not None), None)
+    _fail(f"{_dev(t)}: tinygrad's AM driver loads firmware {', '.join(f'{b.name} (sha256 {b.sha256[:12]}...)' for b in missing)} for {arch}, "
+          f"not in tinygrad's cache{f' {where}' if where else ''}: install it offline from linux-firmware blobs with "
+          f"`mockgpu firmware --chip {arch} --from DIR|--deb firmware-amd-graphics_*.deb` (hash-checked), or online let tinygrad download "
+          "it itself with MOCKGPU_FIRMWARE=fetch")
 
 def run(toolchain:bool=True) -> None:
   """All checks for the MOCK targets of tinygrad's DEV, once per process (a failed check runs again at the next shim import).
@@ -142,6 +162,8 @@ def run(toolchain:bool=True) -> None:
     from tinygrad.helpers import DEV
     for t in DEV.value:
       if t.interface.startswith("MOCK"): check_target(t)
+    for t in DEV.value:
+      if t.interface.startswith("MOCK"): check_firmware(t)
     _passed.add("dev")
   if toolchain and "toolchain" not in _passed:
     from tinygrad.helpers import DEV

@@ -56,9 +56,19 @@ def test_mockusb_is_a_clear_error(tmp_path):
   out = run_py("from tinygrad import Device; Device['AMD']", tmp_path, DEV="MOCKUSB+AMD")
   assert out.returncode != 0 and "MOCKUSB+AMD is not supported yet" in out.stderr
 
-def test_mockpci_is_a_clear_error_and_never_probes_host_pci(tmp_path):
-  out = run_py("from tinygrad import Device; Device['AMD']", tmp_path, DEV="MOCKPCI+AMD")
-  assert out.returncode != 0 and "MOCKPCI+AMD is not supported yet" in out.stderr and "/sys/bus/pci/devices" in out.stderr
+def test_mockpci_without_firmware_is_one_clear_line(tmp_path):
+  out = run_py("from tinygrad import Device; Device['AMD']", tmp_path, DEV="MOCKPCI+AMD", XDG_CACHE_HOME=str(tmp_path / "empty"),
+               MOCKGPU_CACHE=os.path.expanduser("~/.cache/mockgpu"))
+  lines = [ln for ln in out.stderr.splitlines() if "ActivationError" in ln]
+  assert out.returncode != 0 and len(lines) == 1, out.stderr
+  for want in ("psp_13_0_12_sos.bin", "sdma_4_4_4.bin", "gc_9_5_0_mec.bin", "gc_9_5_0_rlc.bin", "mockgpu firmware --chip gfx950", "MOCKGPU_FIRMWARE=fetch"):
+    assert want in lines[0], want
+
+def test_other_mock_devs_never_probe_host_pci(tmp_path):
+  out = run_py("""
+    from tinygrad.runtime.support.hcq import FileIOInterface
+    FileIOInterface('/sys/bus/pci/devices')""", tmp_path, DEV="MOCKKFD+AMD")
+  assert out.returncode != 0 and "only with DEV=MOCKPCI+AMD" in out.stderr and "/sys/bus/pci/devices" in out.stderr
 
 def test_synthetic_test_package_only_when_none_exists(monkeypatch):
   finder = activate.MockGPUFinder()

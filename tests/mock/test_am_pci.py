@@ -1,0 +1,94 @@
+"""The mock PCI GPU's parts without tinygrad's runtime: discovery table, PSP ring, page walk and mirrors, bad input."""
+import ctypes, mmap, struct
+import pytest
+from tinygrad.runtime.autogen import libc
+from tinygrad.runtime.autogen.am import am
+from mockgpu.mock.am import discovery
+from mockgpu.mock.am.device import PCIGPU, BAR2_BYTES
+from mockgpu.mock.am.mmu import PageMap
+from mockgpu.mock.profiles import PROFILES
+
+@pytest.fixture(scope="module")
+def gpu():
+  return PCIGPU(PROFILES["gfx950"], autorun=False)
+
+def test_discovery_lists_the_profile_ip_set():
+  p = PROFILES["gfx950"]
+  blob = bytearray(discovery.build(p))
+  bh = am.struct_binary_header.from_buffer(blob)
+  assert bh.binary_signature == am.BINARY_SIGNATURE
+  die = am.struct_die_header.from_buffer(blob, am.struct_ip_discovery_header.from_buffer(blob, bh.table_list[am.IP_DISCOVERY].offset).die_info[0].die_offset)
+  off, seen = ctypes.sizeof(am.struct_die_header) + am.struct_ip_discovery_header.from_buffer(blob, 0x100).die_info[0].die_offset, []
+  for _ in range(die.num_ips):
+    ip = am.struct_ip_v4.from_buffer(blob, off)
+    seen.append((ip.hw_id, ip.instance_number, (ip.major, ip.minor, ip.revision)))
+    off += 8 + 4 * ip.num_base_address
+  assert (am.GC_HWID, 0, (9,5,0)) in seen and (am.MP0_HWID, 0, (13,0,12)) in seen and (am.MP1_HWID, 0, (13,0,12)) in seen
+  assert [s for s in seen if s[0] == am.SDMA0_HWID] == [(am.SDMA0_HWID, i, (4,4,4)) for i in range(16)]
+  harvest = struct.unpack_from("<14I", blob, bh.table_list[am.HARVEST_INFO].offset)
+  assert harvest[0] == am.HARVEST_TABLE_SIGNATURE and harvest[2:] == tuple(am.SDMA0_HWID | i << 16 for i in range(4, 16))
+
+def test_psp_ring_frame_is_answered(gpu):
+  r, p = gpu.regs, gpu.psp.p
+  ring, cmd, fence = 0x100000, 0x110000, 0x120000
+  frame = am.struct_psp_gfx_rb_frame(fence_value=7, cmd_buf_addr_lo=cmd, fence_addr_lo=fence)
+  ctypes.memmove(gpu.vram + ring, bytes(frame), ctypes.sizeof(frame))
+  c = am.struct_psp_gfx_cmd_resp.from_address(gpu.vram + cmd)
+  c.cmd_id, c.resp.status = am.GFX_CMD_ID_LOAD_TOC, 0xBAD
+  r[f"{p}_69"], r[f"{p}_70"], r[f"{p}_71"], r[f"{p}_67"] = ring, 0, 0x10000, 16
+  gpu.run_once()
+  assert ctypes.c_uint32.from_address(gpu.vram + fence).value == 7 and c.resp.status == 0 and c.resp.tmr_size == 0x100000
+  assert gpu.psp.rptr == 16
+
+def test_psp_frame_outside_vram_is_reported_not_a_crash(gpu, capfd):
+  r, p = gpu.regs, gpu.psp.p
+  frame = am.struct_psp_gfx_rb_frame(fence_value=8, cmd_buf_addr_lo=0xFFFFF000, cmd_buf_addr_hi=0xFFFFFF)   # far beyond VRAM
+  ctypes.memmove(gpu.vram + 0x100000 + 64, bytes(frame), ctypes.sizeof(frame))
+  r[f"{p}_67"] = 32
+  gpu.run_once()
+  assert "lies beyond VRAM" in capfd.readouterr().err
+
+def test_smu_mailbox_answers_dpm_level_count(gpu):
+  r = gpu.regs
+  r["mmMP1_SMN_C2PMSG_82"], r["mmMP1_SMN_C2PMSG_90"], r["mmMP1_SMN_C2PMSG_66"] = 2 << 16 | 0xFF, 0, 0x5
+  gpu.run_once()
+  assert (r["mmMP1_SMN_C2PMSG_66"], r["mmMP1_SMN_C2PMSG_90"], r["mmMP1_SMN_C2PMSG_82"]) == (0, 1, 1)
+
+def test_walk_mirrors_vram_at_the_gpu_va_and_rejects_bad_pdes(gpu, capfd):
+  va = libc.mmap(0, 1 << 30, 0, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x4000, -1, 0)   # a reservation, as tinygrad's
+  target = -(-va // (2 << 20)) * (2 << 20)   # a 2 MiB-aligned VA inside the reservation, covered by root entry 0 of `start`
+  start = target & ~((1 << 39) - 1)
+  pt = (ctypes.c_uint64 * 512)
+  root, pdb1, pdb0, ptb, data = 0x200000, 0x201000, 0x202000, 0x203000, 0x300000
+  i0, i1 = (target - start) >> 30 & 0x1FF, (target - start) >> 21 & 0x1FF
+  for a in (root, pdb1, pdb0, ptb): ctypes.memset(gpu.vram + a, 0, 0x1000)
+  pt.from_address(gpu.vram + root)[0] = pdb1 | 1
+  pt.from_address(gpu.vram + pdb1)[i0] = pdb0 | 1
+  pt.from_address(gpu.vram + pdb0)[i1] = ptb | 1 | am.AMDGPU_PTE_TF   # gfx9: PDB0 entries with TF are tables
+  pt.from_address(gpu.vram + ptb)[0], pt.from_address(gpu.vram + ptb)[1] = data | 1, data + 0x1000 | 1
+  pt.from_address(gpu.vram + ptb)[5] = (gpu.vram_size + 0x1000) | 1   # a PTE beyond VRAM
+  pt.from_address(gpu.vram + pdb1)[i0 + 1 if i0 < 511 else 0] = (gpu.vram_size << 1) | 1   # a PDE beyond VRAM
+  ctypes.memmove(gpu.vram + data, b"vram page", 9)
+  base = target
+  gpu.mmu.walk(root, start)
+  assert ctypes.string_at(base, 9) == b"vram page"   # the CPU sees VRAM at the GPU VA
+  assert gpu.gpu.memory.mapped(base, 0x2000) and not gpu.gpu.memory.mapped(base + 0x2000, 1) and not gpu.gpu.memory.mapped(base + 0x5000, 1)
+  err = capfd.readouterr().err
+  assert "beyond VRAM" in err and gpu.mmu.bad == 2
+  gpu.mmu.walk(root, start)   # unchanged tables: served from the cache, same result
+  assert gpu.gpu.memory.mapped(base, 0x2000) and gpu.mmu.bad == 4
+
+def test_pagemap_frames_are_stable_per_page():
+  pm = PageMap()
+  a, b = struct.unpack("<2Q", pm.read(0x7000 * 8, 16))
+  assert a >> 63 == b >> 63 == 1 and (a & (1 << 55) - 1) + 1 == b & (1 << 55) - 1
+  assert struct.unpack("<Q", pm.read(0x7001 * 8, 8))[0] == b and pm.host(((b & (1 << 55) - 1) << 12) + 4) == 0x7001 << 12 | 4
+
+def test_queue_with_doorbell_outside_the_bar_is_not_started(gpu, capfd):
+  r, s = gpu.regs, gpu.sdma
+  r[f"{s}_RB_BASE"], r[f"{s}_RB_RPTR_ADDR_LO"] = 0x1000, 0x2000
+  r[f"{s}_DOORBELL_OFFSET"] = r.regs[f"{s}_DOORBELL_OFFSET"].encode(offset=BAR2_BYTES)
+  r[f"{s}_RB_CNTL"] = r.regs[f"{s}_RB_CNTL"].encode(rb_enable=1, rb_size=10)
+  gpu.run_once()
+  assert gpu.sq is None and "doorbell byte" in capfd.readouterr().err
+  r[f"{s}_RB_CNTL"] = 0
