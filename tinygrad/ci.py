@@ -11,10 +11,9 @@ import argparse, datetime, fnmatch, glob, importlib.metadata, importlib.util, js
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
-from mockgpu.tinygrad.checks import find_libllvm
+from mockgpu.tinygrad.checks import find_libllvm, mock_arch
 from mockgpu.tinygrad.ci_jobs import JOBS, SUITES, Job, Step, from_json
 from mockgpu.tinygrad.errors import IntegrationError
-from mockgpu.mock.profiles import profile_for
 from mockgpu import usage
 
 __all__ = ["main", "CIError", "Row", "matrix", "same_dev", "select", "child_env", "run_step", "parse_junit", "regressions", "find_llvm",
@@ -42,11 +41,16 @@ def matrix(jobs:tuple[Job, ...]=JOBS) -> list[Row]:
   """All (job, DEV) rows of a job table, in table order."""
   return [Row(j, d) for j in jobs for d in j.devs]
 
+def dev_arch(dev:str) -> str:
+  """The arch a DEV string names, else the one its AMD mock emulates (`checks.mock_arch`: MOCKPCI+AMD is gfx950), else ""."""
+  f = (dev.split(":") + ["", ""])[:3]
+  return mock_arch(f[0].split("+")[0], f[2]) if f[0].upper().endswith("+AMD") else f[2]
+
 def same_dev(a:str, b:str) -> bool:
   """True if two DEV strings name the same device once tinygrad's defaults are filled in (`MOCKKFD+AMD` is `MOCKKFD+AMD::gfx1100`)."""
   def canon(d:str) -> list[str]:
     f = (d.split(":") + ["", ""])[:max(3, d.count(":") + 1)]
-    if f[0].upper().endswith("+AMD") and not f[2]: f[2] = profile_for("").arch
+    if f[0].upper().endswith("+AMD"): f[2] = mock_arch(f[0].split("+")[0], f[2])
     return f
   return canon(a) == canon(b)
 
@@ -344,7 +348,7 @@ def main(argv:list[str]|None=None) -> int:
         raise CIError(f"--baseline {a.baseline}: not a `mockgpu ci --json` result (no rows list)")
       todo = [(r, i, s) for r in rows for i, s in enumerate(r.job.steps) if not a.step or a.step in s.label]
       if not todo: raise CIError(f"no step of the selected jobs contains {a.step!r}; see `mockgpu ci --list`")
-      gfx950 = {r.name for r, _, _ in todo if "gfx950" in r.dev and "LLVM_PATH" not in os.environ}   # tinygrad needs LLVM >= 20 there
+      gfx950 = {r.name for r, _, _ in todo if dev_arch(r.dev) == "gfx950" and "LLVM_PATH" not in os.environ}   # tinygrad needs LLVM >= 20
       llvm = {name: {"LLVM_PATH": path} for path in ([find_llvm()] if gfx950 else []) for name in gfx950}
       cc = cpu_compiler(dict(os.environ))
       extra = {r.name: cc | llvm.get(r.name, {}) for r in rows}
