@@ -64,3 +64,9 @@ def test_nothing_but_fuzz_kinds_imports_the_extra():
     code = f"import sys\nfor m in {list(FUZZ_ONLY)!r}: sys.modules[m] = None\ntry: __import__({mod!r})\nexcept ModuleNotFoundError as e: print(e.name)"
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT / "tests", capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and set(p.stdout.split()) <= {m for m, _ in NEEDS.get(kind, ())}, (kind, p.stdout, p.stderr[-2000:])
+
+def test_test_file_basenames_are_unique():
+  # tests/ has no __init__.py files: pytest imports test modules by basename, so two test_x.py in different folders break
+  # collection of the whole suite ("import file mismatch"), which a run of one folder does not show
+  names = sorted(p.name for p in (ROOT / "tests").rglob("test_*.py"))
+  assert [n for n in set(names) if names.count(n) > 1] == []
