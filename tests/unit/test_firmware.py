@@ -1,7 +1,7 @@
 """`mockgpu firmware` (tinygrad/firmware.py): tinygrad's real pin table, the blobs each GPU profile needs (checked against
 tinygrad's own AMFirmware loader), and the install mechanics on fake blobs under a fake pin table, with tinygrad's own
 fetch_fw reading the result offline. Real blobs: /lib/firmware/amdgpu when the machine has it."""
-import hashlib, json, lzma, re, shutil, subprocess, types, urllib.request
+import hashlib, json, lzma, os, re, shutil, subprocess, types, urllib.request
 from pathlib import Path
 import pytest
 from tinygrad import helpers
@@ -202,9 +202,11 @@ def test_cli_deb_source(tmp_path, cache, fake_pins, capsys):
 
 # *** real blobs ***
 
-@pytest.mark.skipif(not Path("/lib/firmware/amdgpu").is_dir(), reason="no /lib/firmware/amdgpu on this machine (firmware-amd-graphics not installed)")
-def test_real_blobs_in_lib_firmware(cache):
-  src = firmware.tree(Path("/lib/firmware"))
+def test_real_blobs(cache, tmp_path):
+  """Real linux-firmware blobs: $MOCKGPU_FIRMWARE_DEB (the firmware-amd-graphics .deb dev.sh fetches), else /lib/firmware."""
+  if (deb:=os.environ.get("MOCKGPU_FIRMWARE_DEB")): src = firmware.unpack_deb(Path(deb), tmp_path / "deb")
+  elif Path("/lib/firmware/amdgpu").is_dir(): src = firmware.tree(Path("/lib/firmware"))
+  else: pytest.skip("no real firmware here: set MOCKGPU_FIRMWARE_DEB to a firmware-amd-graphics .deb (./dev.sh test fetches one) or install it")
   for b in firmware.resolve(list(fw.hashes), [src], write=False):
     copies = [sha(d) for _, d in firmware.read_blob(src, b.name)]
     assert b.status == ("available" if fw.hashes[b.name] in copies else "differs" if copies else "missing"), b
