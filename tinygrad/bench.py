@@ -2,10 +2,12 @@
 
 For each workload: the warm time (median of `--reps` runs after one warm-up run that compiles the kernels) of the whole
 tinygrad stack on the mock AMD GPU and on tinygrad's CPU backend, and their ratio. Then the median submit-to-signal round
-trip of an empty kernel on the mock GPU (one PM4 submission: wait, dispatch, signal; then the CPU's wait returns).
+trip of an empty kernel on the mock GPU (one PM4 submission: wait, dispatch, signal; then the CPU's wait returns), and the
+two sides of the device thread's polling: the CPU the process burns while tinygrad leaves the GPU idle, and the round trip
+of the first kernel after 100 ms of idleness (what a slower poll would cost).
 """
 from __future__ import annotations
-import argparse, os, statistics, sys, time
+import argparse, os, resource, statistics, sys, time
 from mockgpu.argtypes import positive_int
 
 __all__ = ["main"]
@@ -32,8 +34,8 @@ def _time(fn, reps:int) -> tuple[float, object]:
     ts.append(time.perf_counter() - t0)
   return statistics.median(ts), out
 
-def round_trip(reps:int=200) -> float:
-  """Median seconds from submitting an empty kernel to the CPU seeing its completion signal."""
+def round_trip(reps:int=200, idle:float=0.0) -> float:
+  """Median seconds from submitting an empty kernel to the CPU seeing its completion signal, each after `idle` seconds of sleep."""
   from tinygrad import Device
   from tinygrad.device import TinyELF
   from tinygrad.helpers import DEV
@@ -43,11 +45,19 @@ def round_trip(reps:int=200) -> float:
   dev.synchronize()
   ts = []
   for _ in range(reps):
+    if idle: time.sleep(idle)
     t0 = time.perf_counter()
     prg()
     dev.synchronize()
     ts.append(time.perf_counter() - t0)
   return statistics.median(ts)
+
+def idle_cpu(seconds:float=2.0) -> float:
+  """CPU seconds the process uses per second while its only thread with work sleeps (the mock's device thread polling)."""
+  def cpu() -> float: return sum(getattr(resource.getrusage(resource.RUSAGE_SELF), f) for f in ("ru_utime", "ru_stime"))
+  c0, t0 = cpu(), time.perf_counter()
+  time.sleep(seconds)
+  return (cpu() - c0) / (time.perf_counter() - t0)
 
 def main(argv: list[str] | None = None) -> int:
   """Print the full-stack table (mock AMD vs CPU) and the empty-kernel round trip. Returns 1 if a result is wrong."""
@@ -57,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
   args = ap.parse_args(argv)
   if "tinygrad.runtime.support.hcq" in sys.modules: ap.error("tinygrad's HCQ runtime is already imported; run in a fresh interpreter")
   os.environ["DEV"] = args.dev
+  from mockgpu.tinygrad.ci import cpu_compiler
+  os.environ.update(cpu_compiler(dict(os.environ)))   # the CPU side runs $CC or clang; Debian names it clang-NN
   from mockgpu.tinygrad.activate import install
   install()
   import numpy as np
@@ -72,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     bad += not ok
     print(f"{name:30s} {tg:9.4f} {tc:9.4f} {tg / tc:6.1f}x  {'ok' if ok else 'WRONG'}")
   print(f"\nempty-kernel submit-to-signal round trip (median): {round_trip() * 1e3:.3f} ms")
+  print(f"the same, each after 100 ms idle (median of 20): {round_trip(20, idle=0.1) * 1e3:.3f} ms")
+  print(f"idle device polling: {idle_cpu() * 100:.1f}% of one core")
   return 1 if bad else 0
 
 if __name__ == "__main__": sys.exit(main())
