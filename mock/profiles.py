@@ -5,7 +5,7 @@ import functools, importlib
 from dataclasses import dataclass
 from mockgpu.mock.errors import UnknownArchError
 
-__all__ = ["GPUProfile", "PROFILES", "profile_for", "PCI_DEFAULT_ARCH"]
+__all__ = ["GPUProfile", "PROFILES", "profile_for", "mock_arch", "PCI_DEFAULT_ARCH"]
 
 @dataclass(frozen=True)
 class GPUProfile:
@@ -95,3 +95,7 @@ def profile_for(arch:str="") -> GPUProfile:
   """
   if (p:=PROFILES.get(arch or "gfx1100")) is None: raise UnknownArchError(arch, list(PROFILES))
   return p
+
+def mock_arch(interface:str, arch:str) -> str:
+  """The arch a MOCK interface emulates for DEV's arch field: that arch, else PCI_DEFAULT_ARCH on MOCKPCI, else gfx1100."""
+  return arch or (PCI_DEFAULT_ARCH if interface.upper() == "MOCKPCI" else profile_for("").arch)

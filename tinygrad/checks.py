@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes, glob, importlib.metadata, importlib.util, os, re, sys, sysconfig
 from dataclasses import replace
 
-__all__ = ["tinygrad_version", "check_tinygrad", "check_target", "check_toolchain", "check_firmware", "run", "find_libllvm", "mock_arch", "MIN_LLVM"]
+__all__ = ["tinygrad_version", "check_tinygrad", "check_target", "check_toolchain", "check_firmware", "run", "find_libllvm", "MIN_LLVM"]
 
 # arch -> first LLVM release whose AMDGPU backend knows it; older ones abort inside LLVM while compiling the first kernel
 MIN_LLVM = {"gfx950": 20}
@@ -129,13 +129,9 @@ def check_toolchain(t) -> None:
           f"apt install libllvm22 and set LLVM_PATH=/usr/lib/{sysconfig.get_config_var('MULTIARCH')}/libLLVM.so.22.1"
     _fail(f"{_dev(t)}: {arch} needs LLVM >= {need}, but tinygrad loads LLVM {have[1]} ({llvm.dll._name}): {fix}")
 
-def mock_arch(interface:str, arch:str) -> str:
-  """The AMD arch a MOCK interface emulates for DEV's arch field: that arch, else gfx950 on MOCKPCI (it boots with firmware
-  obtainable offline), else the KFD default gfx1100."""
-  from mockgpu.mock.profiles import PCI_DEFAULT_ARCH, profile_for
-  return arch or (PCI_DEFAULT_ARCH if interface.upper() == "MOCKPCI" else profile_for("").arch)
-
-def _arch(t) -> str: return mock_arch(t.interface, t.arch)
+def _arch(t) -> str:
+  from mockgpu.mock.profiles import mock_arch
+  return mock_arch(t.interface, t.arch)
 
 def check_firmware(t) -> None:
   """Raises ActivationError when tinygrad's AM driver (MOCKPCI+AMD) would need a firmware blob that is not in its

@@ -11,7 +11,8 @@ import argparse, datetime, fnmatch, glob, importlib.metadata, importlib.util, js
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
-from mockgpu.tinygrad.checks import find_libllvm, mock_arch
+from mockgpu.mock.profiles import mock_arch
+from mockgpu.tinygrad.checks import find_libllvm
 from mockgpu.tinygrad.ci_jobs import JOBS, SUITES, Job, Step, from_json
 from mockgpu.tinygrad.errors import IntegrationError
 from mockgpu import usage
@@ -42,7 +43,7 @@ def matrix(jobs:tuple[Job, ...]=JOBS) -> list[Row]:
   return [Row(j, d) for j in jobs for d in j.devs]
 
 def dev_arch(dev:str) -> str:
-  """The arch a DEV string names, else the one its AMD mock emulates (`checks.mock_arch`: MOCKPCI+AMD is gfx950), else ""."""
+  """The arch a DEV string names, else the one its AMD mock emulates (`profiles.mock_arch`: MOCKPCI+AMD is gfx950), else ""."""
   f = (dev.split(":") + ["", ""])[:3]
   return mock_arch(f[0].split("+")[0], f[2]) if f[0].upper().endswith("+AMD") else f[2]
 

@@ -61,6 +61,6 @@ def system() -> PCIFiles:
   with _lock:
     if _system is None:
       from tinygrad.helpers import DEV
-      from mockgpu.mock.profiles import PCI_DEFAULT_ARCH, profile_for
-      _system = PCIFiles(PCIGPU(profile_for(DEV.target("AMD").arch or PCI_DEFAULT_ARCH)))
+      from mockgpu.mock.profiles import mock_arch, profile_for
+      _system = PCIFiles(PCIGPU(profile_for(mock_arch("MOCKPCI", DEV.target("AMD").arch))))
     return _system
