@@ -42,26 +42,27 @@ class AMPM4Queue(_Snapshot, PM4Queue): pass
 class AMSDMAQueue(_Snapshot, SDMAQueue): pass
 
 class PCIGPU:
-  """The mock PCI GPU for `profile`. `fds[bar]` are the BAR memfds; `config` the 4 KiB config space. `autorun=False` (unit
-  tests): no device thread, call `run_once()`."""
-  def __init__(self, profile:GPUProfile, autorun:bool=True):
+  """The mock PCI GPU for `profile`. `fds[bar]` are the BAR memfds (mapped at `vram`, `doorbells`, `mmio`); `config` the 4 KiB
+  config space. `autorun=False` (unit tests): no device thread, call `run_once()`. `windows` and `va_window`: see `mmu.MMU`
+  (the USB bridge's memory the GPU reaches as system memory; the host range its GPU VAs are mirrored into)."""
+  def __init__(self, profile:GPUProfile, autorun:bool=True, windows:tuple[tuple[int, int, int], ...]=(), va_window:tuple[int, int]|None=None):
     self.profile, self.lock, self.vram_size = profile, threading.RLock(), profile.vram_bytes
     self.sizes = {0: self.vram_size, 2: BAR2_BYTES, 5: BAR5_BYTES}
     self.fds = {b: os.memfd_create(f"mockgpu-bar{b}", os.MFD_CLOEXEC) for b in self.sizes}
     for b, sz in self.sizes.items(): os.ftruncate(self.fds[b], sz)
-    self.vram, self.doorbells, mmio = (_map(self.fds[b], sz) for b, sz in self.sizes.items())
+    self.vram, self.doorbells, self.mmio = (_map(self.fds[b], sz) for b, sz in self.sizes.items())
     self.config = bytearray(4096)
     self.config[0:4] = (0x1002 | profile.device_id << 16).to_bytes(4, "little")
     self.config[8:12] = (0x03000000).to_bytes(4, "little")   # class: display controller, VGA-compatible
     ctypes.memmove(self.vram + self.vram_size - discovery.OFFSET, discovery.build(profile), discovery.SIZE)
-    self.regs = r = RegisterFile(profile, mmio)
+    self.regs = r = RegisterFile(profile, self.mmio)
     r.mem[0xde3] = self.vram_size >> 20   # mmRCC_CONFIG_MEMSIZE (MiB), read before the register tables exist
     r["regMMMC_VM_FB_LOCATION_TOP"] = (self.vram_size - 1) >> 24
     r["regMMVM_INVALIDATE_ENG17_SEM"], r["regGCVM_INVALIDATE_ENG17_ACK"] = 1, 0xFFFF   # GC flushes need no walk: the MM flush follows
     self.psp, self.smu = PSP(r, self.vram_at), SMU(r)
     self.gpu, self.allocs = GPU(self, GPUNode(1, GPU_ID, 128), profile), {}   # allocs: no KFD memory objects on this path
     self.pagemap = PageMap()
-    self.mmu = MMU(self.gpu, self.fds[0], self.vram, self.vram_size, self.pagemap)
+    self.mmu = MMU(self.gpu, self.fds[0], self.vram, self.vram_size, self.pagemap, windows, va_window)
     self.pq: AMPM4Queue|None = None
     self.sq: AMSDMAQueue|None = None
     self.pq_key = self.sq_key = None

@@ -5,7 +5,9 @@ after every `map_range`. On each MM-hub flush the device thread walks the tables
 mapping exists in host memory when `map_range` returns:
 * PHYS leaves (VRAM): the VRAM memfd is mapped at the GPU VA (a *mirror*, MAP_FIXED inside tinygrad's PROT_NONE reservation),
   unless tinygrad owns the page (sysmem it mapped there itself).
-* SYSTEM leaves: tinygrad maps sysmem at host VA == GPU VA and learns its "physical" address from the mock's
+* SYSTEM leaves inside a *window* (bus addresses that are memory of the bridge in front of the GPU, e.g. the USB
+  controller's SRAM, each backed by a memfd): that memfd is mirrored at the GPU VA, like VRAM.
+* Other SYSTEM leaves: tinygrad maps sysmem at host VA == GPU VA and learns its "physical" address from the mock's
   /proc/self/pagemap (`PageMap`: fake frame numbers, remembered per host page); a leaf is valid only if its frame belongs to
   the page at the leaf's VA.
 The leaves become the GPU's `MemoryMap` (what engines and kernels may touch; anything else is an MMU fault). Table pages are
@@ -70,14 +72,17 @@ class Intervals:
 
 def _mmap_fixed(addr:int, size:int, fd:int, offset:int):
   if libc.mmap(addr, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | MAP_FIXED, fd, offset) != addr:
-    raise OSError(ctypes.get_errno(), f"mirroring VRAM {offset:#x}+{size:#x} at GPU VA {addr:#x} failed")
+    raise OSError(ctypes.get_errno(), f"mirroring {offset:#x}+{size:#x} of memfd {fd} at GPU VA {addr:#x} failed")
 
 class MMU:
-  """Walks the GPU page tables of `gpu` (profile family picks the leaf rules) in VRAM (`vram_fd` mapped at `vram_addr`)."""
-  def __init__(self, gpu:GPU, vram_fd:int, vram_addr:int, vram_size:int, pagemap:PageMap):
+  """Walks the GPU page tables of `gpu` (profile family picks the leaf rules) in VRAM (`vram_fd` mapped at `vram_addr`).
+  `windows`: (bus address, size, memfd) of system memory that is not host pages (mirrored from the memfd). `va_window`:
+  (start, end) of the host range reserved for GPU VAs; a leaf outside it is never mirrored (it would replace host memory)."""
+  def __init__(self, gpu:GPU, vram_fd:int, vram_addr:int, vram_size:int, pagemap:PageMap, windows:tuple[tuple[int, int, int], ...]=(),
+               va_window:tuple[int, int]|None=None):
     self.gpu, self.fd, self.vram, self.vram_size, self.pagemap = gpu, vram_fd, vram_addr, vram_size, pagemap
-    self.family = gpu.profile.family
-    self.mirrors = Intervals()   # GPU VA ranges backed by VRAM: value = VRAM offset of the interval start
+    self.windows, self.va_window, self.family = windows, va_window, gpu.profile.family
+    self.mirrors = Intervals()   # GPU VA ranges backed by a memfd: value = (fd, offset of the interval start)
     self.owned = Intervals()     # host ranges tinygrad mapped itself (sysmem at its GPU VA): never mirrored over
     self.cache: dict[int, tuple] = {}   # table paddr -> (content, level, tables, leaf runs)
     self.runs: dict[int, tuple[int, int, bool]] = {}   # GPU VA -> (size, paddr, system): the current leaf runs
@@ -86,7 +91,7 @@ class MMU:
   # *** host mappings tinygrad makes (MockFileIOInterface) ***
   def host_mapped(self, start:int, size:int):
     """tinygrad mapped `[start, start+size)` itself (MAP_FIXED sysmem): mirrors there are gone, the range is tinygrad's."""
-    self.mirrors.remove(start, start + size, keep=lambda ns, a, off: off + ns - a)
+    self.mirrors.remove(start, start + size, keep=lambda ns, a, v: (v[0], v[1] + ns - a))
     self.owned.add(start, start + size)
   def host_unmapping(self, start:int, size:int) -> list[tuple[int, int]]:
     """tinygrad unmaps `[start, start+size)`: returns the sub-ranges to really unmap (mirrors stay: the GPU mapping may live
@@ -158,27 +163,33 @@ class MMU:
         if runs and runs[-1][3] == sysm and runs[-1][0] + runs[-1][1] == v and runs[-1][2] + runs[-1][1] == pa: runs[-1][1] += sz
         else: runs.append([v, sz, pa, sysm])
     rec(root, 0, start)
-    new = {}
+    new, src = {}, {}   # src: GPU VA -> (memfd, offset) mirrored there
     for va, sz, pa, sysm in runs:
-      if sysm:
-        if self._sys_ok(va, sz, pa): new[va] = (sz, pa, True)
+      if self.va_window is not None and not self.va_window[0] <= va < va + sz <= self.va_window[1]:
+        self._bad(f"a PTE maps VA {va:#x}+{sz:#x} outside the GPU VA window [{self.va_window[0]:#x}, {self.va_window[1]:#x})")
+      elif sysm:
+        if (w:=self._window(pa, sz)) is not None: new[va], src[va] = (sz, pa, True), w
+        elif self._sys_ok(va, sz, pa): new[va] = (sz, pa, True)
       elif pa + sz > self.vram_size: self._bad(f"a PTE at VA {va:#x} maps VRAM {pa:#x}+{sz:#x} beyond VRAM ({self.vram_size:#x} bytes)")
-      else: new[va] = (sz, pa, False)
+      else: new[va], src[va] = (sz, pa, False), (self.fd, pa)
     mem = self.gpu.memory
     for va, r in self.runs.items():
       if new.get(va) != r: mem.remove(va)
     for va, (sz, pa, sysm) in new.items():
-      if not sysm: self._mirror(va, sz, pa)
+      if va in src: self._mirror(va, sz, *src[va])
       if self.runs.get(va) != (sz, pa, sysm): mem.add(va, sz, f"{'system' if sysm else 'VRAM'} {pa:#x}", granule=PAGE)
     self.runs = new
 
-  def _mirror(self, va:int, sz:int, pa:int):
+  def _window(self, pa:int, sz:int) -> tuple[int, int]|None:
+    return next(((fd, pa - base) for base, size, fd in self.windows if base <= pa and pa + sz <= base + size), None)
+
+  def _mirror(self, va:int, sz:int, fd:int, off:int):
     e, pos = va + sz, va
     for a, b, _ in self.owned.overlapping(va, e):   # tinygrad's own pages there (a stale PTE): leave them alone
-      if a > pos: self._map(pos, a - pos, pa + pos - va)
+      if a > pos: self._map(pos, a - pos, fd, off + pos - va)
       pos = max(pos, b)
-    if pos < e: self._map(pos, e - pos, pa + pos - va)
-  def _map(self, va:int, sz:int, pa:int):
-    if any(a <= va and va + sz <= b and off + va - a == pa for a, b, off in self.mirrors.overlapping(va, va + sz)): return
-    _mmap_fixed(va, sz, self.fd, pa)
-    self.mirrors.add(va, va + sz, pa)
+    if pos < e: self._map(pos, e - pos, fd, off + pos - va)
+  def _map(self, va:int, sz:int, fd:int, off:int):
+    if any(a <= va and va + sz <= b and v == (fd, off - (va - a)) for a, b, v in self.mirrors.overlapping(va, va + sz)): return
+    _mmap_fixed(va, sz, fd, off)
+    self.mirrors.add(va, va + sz, (fd, off))
