@@ -5,7 +5,7 @@ tinygrad sees from a real driver. The classes here describe what the *GPU model*
 unknown architecture) and are what the device thread prints when it stops a queue."""
 from mockgpu.errors import MockGPUError
 
-__all__ = ["MockDeviceError", "UnknownArchError", "PacketError", "QueueFault", "PTXError"]
+__all__ = ["MockDeviceError", "UnknownArchError", "PacketError", "QueueFault", "PTXError", "USBError"]
 
 class MockDeviceError(MockGPUError):
   """Base class of errors raised by the mock devices."""
@@ -32,3 +32,9 @@ class QueueFault(MockDeviceError):
 class PTXError(MockDeviceError):
   """PTX the mock cannot run: malformed text, or an instruction form outside the modelled subset (docs/ptx.md lists it).
   The message names the kernel, the source line and the statement."""
+
+class USBError(MockDeviceError):
+  """A transfer the mock USB-to-PCIe bridge (DEV=MOCKUSB+AMD) cannot take: a request code, length or field its protocol
+  (as tinygrad 0.14.0 speaks it) does not allow, a bulk transfer nothing armed, an address outside the modelled XDATA or the
+  GPU's BARs, or an armed SRAM read the GPU never completed. Raised to tinygrad from the USB call; the message names the
+  request and its fields."""

@@ -24,9 +24,11 @@ def _pci():
   from mockgpu.mock.am.pci import system
   return system()
 
-def _pci_live():
-  """The mock PCI GPU's files if DEV=MOCKPCI created them in this process, else None (without creating them)."""
-  return None if (m:=sys.modules.get("mockgpu.mock.am.pci")) is None else m._system
+def _am_live():
+  """The mock AM GPU (PCIGPU) if DEV=MOCKPCI or MOCKUSB created it in this process, else None (without creating it)."""
+  for mod in ("mockgpu.mock.am.pci", "mockgpu.mock.am.usb"):
+    if (m:=sys.modules.get(mod)) is not None and m._system is not None: return m._system.gpu
+  return None
 
 def _nv():
   from mockgpu.mock.nv.rm import driver
@@ -142,15 +144,15 @@ class MockFileIOInterface(FileIOInterface):
 
   @staticmethod
   def anon_mmap(start, sz, prot, flags, offset):
-    if (p:=_pci_live()) is None: return FileIOInterface.anon_mmap(start, sz, prot, flags, offset)
-    with p.gpu.lock:
+    if (g:=_am_live()) is None: return FileIOInterface.anon_mmap(start, sz, prot, flags, offset)
+    with g.lock:
       ret = FileIOInterface.anon_mmap(start, sz, prot, flags & ~_HUGE_LOCKED, offset)
-      if start and flags & MAP_FIXED: p.gpu.mmu.host_mapped(start, sz)   # sysmem at its GPU VA: tinygrad's pages now
+      if start and flags & MAP_FIXED: g.mmu.host_mapped(start, sz)   # sysmem at its GPU VA: tinygrad's pages now
       return ret
 
   @staticmethod
   def munmap(buf, sz):
-    if (p:=_pci_live()) is None: return FileIOInterface.munmap(buf, sz)
-    with p.gpu.lock:
-      for a, n in p.gpu.mmu.host_unmapping(buf, sz): libc.munmap(a, n)
+    if (g:=_am_live()) is None: return FileIOInterface.munmap(buf, sz)
+    with g.lock:   # tinygrad unmaps the GPU VA of a freed CPU-visible VRAM buffer (nothing on the host there on real hardware)
+      for a, n in g.mmu.host_unmapping(buf, sz): libc.munmap(a, n)
     return 0

@@ -97,5 +97,6 @@ def profile_for(arch:str="") -> GPUProfile:
   return p
 
 def mock_arch(interface:str, arch:str) -> str:
-  """The arch a MOCK interface emulates for DEV's arch field: that arch, else PCI_DEFAULT_ARCH on MOCKPCI, else gfx1100."""
-  return arch or (PCI_DEFAULT_ARCH if interface.upper() == "MOCKPCI" else profile_for("").arch)
+  """The arch a MOCK interface emulates for DEV's arch field: that arch, else PCI_DEFAULT_ARCH on MOCKPCI and MOCKUSB (tinygrad's
+  AM driver), else gfx1100."""
+  return arch or (PCI_DEFAULT_ARCH if interface.upper() in ("MOCKPCI", "MOCKUSB") else profile_for("").arch)

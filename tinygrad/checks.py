@@ -134,10 +134,10 @@ def _arch(t) -> str:
   return mock_arch(t.interface, t.arch)
 
 def check_firmware(t) -> None:
-  """Raises ActivationError when tinygrad's AM driver (MOCKPCI+AMD) would need a firmware blob that is not in its
+  """Raises ActivationError when tinygrad's AM driver (MOCKPCI+AMD, MOCKUSB+AMD) would need a firmware blob that is not in its
   cache with the pinned sha256: offline, tinygrad's fetch_fw would fail deep inside the boot. MOCKGPU_FIRMWARE=fetch skips
   the check (online, tinygrad downloads the blobs itself)."""
-  if t.device != "AMD" or t.interface != "MOCKPCI" or os.environ.get("MOCKGPU_FIRMWARE") == "fetch": return
+  if t.device != "AMD" or t.interface not in ("MOCKPCI", "MOCKUSB") or os.environ.get("MOCKGPU_FIRMWARE") == "fetch": return
   from mockgpu.mock.profiles import PROFILES
   from mockgpu.tinygrad.firmware import OK, blobs_for, resolve
   if (p:=PROFILES.get(arch:=_arch(t))) is None: return   # check_target names the arch

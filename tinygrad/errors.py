@@ -12,7 +12,8 @@ class ActivationError(IntegrationError):
   way tinygrad reads differently, a missing libLLVM or C compiler. The message is one line naming the fix."""
 
 class NotSupportedYet(IntegrationError):
-  """DEV names a mock target that mockgpu does not emulate yet (e.g. MOCKUSB+AMD). Pick a supported one (MOCKKFD+AMD)."""
+  """DEV names a mock target or mode that mockgpu does not emulate yet (e.g. MOCKPCI+AMD with VFIO=1). Pick a supported one
+  (MOCKKFD+AMD)."""
   def __init__(self, target:str, hint:str="use DEV=MOCKKFD+AMD (or MOCK+AMD) for an emulated AMD GPU"):
     self.target = target
     super().__init__(f"{target} is not supported yet by mockgpu: {hint}")
