@@ -2,27 +2,7 @@
 (installed by `mockgpu firmware` into a temporary tinygrad cache, hash-checked against tinygrad's pins), then kernels.
 
 Firmware source: $MOCKGPU_FIRMWARE_DEB (a firmware-amd-graphics .deb, what CI downloads), else the installed
-firmware-amd-graphics package or /lib/firmware. Without one the tests skip and say so."""
-import os, subprocess, sys
-import pytest
-from mockgpu.emu.libcache import cache_dir
-from mockgpu.tinygrad.checks import find_libllvm
-
-def _libllvm() -> str:
-  assert (p := find_libllvm(20)), "no libLLVM >= 20: gfx950 needs it; apt-get install libllvm22 (./dev.sh does)"
-  return p
-
-@pytest.fixture(scope="module")
-def fw_env(tmp_path_factory):
-  """Env for a MOCKPCI gfx950 run: XDG_CACHE_HOME holding the gfx950 firmware; the emulator cache stays the usual one."""
-  tmp = tmp_path_factory.mktemp("am-fw")
-  env = {**os.environ, "XDG_CACHE_HOME": str(tmp), "MOCKGPU_CACHE": str(cache_dir())}
-  src = ["--deb", deb] if (deb:=os.environ.get("MOCKGPU_FIRMWARE_DEB")) else []
-  r = subprocess.run([sys.executable, "-m", "mockgpu.tinygrad.firmware", "--chip", "gfx950", *src], env=env, capture_output=True, text=True)
-  if r.returncode != 0:
-    pytest.skip(f"no source of gfx950's firmware on this machine (set MOCKGPU_FIRMWARE_DEB to a firmware-amd-graphics .deb, or install "
-                f"firmware-amd-graphics): {r.stdout.strip().splitlines()[-4:] if r.stdout.strip() else r.stderr.strip()}")
-  return {"XDG_CACHE_HOME": str(tmp), "MOCKGPU_CACHE": str(cache_dir()), "LLVM_PATH": _libllvm()}
+firmware-amd-graphics package or /lib/firmware. Without one the tests skip and say so (the `fw_env` fixture, conftest.py)."""
 
 def test_boot_and_one_liner_on_mockpci_gfx950(run, fw_env):
   r = run("""
