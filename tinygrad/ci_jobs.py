@@ -53,7 +53,7 @@ JOBS: tuple[Job, ...] = (
     pytest("test/backend/test_multitensor.py", needs="extra/hcq2"),
     script("test/unit/test_jit.py", needs="extra/hcq2"),
     pytest("test/device/test_hcq2.py", needs="extra/hcq2")), {"HCQ_RUNTIME_DEV": "PYTHON", "HCQ2": "1", "FORWARD_ONLY": "1"}),
-  # MOCKPCI: gfx950 with its firmware installed (mockgpu firmware); MOCKUSB is not emulated yet: that step fails visibly
+  # MOCKPCI and MOCKUSB: gfx950 with its firmware installed (mockgpu firmware)
   Job("testmockam", {"MOCKPCI+AMD": {}}, (
     script("test/test_tiny.py"),
     script("test/test_tiny.py", GMMU="0", DEV="MOCKUSB+AMD"),

@@ -55,7 +55,8 @@ def test_select_by_job_glob_dev_glob_and_same_device():
   assert ci.select(rows, ["nope"]) == [] and len(ci.select(rows, [], [])) == 12
   assert ci.same_dev("MOCKKFD+AMD:LLVM", "MOCKKFD+AMD:LLVM:gfx1100") and not ci.same_dev("MOCK+NV", "MOCK+NV:PTX")
   assert ci.same_dev("MOCKPCI+AMD", "MOCKPCI+AMD::gfx950") and not ci.same_dev("MOCKPCI+AMD", "MOCKPCI+AMD::gfx1100")
-  assert [ci.dev_arch(d) for d in ("MOCKPCI+AMD", "MOCKKFD+AMD", "MOCKKFD+AMD:LLVM:gfx1201", "MOCK+NV")] == ["gfx950", "gfx1100", "gfx1201", ""]
+  assert [ci.dev_arch(d) for d in ("MOCKPCI+AMD", "MOCKUSB+AMD", "MOCKKFD+AMD", "MOCKKFD+AMD:LLVM:gfx1201", "MOCK+NV")] == \
+    ["gfx950", "gfx950", "gfx1100", "gfx1201", ""]
 
 def test_child_env_layers_and_does_not_leak(tmp_path):
   row = next(r for r in ci.matrix() if r.name == "testmockam[MOCKPCI+AMD]")

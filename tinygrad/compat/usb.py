@@ -4,6 +4,7 @@ libusb transport `USB3` (runtime/support/usb.py). Same methods and return types;
 returns at once (as tinygrad's does for a tag that completed). Under any other DEV no device is listed."""
 from __future__ import annotations
 import itertools, os
+from mockgpu.usage import timed
 
 __all__ = ["MockUSB3"]
 
@@ -29,14 +30,15 @@ class MockUSB3:
     if dev != "mockgpu-asm24": raise ValueError(f"MockUSB3({dev!r}): not a handle from MockUSB3.list_devices")
     self.ctrl, self._tags = ctrl or system(), itertools.count(1)
 
+  # every transfer is a driver call into the mock (mockgpu.usage, the "mock s" of `mockgpu ci`)
   def control_write(self, request:int, value:int=0, index:int=0, data:bytes=b'', timeout:int=1000):
-    self.ctrl.control_out(request, value, index, bytes(data))
-
+    with timed("driver_s"): self.ctrl.control_out(request, value, index, bytes(data))
   def control_read(self, request:int, length:int, value:int=0, index:int=0, timeout:int=1000) -> memoryview:
-    return memoryview(self.ctrl.control_in(request, length, value, index))
-
-  def bulk_write(self, payload:bytes, timeout:int=1000): self.ctrl.bulk_out(bytes(payload))
-  def bulk_read(self, length:int, timeout:int=1000) -> memoryview: return memoryview(self.ctrl.bulk_in(length, timeout))
+    with timed("driver_s"): return memoryview(self.ctrl.control_in(request, length, value, index))
+  def bulk_write(self, payload:bytes, timeout:int=1000):
+    with timed("driver_s"): self.ctrl.bulk_out(bytes(payload))
+  def bulk_read(self, length:int, timeout:int=1000) -> memoryview:
+    with timed("driver_s"): return memoryview(self.ctrl.bulk_in(length, timeout))
 
   def bulk_write_async(self, payload:memoryview, timeout:int=10000) -> int:
     self.bulk_write(payload, timeout)
@@ -45,5 +47,5 @@ class MockUSB3:
     self.control_write(request, value, index, data, timeout)
     return next(self._tags)
   def control_read_async(self, request:int, length:int, value:int=0, index:int=0, timeout:int=1000) -> tuple[int, memoryview]:
-    return next(self._tags), memoryview(bytearray(self.ctrl.control_in(request, length, value, index)))
+    return next(self._tags), memoryview(bytearray(self.control_read(request, length, value, index, timeout)))
   def bulk_wait(self, tag:int|None): pass
