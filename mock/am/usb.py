@@ -106,7 +106,8 @@ class ASM24:
     self.fn = ConfigSpace(gpu.config, {0: (1 << BAR0_SIZES[0], 0xC), 2: (1 << (gpu.sizes[2] - 1).bit_length(), 0xC), 4: (0x100, 1),
                                        5: (gpu.sizes[5], 0)})
     sizes = sum(1 << (b - 20 + 4) for b in BAR0_SIZES)   # REBAR capability: supported sizes, bit n+4 = 2^n MiB
-    self.fn.write(REBAR, struct.pack("<III", pci.PCI_EXT_CAP_ID_REBAR | 1 << 16, sizes, 1 << pci.PCI_REBAR_CTRL_NBAR_SHIFT | (BAR0_SIZES[0] - 20) << 8))
+    ctrl = 1 << pci.PCI_REBAR_CTRL_NBAR_SHIFT | (BAR0_SIZES[0] - 20) << pci.PCI_REBAR_CTRL_BAR_SHIFT   # one resizable BAR (0), 256 MiB
+    self.fn.write(REBAR, struct.pack("<III", pci.PCI_EXT_CAP_ID_REBAR | 1 << 16, sizes, ctrl))
     self._cfgs, self._bars = None, []             # config versions the route table (BAR, base, end) was built from
     self.cpl: bytes|None = None                   # completion of the last non-posted mode-0 TLP
     self.out: tuple[str, int, int]|None = None    # armed bulk OUT: ("stream", bus address, bytes) or ("sram", offset, bytes)
@@ -119,9 +120,11 @@ class ASM24:
   # *** the four transfers ***
   def control_out(self, req:int, value:int, index:int, data:bytes=b""):
     self.stats["control"] += 1
-    if not (0 <= value <= 0xFFFF and 0 <= index <= 0xFFFF): raise USBError(f"control OUT {req:#04x}: wValue={value:#x} wIndex={index:#x} do not fit 16 bits")
+    if not (0 <= value <= 0xFFFF and 0 <= index <= 0xFFFF):
+      raise USBError(f"control OUT {req:#04x}: wValue={value:#x} wIndex={index:#x} do not fit 16 bits")
     if req == 0xE5:
-      if data or index > 0xFF: raise USBError(f"control OUT 0xE5 (XDATA write) at {value:#06x}: the byte goes in wIndex (got wIndex={index:#x}, {len(data)} data bytes)")
+      if data or index > 0xFF:
+        raise USBError(f"control OUT 0xE5 (XDATA write) at {value:#06x}: the byte goes in wIndex (got wIndex={index:#x}, {len(data)} data bytes)")
       if value == LTSSM: raise USBError(f"control OUT 0xE5: XDATA {LTSSM:#06x} is the read-only link state")
       ctypes.c_uint8.from_address(self._xdata(value, 1)).value = index
     elif req == 0xF3:
@@ -129,12 +132,14 @@ class ASM24:
       self.link = bool(value)
     elif req == 0xF0: self._tlp(value & 0xFF, value >> 8, index, data)
     elif req == 0xF2: self._sram_engine(value, index, data)
-    else: raise USBError(f"control OUT request {req:#04x} is not part of the controller's protocol (0xE5 XDATA write, 0xF0 TLP, 0xF2 SRAM engine, 0xF3 power)")
+    else: raise USBError(f"control OUT request {req:#04x} is not part of the controller's protocol (0xE5 XDATA write, 0xF0 TLP, "
+                         "0xF2 SRAM engine, 0xF3 power)")
 
   def control_in(self, req:int, length:int, value:int=0, index:int=0) -> bytes:
     self.stats["control"] += 1
     if req == 0xE4:
-      if not 0 < length <= 0x10000 - value: raise USBError(f"control IN 0xE4 (XDATA read) of {length} bytes at {value:#06x}: must be 1.. bytes inside the 64 KiB XDATA")
+      if not 0 < length <= 0x10000 - value:
+        raise USBError(f"control IN 0xE4 (XDATA read) of {length} bytes at {value:#06x}: must be 1.. bytes inside the 64 KiB XDATA")
       if value == LTSSM and length == 1: return bytes([LINK_UP if self.link else 0])
       return ctypes.string_at(self._xdata(value, length), length)
     if req == 0xF0:
@@ -146,7 +151,8 @@ class ASM24:
 
   def bulk_out(self, data:bytes):
     self.stats["bulk"] += 1
-    if self.out is None: raise USBError(f"bulk OUT of {len(data)} bytes on EP 0x02 but nothing is armed for it (0xF0 mode 1 or an 0xF2 SRAM write first)")
+    if self.out is None:
+      raise USBError(f"bulk OUT of {len(data)} bytes on EP 0x02 but nothing is armed for it (0xF0 mode 1 or an 0xF2 SRAM write first)")
     (kind, addr, n), self.out = self.out, None
     if len(data) != n: raise USBError(f"bulk OUT of {len(data)} bytes for the armed {kind} write of {n} bytes at {addr:#x}; the lengths must match")
     if kind == "sram": ctypes.memmove(self.regions["sram"][1] + addr, bytes(data), n)
@@ -164,22 +170,25 @@ class ASM24:
       done, end = ctypes.c_uint32.from_address(self.regions["cq_buf"][1] + CQ_DONE), time.monotonic() + max(timeout_ms, 1) / 1000
       while done.value == CQ_ARMED:   # the GPU's write of the completion dword releases the data (the device thread runs meanwhile)
         if time.monotonic() > end:
-          raise USBError(f"bulk IN: the SRAM read of {n} bytes armed by 0xF2 timed out after {timeout_ms} ms: the GPU never wrote the completion "
-                         f"dword at cq_buf+{CQ_DONE} (bus address {WINDOWS['cq_buf'][1] + CQ_DONE:#x}); is its copy queue stuck? (stderr names a stopped queue)")
+          raise USBError(f"bulk IN: the SRAM read of {n} bytes armed by 0xF2 timed out after {timeout_ms} ms: the GPU never wrote the "
+                         f"completion dword at cq_buf+{CQ_DONE} (bus address {WINDOWS['cq_buf'][1] + CQ_DONE:#x}); is its copy queue stuck? "
+                         "(stderr names a stopped queue)")
         time.sleep(0.0001)
       return ctypes.string_at(self.regions["sram"][1] + off, n)
     raise USBError(f"bulk IN of {length} bytes on EP 0x81 but nothing is armed for it (0xF0 mode 2 or an 0xF2 SRAM read first)")
 
   # *** requests ***
   def _tlp(self, fmt:int, be:int, mode:int, data:bytes):
-    if len(data) != 12: raise USBError(f"control OUT 0xF0 (TLP fmt_type={fmt:#04x}) with {len(data)} data bytes: the header is 12 bytes <III (address lo, hi, value)")
+    if len(data) != 12:
+      raise USBError(f"control OUT 0xF0 (TLP fmt_type={fmt:#04x}) with {len(data)} data bytes: the header is 12 bytes <III (address lo, hi, value)")
     lo, hi, val = struct.unpack("<III", data)
     addr = lo | hi << 32
     if not self.link: raise USBError(f"TLP fmt_type={fmt:#04x} at {addr:#x}: the PCIe link is down (power it on: control OUT 0xF3 wValue=1)")
     if mode in (1, 2):
       if fmt not in (MEM_WR if mode == 1 else MEM_RD) or be != 0xF or addr % 4 or val == 0:
         raise USBError(f"TLP stream mode {mode}: fmt_type={fmt:#04x} byte_enable={be:#x} address={addr:#x} dwords={val}: a stream "
-                       f"{'write' if mode == 1 else 'read'} is fmt_type {' or '.join(hex(f) for f in (MEM_WR if mode == 1 else MEM_RD))}, byte_enable 0xF, a dword-aligned address and >= 1 dword")
+                       f"{'write' if mode == 1 else 'read'} is fmt_type {' or '.join(hex(f) for f in (MEM_WR if mode == 1 else MEM_RD))}, "
+                       "byte_enable 0xF, a dword-aligned address and >= 1 dword")
       if (mode == 1 and self.out is not None) or (mode == 2 and self.stream_in is not None):
         raise USBError(f"TLP stream mode {mode} at {addr:#x}: the previous stream {'write' if mode == 1 else 'read'} never got its bulk transfer")
       if mode == 1: self.out = ("stream", addr, val * 4)
@@ -189,10 +198,12 @@ class ASM24:
     if be == 0 or be > 0xF or (be >> (off:=(be & -be).bit_length() - 1)) & ((be >> off) + 1):
       raise USBError(f"TLP fmt_type={fmt:#04x} at {addr:#x}: byte_enable={be:#x} must be 1-4 contiguous bytes of the dword")
     n = bin(be).count("1")
-    if self.cpl is not None: raise USBError(f"TLP fmt_type={fmt:#04x} at {addr:#x}: the previous request's completion was never read (control IN 0xF0)")
+    if self.cpl is not None:
+      raise USBError(f"TLP fmt_type={fmt:#04x} at {addr:#x}: the previous request's completion was never read (control IN 0xF0)")
     if fmt in CFG_RD + CFG_WR:
       bus, dev, fn, reg = addr >> 24 & 0xFF, addr >> 19 & 0x1F, addr >> 16 & 7, addr & 0xFFF
-      if addr >> 32 or reg % 4: raise USBError(f"config TLP fmt_type={fmt:#04x}: address {addr:#x} is not bus<<24|dev<<19|fn<<16|dword-aligned register")
+      if addr >> 32 or reg % 4:
+        raise USBError(f"config TLP fmt_type={fmt:#04x}: address {addr:#x} is not bus<<24|dev<<19|fn<<16|dword-aligned register")
       cfg = self._function(bus if fmt & 1 else 0, dev, fn)
       if cfg is None: return self._complete(0, COMPLETER_UR)
       if fmt in CFG_WR: self._cfg_write(cfg, reg + off, (val >> 8 * off).to_bytes(4, "little")[:n])
@@ -212,11 +223,12 @@ class ASM24:
     sectors, read, slot, units = value & 0x7FFF, bool(value & 0x8000), index & 0xFF, index >> 8
     off, n, size = slot * SLOT, sectors * SECTOR, WINDOWS["sram"][2]
     if data or sectors == 0 or units != -(-n // SLOT) or off + n > size:
-      raise USBError(f"control OUT 0xF2 (SRAM {'read' if read else 'write'}): wValue={value:#x} wIndex={index:#x}: needs no data, >= 1 sector of {SECTOR} "
-                     f"bytes, wIndex high byte = the {SLOT // 1024} KiB units covered ({-(-n // SLOT)} for {sectors} sectors), and slot*{SLOT // 1024} KiB + "
-                     f"sectors*{SECTOR} <= the {size // 1024} KiB SRAM")
+      raise USBError(f"control OUT 0xF2 (SRAM {'read' if read else 'write'}): wValue={value:#x} wIndex={index:#x}: needs no data, >= 1 "
+                     f"sector of {SECTOR} bytes, wIndex high byte = the {SLOT // 1024} KiB units covered ({-(-n // SLOT)} for {sectors} sectors), "
+                     f"and slot*{SLOT // 1024} KiB + sectors*{SECTOR} <= the {size // 1024} KiB SRAM")
     if read:
-      if self.sram_in is not None: raise USBError(f"control OUT 0xF2: an SRAM read of {self.sram_in[1]} bytes is still armed (its bulk IN never came)")
+      if self.sram_in is not None:
+        raise USBError(f"control OUT 0xF2: an SRAM read of {self.sram_in[1]} bytes is still armed (its bulk IN never came)")
       ctypes.c_uint32.from_address(self.regions["cq_buf"][1] + CQ_DONE).value = CQ_ARMED
       self.sram_in = (off, n)
     else:
@@ -241,7 +253,8 @@ class ASM24:
     cfg.write(off, data)
     if cfg is self.fn and off < REBAR + 12 and REBAR + 8 < off + len(data):
       if (log:=(cfg.u(REBAR + 8) >> pci.PCI_REBAR_CTRL_BAR_SHIFT & 0x1F) + 20) not in BAR0_SIZES:
-        raise USBError(f"config write: resizable BAR0 size {1 << log:#x} is not offered (capability: {1 << BAR0_SIZES[0]:#x}..{1 << BAR0_SIZES[-1]:#x})")
+        raise USBError(f"config write: resizable BAR0 size {1 << log:#x} is not offered "
+                       f"(capability: {1 << BAR0_SIZES[0]:#x}..{1 << BAR0_SIZES[-1]:#x})")
       cfg.resize(0, 1 << log)
 
   def _routes(self) -> str:
@@ -269,7 +282,8 @@ class ASM24:
   def _host(self, addr:int, n:int, what:str) -> tuple[int, int, int]:
     if (d:=self._decode(addr, n)) is None: raise USBError(f"{what} at {addr:#x} ({n} bytes) reaches no BAR of the GPU: {self._routes()}")
     bar, off = d
-    if off + n > self.gpu.sizes[bar]: raise USBError(f"{what} at {addr:#x} ({n} bytes): BAR{bar} offset {off:#x} lies beyond its {self.gpu.sizes[bar]:#x} bytes of memory")
+    if off + n > self.gpu.sizes[bar]:
+      raise USBError(f"{what} at {addr:#x} ({n} bytes): BAR{bar} offset {off:#x} lies beyond its {self.gpu.sizes[bar]:#x} bytes of memory")
     return bar, off, {0: self.gpu.vram, 2: self.gpu.doorbells, 5: self.gpu.mmio}[bar] + off
 
   def _mem_read(self, addr:int, n:int, what:str) -> bytes:
@@ -296,8 +310,9 @@ class ASM24:
     m = self.gpu.regs.mem
     if m[0] & 0x80000000: loc, size = m[6] << 31 | (m[0] & 0x7FFFFFFF), self.gpu.vram_size
     else: loc, size = m[0], len(m) * 4
-    if loc % 4 or loc + 4 > size: raise USBError(f"MM_DATA access at {'VRAM' if m[0] & 0x80000000 else 'register byte'} {loc:#x} (MM_INDEX={m[0]:#x}, "
-                                                 f"MM_INDEX_HI={m[6]:#x}) is unaligned or beyond {size:#x}")
+    if loc % 4 or loc + 4 > size:
+      raise USBError(f"MM_DATA access at {'VRAM' if m[0] & 0x80000000 else 'register byte'} {loc:#x} (MM_INDEX={m[0]:#x}, "
+                     f"MM_INDEX_HI={m[6]:#x}) is unaligned or beyond {size:#x}")
     cell = ctypes.c_uint32.from_address(self.gpu.vram + loc) if m[0] & 0x80000000 else None
     if value is None: return cell.value if cell is not None else m[loc // 4]
     if cell is not None: cell.value = value

@@ -81,6 +81,12 @@ def test_mm_index_reads_vram_beyond_the_bar(ctrl, asm):
   asm.pcie_mem_write(bar5, struct.pack("<I", addr & 0x7FFFFFFF | 0x80000000))
   assert struct.unpack("<I", asm.pcie_mem_read(bar5 + 4, 4))[0] == am.BINARY_SIGNATURE
   with pytest.raises(USBError, match="cover MM_DATA \\(offset 4\\) partly"): asm.pcie_request(0x20, bar5 + 4, size=2)
+  ctrl.gpu.regs["regSCRATCH_REG6"] = 0x1234   # MM_INDEX bit 31 clear: a register byte offset
+  asm.pcie_mem_write(bar5, struct.pack("<I", ctrl.gpu.regs.names["regSCRATCH_REG6"] * 4))
+  assert struct.unpack("<I", asm.pcie_mem_read(bar5 + 4, 4))[0] == 0x1234
+  asm.pcie_mem_write(bar5 + 6 * 4, struct.pack("<I", ctrl.gpu.vram_size >> 31))
+  asm.pcie_mem_write(bar5, struct.pack("<I", 0x80000000))
+  with pytest.raises(USBError, match="MM_DATA access at VRAM 0x4800000000"): asm.pcie_mem_read(bar5 + 4, 4)
 
 def test_xdata_windows_are_the_memory_the_gpu_writes(ctrl, asm):
   asm.write(0xA800, bytes(range(1, 9)))   # the copy-in fence, in sys_buf
