@@ -65,10 +65,11 @@ JOBS: tuple[Job, ...] = (
 )
 
 # a fast slice for a project's own CI (mockgpu's runs it on every submission): tinygrad's test_tiny on every mock DEV of the
-# table (MOCKPCI+AMD needs gfx950's firmware in tinygrad's cache: `mockgpu firmware`), its HCQ and JIT tests on the default
+# table (MOCKPCI+AMD and MOCKUSB+AMD need gfx950's firmware in tinygrad's cache: `mockgpu firmware`; MOCKUSB with GMMU=0 as
+# tinygrad's testmockam runs it: as long as the MOCKPCI row, measured side by side), its HCQ and JIT tests on the default
 # one; a few minutes on 2 cores
 FAST: tuple[Job, ...] = (
-  Job("tiny", {**_AMD_DEVS, "MOCKPCI+AMD": {}, "MOCK+CUDA:PTX": {}, "MOCK+NV": {}}, (pytest("test/test_tiny.py"),)),
+  Job("tiny", {**_AMD_DEVS, "MOCKPCI+AMD": {}, "MOCKUSB+AMD": {"GMMU": "0"}, "MOCK+CUDA:PTX": {}, "MOCK+NV": {}}, (pytest("test/test_tiny.py"),)),
   Job("hcq-jit", {"MOCKKFD+AMD": {}}, (pytest("test/device/test_hcq.py"), pytest("test/backend/test_jit.py"))),
 )
 # the two steps whose wall time the in-repo mock is measured by (test_ops 218 s, test_jit 44 s, 2 cores, -n 2): `--suite bench`
