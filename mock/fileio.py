@@ -4,8 +4,9 @@ Paths of the KFD model (`/dev/kfd`, the topology, `/sys/class/drm/renderD<minor>
 served by `mockgpu.mock.kfd.system()`, the NVIDIA device files (`/dev/nvidiactl`, `/dev/nvidia-uvm`, `/dev/nvidia0`) by
 `mockgpu.mock.nv.rm.driver()`, the PCI bus, BAR files and /proc/self/pagemap of tinygrad's AM driver (DEV=MOCKPCI+AMD) by
 `mockgpu.mock.am.pci.system()`; every other path behaves exactly like the real class (real OS calls), so probing other
-devices fails cleanly. Imported while tinygrad's hcq.py is half initialised: only `FileIOInterface` may be
-imported from it, and the KFD model is built lazily on the first open of one of its paths."""
+devices fails cleanly. While a mock AM GPU lives (MOCKPCI or MOCKUSB), `anon_mmap` and `munmap` keep its page walker's
+view of the GPU VA range exact (see mock/am/mmu.py). Imported while tinygrad's hcq.py is half initialised: only
+`FileIOInterface` may be imported from it, and the KFD model is built lazily on the first open of one of its paths."""
 from __future__ import annotations
 import errno, os, sys
 from tinygrad.runtime.autogen import libc
