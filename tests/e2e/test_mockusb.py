@@ -16,8 +16,18 @@ def test_tensor_ops_and_big_copies_over_mockusb(run, fw_env):
     m = np.arange(64 * 48, dtype=np.float32).reshape(64, 48) / 100
     from mockgpu.mock.am.usb import system
     c = system()
-    out({"arch": d.arch, "iface": type(d.iface).__name__, "boot_s": boot, "ab": (Tensor(a) * 2 + Tensor(b)).numpy().tolist(),
-         "mm": (Tensor(m) @ Tensor(m.T)).numpy().tolist(), "bad": c.gpu.mmu.bad, "stats": c.stats, "link": c.link})""",
+    res = {"arch": d.arch, "iface": type(d.iface).__name__, "boot_s": boot, "ab": (Tensor(a) * 2 + Tensor(b)).numpy().tolist(),
+           "mm": (Tensor(m) @ Tensor(m.T)).numpy().tolist()}
+    # freeing a CPU-visible VRAM buffer makes tinygrad munmap its GPU VA (nothing is mapped there on hardware): the GPU's
+    # mapping, here the identity mirror of VRAM, must survive it
+    from tinygrad import dtypes
+    from tinygrad.device import Buffer, BufferSpec
+    buf = Buffer("AMD", 4096, dtypes.float32, options=BufferSpec(cpu_access=True, nolru=True)).allocate()
+    va = buf._buf.va_addr
+    buf.deallocate()
+    res["still_mapped"] = any(int(l.split("-")[0], 16) <= va < int(l.split()[0].split("-")[1], 16) for l in open("/proc/self/maps"))
+    res["after"] = (Tensor.arange(4096, dtype=dtypes.float32) * 3).numpy().tolist()
+    out({**res, "bad": c.gpu.mmu.bad, "stats": c.stats, "link": c.link})""",
     "MOCKUSB+AMD", GMMU="0", CC=_cc(), **fw_env)
   import numpy as np
   res = r.result
@@ -26,5 +36,6 @@ def test_tensor_ops_and_big_copies_over_mockusb(run, fw_env):
   assert res["arch"] == "gfx950" and res["iface"] == "MOCKUSBIface" and res["link"] and res["bad"] == 0
   assert np.array_equal(np.array(res["ab"], dtype=np.float32), a * 2 + b)
   np.testing.assert_allclose(np.array(res["mm"], dtype=np.float32), m @ m.T, rtol=1e-5)
+  assert res["still_mapped"] and res["after"] == [3.0 * i for i in range(4096)]
   assert res["stats"]["control"] > 1000 and res["stats"]["bulk"] > 1000   # every register access is a USB transfer
   print(f"MOCKUSB gfx950 boot: {res['boot_s']:.2f} s")
