@@ -245,7 +245,10 @@ def validate_one(k: GemmKernel, M: int, N: int, K: int, dts: tuple[str, str, str
   mem = MemoryMap(strict=True)   # byte-exact: a store past C faults instead of landing in a neighbour
   for n, x in bufs.items(): mem.add(x.ctypes.data, x.nbytes, n, PAGE)
   addrs = {n: x.ctypes.data for n, x in bufs.items()}
-  run = _prepare(k, k.build(M, N, K, tuple(dts)), mem, addrs, M, N, K)
+  try: launch = k.build(M, N, K, tuple(dts))
+  except Exception as e: raise EmuError(f"{k.name}: build({M}, {N}, {K}, {tuple(dts)}) raised {type(e).__name__}: {e}; fix the kernel module") from e
+  if not isinstance(launch, GemmLaunch): raise EmuError(f"{k.name}: build() returned {type(launch).__name__}, not a GemmLaunch")
+  run = _prepare(k, launch, mem, addrs, M, N, K)
   opts = dict(backend=backend, op_counts=True, budget=budget, timeout=timeout)
   try: st = run.run(**opts)
   except MockGPUError as e:
@@ -300,7 +303,8 @@ def load_kernel(spec: str) -> GemmKernel:
     if not path.is_file(): raise EmuError(f"{spec}: no such file")
     sp = importlib.util.spec_from_file_location(f"mockgpu_gemm_{path.stem}", path)
     mod = importlib.util.module_from_spec(sp)
-    sp.loader.exec_module(mod)
+    try: sp.loader.exec_module(mod)
+    except Exception as e: raise EmuError(f"{spec}: importing it raised {type(e).__name__}: {e}") from e
   elif (FIXTURES / f"{spec}.json").is_file(): return _from_json(FIXTURES / f"{spec}.json")
   else:
     name = f"mockgpu.fixtures.gemm.{spec}" if (FIXTURES / f"{spec}.py").is_file() else spec
