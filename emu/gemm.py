@@ -158,7 +158,8 @@ class ShapeResult:
   |C - reference|; `max_ulp`: the same in units in the last place of the output type at the reference value;
   `max_ratio`: largest error / bound (<= 1 passes). `bad`: elements out of bound; `unwritten`: elements still holding the
   fill pattern. `first`: the first wrong element in row-major order: row, col, got, want, bound, and `writer` (the last
-  store into it: emu.api.StoreRecord, None if nothing wrote there) with `stores` (how many lane stores hit it).
+  store into it: emu.api.StoreRecord whose `addr` is the write's byte offset in C, None if nothing wrote there) with
+  `stores` (how many writes hit it).
   `fault`: the emulator error, if the kernel faulted. `mix`: wave-instructions by class (docs/gemm.md); `op_counts`: per
   opcode. `lds_read` / `lds_written`: LDS bytes over all lanes. `seconds`: emulator time of the run."""
   kernel: str
@@ -273,7 +274,8 @@ def validate_one(k: GemmKernel, M: int, N: int, K: int, dts: tuple[str, str, str
     bufs["C"][:] = SENTINEL[to]   # the same run again, watching that element's bytes
     ws = run.run(**opts, watch=(addrs["C"] + (r * N + c) * size, size)).watch
     res.first = {"row": r, "col": c, "got": float(got[r, c]), "want": float(ref[r, c]), "bound": float(bound[r, c]),
-                 "unwritten": bool(got_bits[r, c] == SENTINEL[to]), "stores": ws.count, "writer": ws.last}
+                 "unwritten": bool(got_bits[r, c] == SENTINEL[to]), "stores": ws.count,
+                 "writer": ws.last and dataclasses.replace(ws.last, addr=ws.last.addr - addrs["C"])}
   return res
 
 # ---------------- finding a kernel ----------------

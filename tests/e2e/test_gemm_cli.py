@@ -67,7 +67,7 @@ def test_rdna3_off_by_one_tile_names_the_first_wrong_element(tmp_path, capsys):
   assert rc == 1 and rep["failed"] == 1 and not r["ok"] and r["unwritten"] == 0
   f, w = r["first"], r["first"]["writer"]
   assert (f["row"], f["col"], f["stores"], f["unwritten"]) == (0, 0, 1, False)
-  assert (w["workgroup"], w["wave"], w["lane"], w["size"]) == ([0, 0, 0], 0, 0, 4)   # D layout: C[0,0] is VGPR 0 of lane 0
+  assert (w["workgroup"], w["wave"], w["lane"], w["addr"], w["size"]) == ([0, 0, 0], 0, 0, 0, 4)   # D layout: C[0,0] is VGPR 0 of lane 0
   assert w["pc"] == store_pc("wmma_gfx1100", global_store_b32(addr=v[10], data=v[24], saddr=s[8:9], offset=0), "f16/f32/f32", bug_tile=1)
   a, b = inputs(32, 32, 32, "f16", 0)
   A, B = from_bits(a, "f16"), from_bits(b, "f16")
@@ -130,3 +130,12 @@ def test_usage_errors_and_list(tmp_path, capsys):
 def test_fixture_default_sweep(tmp_path, name):
   rc, rep = gemm(tmp_path, name)
   assert rc == 0 and rep["failed"] == 0 and rep["passed"] == len(rep["results"]) >= 12
+
+@pytest.mark.slow
+def test_python_backend_reports_the_same(tmp_path):
+  args = ("--shape", "17x16x16", "--dtype", "f16/f32/f32")
+  (tmp_path / "c").mkdir(); (tmp_path / "py").mkdir()
+  rc_c, c = gemm(tmp_path / "c", variant_file(tmp_path, "wmma_gfx1100", bug_lds=-32), *args)
+  rc_p, p = gemm(tmp_path / "py", variant_file(tmp_path, "wmma_gfx1100", bug_lds=-32), *args, "--backend", "python")
+  for r in c["results"] + p["results"]: r.pop("seconds")
+  assert rc_c == rc_p == 1 and (c["backend"], p["backend"]) == ("c", "python") and c["results"] == p["results"]
