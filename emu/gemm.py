@@ -236,7 +236,8 @@ def validate_one(k: GemmKernel, M: int, N: int, K: int, dts: tuple[str, str, str
   Raises: EmuError if the kernel does not support the shape or dtypes (ask only for what it claims)."""
   from mockgpu.emu.memory import MemoryMap, PAGE
   from mockgpu.errors import MockGPUError
-  if not k.supports(M, N, K): raise EmuError(f"{k.name} does not support M={M} N={N} K={K}: sizes must be multiples of {k.multiple}")
+  if not k.supports(M, N, K):
+    raise EmuError(f"{k.name} does not support M={M} N={N} K={K}: " + (f"it runs only {k.shapes}" if k.fixed_shapes else f"sizes must be multiples of {k.multiple}"))
   if tuple(dts) not in k.dtypes: raise EmuError(f"{k.name} does not support dtypes {'/'.join(dts)}; it supports {', '.join('/'.join(d) for d in k.dtypes)}")
   ti, ta, to = dts
   res = ShapeResult(k.name, k.arch, M, N, K, tuple(dts))
@@ -270,12 +271,12 @@ def validate_one(k: GemmKernel, M: int, N: int, K: int, dts: tuple[str, str, str
   res.bad, res.unwritten, res.ok = int(bad.sum()), int((got_bits == SENTINEL[to]).sum()), not bad.any()
   if not res.ok:
     r, c = divmod(int(np.argmax(bad.reshape(-1))), N)
+    res.first = {"row": r, "col": c, "got": float(got[r, c]), "want": float(ref[r, c]), "bound": float(bound[r, c]),
+                 "unwritten": bool(got_bits[r, c] == SENTINEL[to])}
     size = DTYPES[to][2]
     bufs["C"][:] = SENTINEL[to]   # the same run again, watching that element's bytes
     ws = run.run(**opts, watch=(addrs["C"] + (r * N + c) * size, size)).watch
-    res.first = {"row": r, "col": c, "got": float(got[r, c]), "want": float(ref[r, c]), "bound": float(bound[r, c]),
-                 "unwritten": bool(got_bits[r, c] == SENTINEL[to]), "stores": ws.count,
-                 "writer": ws.last and dataclasses.replace(ws.last, addr=ws.last.addr - addrs["C"])}
+    res.first |= {"stores": ws.count, "writer": ws.last and dataclasses.replace(ws.last, addr=ws.last.addr - addrs["C"])}
   return res
 
 # ---------------- finding a kernel ----------------
@@ -287,7 +288,8 @@ def _from_json(path: pathlib.Path) -> GemmKernel:
   except (OSError, ValueError) as e: raise EmuError(f"{path}: cannot read the kernel description: {e}") from e
   miss = [k for k in ("arch", "code", "dtypes", "shapes", "block") if k not in d]
   if miss: raise EmuError(f"{path}: the kernel description lacks {', '.join(miss)} (docs/gemm.md lists the keys)")
-  code = (path.parent / d["code"]).read_bytes()
+  try: code = (path.parent / d["code"]).read_bytes()
+  except OSError as e: raise EmuError(f"{path}: cannot read its code object {d['code']!r} (relative to the description): {e.strerror or e}") from e
   tile = tuple(d.get("tile", d.get("multiple", (16, 16, 16))))
   def build(M: int, N: int, K: int, dtypes) -> GemmLaunch:
     grid = tuple(d["grid"]) if "grid" in d else (-(-N // tile[1]), -(-M // tile[0]), 1)
