@@ -10,6 +10,7 @@ COMMANDS = {
   "bench": ("mockgpu.tinygrad.bench", "full-stack benchmarks of tinygrad on the mock GPUs"),
   "ci": ("mockgpu.tinygrad.ci", "run tinygrad's mock-GPU CI jobs on its test tree, per-test results and baselines"),
   "firmware": ("mockgpu.tinygrad.firmware", "fill tinygrad's AM firmware cache offline (/lib/firmware or a .deb)"),
+  "gemm": ("mockgpu.emu.gemm_cli", "validate an assembly GEMM kernel on the emulator: shape sweep, error bound, first wrong element"),
   "warm-up": ("mockgpu.emu.warmup", "prebuild the emulator's per-arch C library into the cache (for CI caches)"),
 }
 

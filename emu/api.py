@@ -12,7 +12,7 @@ from mockgpu.emu.arch import ArchSpec, get_arch
 from mockgpu.emu.errors import UnsupportedDispatch, BackendUnavailable, FaultReport
 from mockgpu.emu.memory import MemoryMap
 
-__all__ = ["Dispatch", "Stats", "WaveState", "run", "run_code", "warm_up", "DEFAULT_BUDGET", "DEFAULT_RESIDENT", "DEFAULT_RSRC1"]
+__all__ = ["Dispatch", "Stats", "WaveState", "StoreRecord", "WatchReport", "run", "run_code", "warm_up", "DEFAULT_BUDGET", "DEFAULT_RESIDENT", "DEFAULT_RSRC1"]
 
 DEFAULT_BUDGET = int(os.environ.get("MOCKGPU_EMU_BUDGET", str(4_000_000_000)))
 # workgroups resident at once: a new one is launched only while every resident one waits (GWS, ordered count), so this
@@ -65,11 +65,36 @@ class WaveState:
   mode: int
 
 @dataclass(frozen=True)
+class StoreRecord:
+  """One memory write into a watched range, as the emulator performs it (a lane's 128-bit store is four dword writes):
+  `addr` and `size` of that write, the lane, wave (index in its workgroup) and workgroup that issued it, the instruction's
+  byte offset `pc` from the code address and its disassembly."""
+  addr: int
+  size: int
+  lane: int
+  wave: int
+  workgroup: tuple[int, int, int]
+  pc: int
+  disasm: str
+
+@dataclass(frozen=True)
+class WatchReport:
+  """The stores into the range `run(watch=(addr, size))` watched: `count` writes overlapped it (StoreRecord says what one
+  write is), the first and the last (None when nothing wrote there). The last one wrote the final value."""
+  addr: int
+  size: int
+  count: int
+  first: StoreRecord | None
+  last: StoreRecord | None
+
+@dataclass(frozen=True)
 class Stats:
   """What a dispatch did. `instructions` counts wave-instructions (one per wave per executed instruction, VOPD = 1).
   `op_counts` maps "FORMAT OPNAME" to counts when requested. `seconds` is wall time of the backend call. `oob_reads` (strict
   MemoryMaps only) counts reads outside every allocation but inside its mapped granules, which the hardware performs;
-  `oob_report` describes the first of them (a FaultReport of kind "read")."""
+  `oob_report` describes the first of them (a FaultReport of kind "read"). `lds_read` / `lds_written`: LDS bytes every
+  lane's accesses read / wrote (DS instructions, LDS_DIRECT, buffer loads to LDS). `watch`: the stores into the watched
+  range (run's `watch`)."""
   instructions: int
   workgroups: int
   waves: int
@@ -80,6 +105,9 @@ class Stats:
   extra: dict = field(default_factory=dict)
   oob_reads: int = 0
   oob_report: FaultReport | None = None
+  lds_read: int = 0
+  lds_written: int = 0
+  watch: WatchReport | None = None
 
 def check_dispatch(d: Dispatch) -> ArchSpec:
   """Validate a Dispatch against its arch. Returns the ArchSpec. Raises UnsupportedDispatch naming the bad field."""
@@ -98,7 +126,7 @@ def check_dispatch(d: Dispatch) -> ArchSpec:
   return a
 
 def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, timeout: float | None = None, backend: str = "c",
-        op_counts: bool = False, capture: bool = False, resident: int | None = None) -> Stats:
+        op_counts: bool = False, capture: bool = False, resident: int | None = None, watch: tuple[int, int] | None = None) -> Stats:
   """Execute a whole dispatch synchronously (all workgroups, all waves, barriers) and return its statistics.
 
   Args:
@@ -112,6 +140,9 @@ def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, tim
     capture: record the registers of workgroup 0 / wave 0 at S_ENDPGM (Stats.state).
     resident: most workgroups resident at once (default MOCKGPU_EMU_RESIDENT or 64); more are launched only while all
       resident ones wait on GWS / ordered count (docs/emu.md, "Scheduling").
+    watch: (address, size): record the stores into these bytes (Stats.watch: count, first and last writer with lane, wave,
+      workgroup, instruction). They must lie inside one registered allocation (one mapped span). Accesses to the range
+      leave the backends' fast paths, so watch a few bytes, not a whole buffer.
   Returns: Stats.
   Raises: GPUFault (memory violation, with a FaultReport), InvalidInstruction, WaveTrap (S_TRAP / a halted wave), WatchdogExpired,
     Deadlock (every resident wave blocked on GWS / ordered count), UnsupportedDispatch, BackendUnavailable (no C compiler / arch not supported by the backend)."""
@@ -119,14 +150,19 @@ def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, tim
   budget = DEFAULT_BUDGET if budget is None else budget
   resident = DEFAULT_RESIDENT if resident is None else resident
   if resident < 1: raise UnsupportedDispatch(f"resident={resident}: at least one workgroup must be resident")
+  if watch is not None:
+    exact, mapped = memory.spans()
+    if watch[1] < 1 or (exact if memory.strict else mapped).carve(watch[0], watch[0] + watch[1]) is None:
+      raise UnsupportedDispatch(f"watch=({watch[0]:#x}, {watch[1]}): the watched bytes must lie inside one registered allocation; "
+                                "register the buffer in the MemoryMap or watch fewer bytes")
   if backend == "c":
     try: from mockgpu.emu import cbackend
     except ImportError as e: raise BackendUnavailable(f"the C backend is not available in this build ({e}); use backend='python'") from e
-    return cbackend.run(arch, dispatch, memory, budget=budget, timeout=timeout, op_counts=op_counts, capture=capture, resident=resident)
+    return cbackend.run(arch, dispatch, memory, budget=budget, timeout=timeout, op_counts=op_counts, capture=capture, resident=resident, watch=watch)
   if backend == "python":
     try: from mockgpu.emu import pybackend
     except ImportError as e: raise BackendUnavailable(f"the Python backend is not available in this build ({e}); use backend='c'") from e
-    return pybackend.run(arch, dispatch, memory, budget=budget, timeout=timeout, op_counts=op_counts, capture=capture, resident=resident)
+    return pybackend.run(arch, dispatch, memory, budget=budget, timeout=timeout, op_counts=op_counts, capture=capture, resident=resident, watch=watch)
   raise BackendUnavailable(f"backend={backend!r}: choose 'c' or 'python'")
 
 def warm_up(arch: str, backend: str = "c") -> str:
@@ -146,7 +182,7 @@ def run_code(code: bytes, memory: MemoryMap | None = None, *, arch: str = "gfx11
 
   Returns: Stats. Raises: whatever run() raises."""
   memory = MemoryMap() if memory is None else memory
-  run_keys = {"budget", "timeout", "backend", "op_counts", "capture", "resident"}
+  run_keys = {"budget", "timeout", "backend", "op_counts", "capture", "resident", "watch"}
   rkw = {k: kw.pop(k) for k in list(kw) if k in run_keys}
   buf = ctypes.create_string_buffer(len(code) + 512)
   addr = (ctypes.addressof(buf) + 255) & ~255

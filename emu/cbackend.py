@@ -7,11 +7,16 @@ from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu.build import Library, build
 from mockgpu.emu.errors import BackendUnavailable, GPUFault, FaultReport
 from mockgpu.emu.memory import MemoryMap
-from mockgpu.emu.report import oob_report, raise_status
+from mockgpu.emu.report import oob_report, raise_status, watch_report
 
 __all__ = ["run", "load"]
 
 class MRange(ctypes.Structure): _fields_ = [("start", ctypes.c_uint64), ("end", ctypes.c_uint64)]
+class WatchRec(ctypes.Structure):
+  """Mirror of WatchRec in csrc/emu_core.h."""
+  _fields_ = [("addr", ctypes.c_uint64), ("pc", ctypes.c_uint64), *[(n, ctypes.c_int32) for n in ("size", "lane", "wave", "len", "fmt", "op")],
+              ("wg", ctypes.c_uint32 * 3), ("raw", ctypes.c_uint32 * 4), ("pad", ctypes.c_uint32)]
+  def record(self) -> tuple: return (self.addr, self.size, self.lane, self.wave, tuple(self.wg), self.pc, bytes(self.raw)[:max(0, min(self.len, 16))], self.fmt, self.op)
 
 class EmuArgs(ctypes.Structure):
   """Mirror of EmuArgs in csrc/emu_core.h (same order, natural alignment)."""
@@ -29,7 +34,8 @@ class EmuArgs(ctypes.Structure):
     ("f_wg", ctypes.c_uint32 * 3), ("f_raw", ctypes.c_uint32 * 4), ("f_msg", ctypes.c_char * 160), ("f_info", ctypes.c_int64 * 6),
     ("v_count", ctypes.c_uint64), ("v_addr", ctypes.c_uint64), ("v_pc", ctypes.c_uint64),
     *[(n, ctypes.c_int32) for n in ("v_size", "v_lane", "v_wave", "v_len", "v_fmt", "v_op")], ("v_wg", ctypes.c_uint32 * 3), ("v_raw", ctypes.c_uint32 * 4),
-    ("v_pad", ctypes.c_uint32)]
+    ("v_pad", ctypes.c_uint32), *[(n, ctypes.c_uint64) for n in ("w_lo", "w_hi", "w_alo", "w_ahi", "w_count")], ("w_first", WatchRec),
+    ("w_last", WatchRec), ("lds_rd", ctypes.c_uint64), ("lds_wr", ctypes.c_uint64)]
 
 @functools.cache
 def load(arch: ArchSpec) -> tuple[ctypes.CDLL, Library]:
@@ -44,7 +50,7 @@ def load(arch: ArchSpec) -> tuple[ctypes.CDLL, Library]:
   return dll, lib
 
 def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout: float | None, op_counts: bool, capture: bool,
-        resident: int) -> Stats:
+        resident: int, watch: tuple[int, int] | None = None) -> Stats:
   """Run `d` on the C backend. See mockgpu.emu.api.run for the contract."""
   dll, lib = load(arch)
   exact, mapped = memory.spans()
@@ -56,6 +62,9 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   a = EmuArgs()
   def arr(sp): return (MRange * max(1, len(sp)))(*[MRange(s, e) for s, e in sp])
   check = exact if memory.strict else mapped   # the struct keeps the arrays alive (ctypes _objects)
+  if watch is not None:   # api.run checked that one span holds it
+    check, (a.w_alo, a.w_ahi) = check.carve(watch[0], watch[0] + watch[1])
+    a.w_lo, a.w_hi = watch[0], watch[0] + watch[1]
   a.code_addr, a.ranges, a.nranges = d.code_addr, arr(check), len(check)
   if memory.strict: a.mranges, a.nmranges = arr(mapped), len(mapped)
   a.grid[:], a.block[:] = d.grid, d.block
@@ -83,4 +92,6 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
     state = WaveState(tuple(cs), tuple(tuple(cv[r*64:r*64+ws]) for r in range(arch.nvregs)), a.cap_misc[0], a.cap_misc[1], a.cap_misc[2], a.cap_misc[3], a.cap_misc[4], a.cap_misc[6])
   oob = oob_report(arch, memory, d.code_addr, a.v_count, a.v_addr, a.v_size, a.v_lane, a.v_wave, tuple(a.v_wg), a.v_pc,
                    bytes(a.v_raw)[:max(0, min(a.v_len, 16))], a.v_fmt, a.v_op) if a.v_count else None
-  return Stats(a.instructions, a.workgroups, a.waves, dt, "c", oc, state, oob_reads=a.v_count, oob_report=oob)
+  wr = watch_report(arch, watch, a.w_count, a.w_first.record() if a.w_count else None, a.w_last.record() if a.w_count else None) if watch else None
+  return Stats(a.instructions, a.workgroups, a.waves, dt, "c", oc, state, oob_reads=a.v_count, oob_report=oob, lds_read=a.lds_rd,
+               lds_written=a.lds_wr, watch=wr)

@@ -18,7 +18,7 @@ class Launch:
   keep: list = field(default_factory=list)   # host buffers that must outlive the dispatches
 
   def run(self, **kw) -> Stats:
-    """api.run() of this dispatch; keyword arguments are run() options (budget, backend, op_counts, capture)."""
+    """api.run() of this dispatch; keyword arguments are run() options (budget, backend, op_counts, capture, watch)."""
     return run(self.dispatch, self.memory, **kw)
 
 def _host(size: int, align: int = 256) -> tuple[ctypes.Array, int]:

@@ -51,6 +51,11 @@ class Spans:
     if i < 0 or addr + n > M64 + 1: return None
     s, e = self.spans[i]
     return (s, e) if addr + n <= e else None
+  def carve(self, lo: int, hi: int) -> tuple[Spans, tuple[int, int]] | None:
+    """(these spans without `[lo, hi)`, the span that held it), or None if no single span holds all of `[lo, hi)`: how a
+    store watch (emu.api.run `watch`) makes every access to its range leave the backends' fast paths."""
+    if hi <= lo or (s := self.find(lo, hi - lo)) is None: return None
+    return Spans([x for x in self.spans if x != s] + [(a, b) for a, b in ((s[0], lo), (hi, s[1])) if b > a]), s
   def __iter__(self): return iter(self.spans)
   def __len__(self) -> int: return len(self.spans)
   def __repr__(self) -> str: return f"Spans({', '.join(f'[{s:#x}, {e:#x})' for s, e in self.spans)})"

@@ -21,7 +21,7 @@ from mockgpu.emu.pybvh import exec_bvh
 from mockgpu.emu.image import aliases as image_aliases
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.pcode.errors import PcodeRuntimeError
-from mockgpu.emu.report import oob_report, raise_status, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT, ST_TRAP, ST_DEADLOCK
+from mockgpu.emu.report import oob_report, raise_status, watch_report, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT, ST_TRAP, ST_DEADLOCK
 
 __all__ = ["run"]
 
@@ -88,12 +88,22 @@ def global_check(w, addr: int, n: int, kind: int, lane: int) -> int:
   Ctx.oob and performed). Returns `addr`; raises Stop(ST_FAULT)."""
   c = w.c
   if c.check.find(addr, n) is not None: return addr
+  if c.watch and addr < c.watch[1] and addr + n > c.watch[0] and c.watch[2] <= addr and addr + n <= c.watch[3]: return addr
   if c.strict and c.mapped.find(addr, n) is not None:
     if kind != 1: raise Stop(ST_FAULT, kind=kind, space=1, addr=addr, size=n, lane=lane)
     if c.oob[0] == 0: c.oob[1] = (addr, n, lane, w.id, c.wg, w.pc0)
     c.oob[0] += 1
     return addr
   raise Stop(ST_FAULT, kind=kind, space=1, addr=addr, size=n, lane=lane)
+
+def watch_note(w, addr: int, n: int, lane: int):
+  """After a global write of n bytes at addr: count and record it if it overlaps the watched range (watch_note in csrc/emu_core.h)."""
+  c = w.c
+  if not c.watch or addr >= c.watch[1] or addr + n <= c.watch[0]: return
+  fi, f, raw = c.cache[w.pc0]
+  r = (addr, n, lane, w.id, c.wg, w.pc0, raw, fi, f.get("opx") or f.get("op", -1))
+  if c.watched[0] == 0: c.watched[1] = r
+  c.watched[0] += 1; c.watched[2] = r
 
 class _Mem:
   """Checked access for pyeval's MEM (global / LDS / scratch of one lane), a whole access at a time like the C backend;
@@ -108,12 +118,14 @@ class _Mem:
   def read(self, addr: int, n: int) -> int:
     k, a = self._check(addr, n, 3 if self.w.atomic else 1)
     if k == "g": return int.from_bytes(ctypes.string_at(a, n), "little")
+    if k == "l": self.w.c.lds_rw[0] += n
     return int.from_bytes((self.w.lds if k == "l" else self.w.scratch)[a:a + n], "little")
   def write(self, addr: int, n: int, val: int):
     k, a = self._check(addr, n, 3 if self.w.atomic else 2)
     b = (val & ((1 << (8 * n)) - 1)).to_bytes(n, "little")
-    if k == "g": ctypes.memmove(a, b, n)
+    if k == "g": ctypes.memmove(a, b, n); watch_note(self.w, a, n, self.lane[0])
     else: (self.w.lds if k == "l" else self.w.scratch)[a:a + n] = b
+    if k == "l": self.w.c.lds_rw[1] += n
 
 class _BufMem(_Mem):
   """MEM of a buffer op: each whole access maps the lane's linear address through the V# (swizzle, range check: out of
@@ -182,10 +194,14 @@ class Slot:
   def __init__(self, lds_size: int): self.lds, self.live, self.waves, self.wg, self.ordinal0 = bytearray(lds_size), False, [], (0, 0, 0), 0
 
 class Ctx:
-  def __init__(self, arch, d: Dispatch, memory: MemoryMap, budget, timeout):
+  def __init__(self, arch, d: Dispatch, memory: MemoryMap, budget, timeout, watch: tuple[int, int] | None = None):
     self.arch, self.d, self.budget, self.timeout = arch, d, budget, timeout
     exact, self.mapped = memory.spans()   # global accesses: checked against `check` (global_check)
     self.strict, self.check, self.oob = memory.strict, exact if memory.strict else self.mapped, [0, None]
+    self.watch, self.watched, self.lds_rw = None, [0, None, None], [0, 0]   # watch: (lo, hi, span lo, span hi); watched: count, first, last
+    if watch is not None:
+      self.check, span = self.check.carve(watch[0], watch[0] + watch[1])
+      self.watch = (watch[0], watch[0] + watch[1], *span)
     self.wave_size, self.wave_mask = d.wave_size, (1 << d.wave_size) - 1
     self.lds, self.scratch_lane = None, d.scratch_bytes_per_lane   # lds: the running workgroup's (Slot.lds)
     self.icount, self.wg, self.cache, self.t0 = 0, (0, 0, 0), {}, time.perf_counter()
@@ -841,10 +857,10 @@ def _fetch(c: Ctx, w: Wave):
   return c.cache[w.pc]
 
 def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout: float | None, op_counts: bool, capture: bool,
-        resident: int) -> Stats:
+        resident: int, watch: tuple[int, int] | None = None) -> Stats:
   """Run `d` on the Python reference backend (see mockgpu.emu.api.run)."""
   from mockgpu.emu.cbackend import GPUFault, FaultReport
-  c = Ctx(arch, d, memory, budget, timeout)
+  c = Ctx(arch, d, memory, budget, timeout, watch)
   c.capture, c.state = capture, None
   c.code = c.mapped.find(d.code_addr)
   if c.code is None: raise GPUFault(FaultReport("fetch", "code", d.code_addr, 4, arch.name, 0, d.code_addr, b"", "(code not mapped)"),
@@ -932,8 +948,9 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
     addr, n, lane, wid, wg, pc = c.oob[1]
     fi, f, raw = c.cache[pc]
     oob = oob_report(arch, memory, d.code_addr, c.oob[0], addr, n, lane, wid, wg, pc, raw, fi, f.get("opx") or f.get("op", -1))
+  wr = watch_report(arch, watch, *c.watched) if watch else None
   return Stats(c.icount, stats[1], stats[0], time.perf_counter() - t0, "python", counts if op_counts else None, c.state, oob_reads=c.oob[0],
-               oob_report=oob)
+               oob_report=oob, lds_read=c.lds_rw[0], lds_written=c.lds_rw[1], watch=wr)
 
 def _init_wave(c: Ctx, w: Wave, nt: int, nw: int):
   d, n = c.d, (c.d.rsrc2 >> 1) & 31

@@ -37,6 +37,7 @@ def lds_direct_load(c, w, f: dict, Stop):
   if a + n > len(w.lds):
     raise Stop(ST_FAULT, kind=1, space=2, addr=a, size=n, lane=(exe & -exe).bit_length() - 1 if exe else 0, limit=len(w.lds))
   v = int.from_bytes(w.lds[a:a + n], "little")
+  c.lds_rw[0] += n   # one read, broadcast (h_lds_direct_load)
   if ty >= 4 and v >> (8 * n - 1): v -= 1 << (8 * n)
   for L in range(c.wave_size):
     if exe >> L & 1: w.v[f["vdst"] - 256][L] = v & M32

@@ -132,6 +132,8 @@ def _store(c, w, f, mip, pck):
     for i, b in enumerate(fo.bits):
       raw |= (comp[i] & ((1 << b) - 1) if pck else from_reg(fo, i, comp[i])) << o; o += b
     ctypes.memmove(_mem(w, a, bpp, 2, L), raw.to_bytes(bpp, "little"), bpp)
+    from mockgpu.emu.pybackend import watch_note
+    watch_note(w, a, bpp, L)
 
 def _atomic(c, w, f, ename, pyrun):
   t = _setup(w, f)

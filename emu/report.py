@@ -5,7 +5,7 @@ from mockgpu.emu.errors import Deadlock, FaultReport, GPUFault, InvalidInstructi
 from mockgpu.emu.isa import formats
 from mockgpu.emu.memory import MemoryMap
 
-__all__ = ["disasm", "pc_fields", "raise_status", "oob_report", "ST_OK", "ST_FAULT", "ST_INVALID", "ST_WATCHDOG", "ST_UNSUPPORTED", "ST_TIMEOUT", "ST_NOMEM", "ST_TRAP", "ST_DEADLOCK"]
+__all__ = ["disasm", "pc_fields", "raise_status", "oob_report", "watch_report", "ST_OK", "ST_FAULT", "ST_INVALID", "ST_WATCHDOG", "ST_UNSUPPORTED", "ST_TIMEOUT", "ST_NOMEM", "ST_TRAP", "ST_DEADLOCK"]
 
 ST_OK, ST_FAULT, ST_INVALID, ST_WATCHDOG, ST_UNSUPPORTED, ST_TIMEOUT, ST_NOMEM, ST_TRAP, ST_DEADLOCK = range(9)
 KINDS = {1: "read", 2: "write", 3: "atomic", 4: "fetch"}
@@ -87,3 +87,10 @@ def oob_report(arch: ArchSpec, memory: MemoryMap, code_addr: int, count: int, ad
                      nearest=(near.name, near.start, near.size) if near else None, offset=addr - near.start if near else None,
                      extra={"message": "read outside the allocation, inside its mapped page: the hardware performs it (strict mode)",
                             "count": count})
+
+def watch_report(arch: ArchSpec, watch: tuple[int, int], count: int, first: tuple | None, last: tuple | None):
+  """api.WatchReport from the backends' records: (addr, size, lane, wave, workgroup, pc, raw, fmt, op) of the first and the
+  last store into the watched range."""
+  from mockgpu.emu.api import StoreRecord, WatchReport
+  def rec(r): return None if r is None else StoreRecord(r[0], r[1], r[2], r[3], tuple(r[4]), r[5], disasm(arch, r[6], r[7], r[8]) if r[6] else "(no instruction)")
+  return WatchReport(watch[0], watch[1], count, rec(first), rec(last))

@@ -40,6 +40,8 @@ struct Inst {
 };
 
 typedef struct { uint64_t start, end; } MRange;
+/* one store into the watched range (run(watch=...)): its access, lane, wave, workgroup and instruction */
+typedef struct { uint64_t addr, pc; int32_t size, lane, wave, len, fmt, op; uint32_t wg[3], raw[4], pad; } WatchRec;
 
 /* what the caller (Python) passes in and reads back; layout mirrored in cbackend.py */
 typedef struct {
@@ -66,6 +68,12 @@ typedef struct {
   uint64_t v_count, v_addr, v_pc;
   int32_t v_size, v_lane, v_wave, v_len, v_fmt, v_op;
   uint32_t v_wg[3], v_raw[4], v_pad;
+  /* store watch (0 = off): the caller carves [w_lo, w_hi) out of `ranges`, so every access to it misses the fast paths and
+   * reaches gptr_miss, which allows it when it lies inside [w_alo, w_ahi) (the span that held the range); g_wr / image stores
+   * count each write into it and record the first and the last (watch_note) */
+  uint64_t w_lo, w_hi, w_alo, w_ahi, w_count;
+  WatchRec w_first, w_last;
+  uint64_t lds_rd, lds_wr;      /* LDS traffic: bytes read / written (every lane's access; l_rd / l_wr) */
 } EmuArgs;
 
 typedef struct {
@@ -173,6 +181,7 @@ static inline int lanes_in_range(Wave *w, uint64_t lo, uint64_t hi, int n) {
  * hardware allows it), anything else faults (writes and atomics outside an allocation in strict mode, or unmapped) */
 static uint8_t *gptr_miss(Wave *w, uint64_t addr, int n, int kind, int lane) {
   Ctx *c = w->c; EmuArgs *a = c->a;
+  if (addr < a->w_hi && addr + n > a->w_lo && addr >= a->w_alo && addr + n <= a->w_ahi && addr + n > addr) return (uint8_t *)(uintptr_t)addr;
   if (a->nmranges && addr + n > addr) {
     const MRange *r = a->mranges; int64_t lo = 0, hi = a->nmranges - 1;
     while (lo <= hi) {
@@ -201,26 +210,35 @@ static inline uint8_t *gptr(Wave *w, uint64_t addr, int n, int kind, int lane) {
   if (range_find(c, addr, n)) return (uint8_t *)(uintptr_t)addr;
   return gptr_miss(w, addr, n, kind, lane);
 }
+/* a write of n bytes at addr (already performed) that overlaps the watched range: count it, record the first and the last */
+static __attribute__((noinline)) void watch_note(Wave *w, uint64_t addr, int n, int lane) {
+  Ctx *c = w->c; EmuArgs *a = c->a; const Inst *in = &c->icache[w->pc0 >> 2];
+  WatchRec r = {addr, w->pc0, n, lane, w->id, in->size, in->fmt, in->opx ? in->opx : in->op, {c->wg[0], c->wg[1], c->wg[2]}, {0}, 0};
+  memcpy(r.raw, in->raw, sizeof(r.raw));
+  if (a->w_count++ == 0) a->w_first = r;
+  a->w_last = r;
+}
+static inline void watch_wr(Wave *w, uint64_t addr, int n, int lane) { if (UNLIKELY(addr < w->c->a->w_hi && addr + n > w->c->a->w_lo)) watch_note(w, addr, n, lane); }
 static inline uint64_t g_rd(PcState *s, uint64_t addr, int n) {
   Wave *w = (Wave *)s->user; uint8_t *p = gptr(w, addr, n, K_READ, (int)s->laneId);
   uint64_t v = 0; if (p) memcpy(&v, p, n); else s->fault = 1; return v;
 }
 static inline void g_wr(PcState *s, uint64_t addr, int n, uint64_t v) {
   Wave *w = (Wave *)s->user; uint8_t *p = gptr(w, addr, n, K_WRITE, (int)s->laneId);
-  if (p) memcpy(p, &v, n); else s->fault = 1;
+  if (p) { memcpy(p, &v, n); watch_wr(w, addr, n, (int)s->laneId); } else s->fault = 1;
 }
 /* ---------------- LDS (per workgroup) and scratch (per lane), emulator-owned, bounds-checked ---------------- */
 static inline uint64_t l_rd(PcState *s, uint64_t addr, int n) {
   Wave *w = (Wave *)s->user; Ctx *c = w->c; uint64_t v = 0;
   addr &= 0xffffffffu;
   if (UNLIKELY(addr + n > c->lds_bytes)) { set_fault(w, K_READ, SP_LDS, addr, n, (int)s->laneId, c->lds_bytes, 0); s->fault = 1; return 0; }
-  memcpy(&v, c->m.lds + addr, n); return v;
+  c->a->lds_rd += (uint64_t)n; memcpy(&v, c->m.lds + addr, n); return v;
 }
 static inline void l_wr(PcState *s, uint64_t addr, int n, uint64_t v) {
   Wave *w = (Wave *)s->user; Ctx *c = w->c;
   addr &= 0xffffffffu;
   if (UNLIKELY(addr + n > c->lds_bytes)) { set_fault(w, K_WRITE, SP_LDS, addr, n, (int)s->laneId, c->lds_bytes, 0); s->fault = 1; return; }
-  memcpy(c->m.lds + addr, &v, n);
+  c->a->lds_wr += (uint64_t)n; memcpy(c->m.lds + addr, &v, n);
 }
 static inline uint64_t p_rd(PcState *s, uint64_t addr, int n) {
   Wave *w = (Wave *)s->user; Ctx *c = w->c; uint64_t v = 0;

@@ -156,7 +156,7 @@ static void img_store(Wave *w, const Inst *in, int mip, int pck) {
       o += f->bits[i];
     }
     uint8_t *p = gptr(w, a, bpp, K_WRITE, L); if (!p) return;
-    memcpy(p, raw, bpp);
+    memcpy(p, raw, bpp); watch_wr(w, a, bpp, L);
   }
 }
 

@@ -28,6 +28,8 @@ def test_no_command_is_a_usage_error(capsys):
   (("fuzz", "idiv", "--time", "nan0"), "mockgpu fuzz: error: argument --time: 'nan0' is not a positive number"),
   (("pcode", "show", "gfx9", "X"), "mockgpu pcode show: error: argument arch: unknown arch 'gfx9': use an ISA family (rdna3, rdna4, cdna) or a GPU arch"),
   (("emu", "fixtures"), "mockgpu emu fixtures: error: the following arguments are required: --out"),
+  (("gemm", "wmma_gfx1100", "--shape", "64x64"), "mockgpu gemm: error: argument --shape: '64x64': expected MxNxK, e.g. 64x64x128"),
+  (("gemm", "wmma_gfx1100", "--dtype", "f16"), "mockgpu gemm: error: argument --dtype: 'f16': expected INPUT/ACCUMULATE/OUTPUT, e.g. f16/f32/f32"),
 ])
 def test_bad_values_are_usage_errors(args, err):
   p = cli(*args)

@@ -71,3 +71,11 @@ def test_bad_granule_and_wrapping_range_are_errors():
   with pytest.raises(EmuError, match="end at or below 2\\^64"): m.add((1 << 64) - 8, 16)
   m.add((1 << 64) - 16, 16, "top")
   assert not m.mapped((1 << 64) - 8, 16)   # an access that wraps is never inside a span
+
+def test_spans_carve_a_watched_range():
+  from mockgpu.emu.memory import Spans
+  sp = Spans([(0x1000, 0x2000), (0x3000, 0x3100)])
+  rest, held = sp.carve(0x1800, 0x1804)
+  assert held == (0x1000, 0x2000) and list(rest) == [(0x1000, 0x1800), (0x1804, 0x2000), (0x3000, 0x3100)]
+  assert list(sp.carve(0x3000, 0x3100)[0]) == [(0x1000, 0x2000)]   # the whole span: nothing of it is left
+  assert sp.carve(0x1ffc, 0x2004) is None and sp.carve(0x2800, 0x2804) is None and sp.carve(0x1800, 0x1800) is None
