@@ -35,19 +35,23 @@ class Tolerance:
 
 @dataclass(frozen=True)
 class Difference:
-  """The first differing element of a buffer: element `index` (byte `byte`) as `dtype` bits, and how many of `total` differ."""
+  """The first differing element of a buffer: element `index` (byte `byte`, `size` bytes: less than a `dtype` for the
+  trailing bytes of a buffer that is not a whole number of elements) as little-endian bits, and how many of `total` differ."""
   region: Region
   index: int
   byte: int
+  size: int
   expected: int
   got: int
   count: int
   total: int
   dtype: str
   def describe(self, expected:str = "expected", got:str = "got") -> str:
-    r, n = self.region, np.dtype(DTYPES[self.dtype][1]).itemsize
-    return (f"buffer {r.label} ({r.size} bytes at {r.addr:#x}): element {self.index} (byte {self.byte}) {expected} "
-            f"{_fmt(self.expected, self.dtype, n)}, {got} {_fmt(self.got, self.dtype, n)}; {self.count} of {self.total} {self.dtype} elements differ")
+    r = self.region
+    whole = self.size == np.dtype(DTYPES[self.dtype][1]).itemsize
+    def fmt(bits:int) -> str: return _fmt(bits, self.dtype, self.size) if whole else f"{bits:#0{2 + 2 * self.size}x}"
+    return (f"buffer {r.label} ({r.size} bytes at {r.addr:#x}): element {self.index} (byte {self.byte}) {expected} {fmt(self.expected)}, "
+            f"{got} {fmt(self.got)}; {self.count} of {self.total} {self.dtype} elements differ")
 
 @dataclass(frozen=True)
 class Result:
@@ -65,8 +69,8 @@ class Result:
 
 def _fmt(bits:int, dtype:str, n:int) -> str:
   f, _ = DTYPES[dtype]
-  v = struct.unpack("<f", struct.pack("<I", bits << 16))[0] if f is None else np.frombuffer(bits.to_bytes(n, "little"), f)[0].item()
-  return f"{v!r} ({bits:#0{2 + 2 * n}x})"
+  v = np.uint32(bits << 16).view(np.float32) if f is None else np.frombuffer(bits.to_bytes(n, "little"), f)[0]
+  return f"{str(v)} ({bits:#0{2 + 2 * n}x})"   # str of a numpy float: the shortest repr of its own precision
 
 def _floats(b:bytes, dtype:str) -> tuple[np.ndarray, np.ndarray]:
   f, u = DTYPES[dtype]
@@ -99,8 +103,9 @@ def compare(region:Region, expected:bytes, got:bytes, tol:Tolerance = Tolerance(
   if not bad.any(): return None
   i = int(np.argmax(bad))
   if i == len(e[1]):   # only the tail differs
-    return Difference(region, i, tail, int.from_bytes(expected[tail:], "little"), int.from_bytes(got[tail:], "little"), 1, i + 1, tol.dtype)
-  return Difference(region, i, i * n, int(e[1][i]), int(g[1][i]), int(bad.sum()), len(bad), tol.dtype)
+    ex, gx = (int.from_bytes(b[tail:], "little") for b in (expected, got))
+    return Difference(region, i, tail, len(expected) - tail, ex, gx, 1, i + 1, tol.dtype)
+  return Difference(region, i, i * n, n, int(e[1][i]), int(g[1][i]), int(bad.sum()), len(bad), tol.dtype)
 
 def _mmap(addr:int, size:int) -> int | None:
   """Anonymous read-write pages: exactly at `addr` (None if anything is mapped there), or anywhere if `addr` is 0."""

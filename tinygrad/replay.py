@@ -157,7 +157,7 @@ def parser() -> argparse.ArgumentParser:
   def tolerance(q):
     q.add_argument("--dtype", default="float32", choices=tuple(DTYPES), help="element type for reports and tolerances (default float32)")
   r = sub.add_parser("run", help="replay every launch on the emulator and compare each buffer with the capture")
-  r.add_argument("dir", metavar="DIR")
+  r.add_argument("dir", metavar="DIR", help="a capture directory")
   r.add_argument("--backend", default="c", choices=("c", "python"), help="emulator backend: generated C (default) or the Python reference")
   tolerance(r)
   r.add_argument("--rtol", type=nonnegative_float, default=0.0, help="relative tolerance for --dtype floats (default 0: bit for bit)")
@@ -168,11 +168,11 @@ def parser() -> argparse.ArgumentParser:
   r.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first mismatching launch")
   r.add_argument("-v", "--verbose", action="store_true", help="one line per launch")
   d = sub.add_parser("diff", help="compare two captures: kernels whose code, dispatch, inputs or results changed")
-  d.add_argument("a", metavar="DIR_A")
-  d.add_argument("b", metavar="DIR_B")
+  d.add_argument("a", metavar="DIR_A", help="the capture compared against (e.g. the old tinygrad)")
+  d.add_argument("b", metavar="DIR_B", help="the capture compared (e.g. the new tinygrad)")
   tolerance(d)
   s = sub.add_parser("show", help="print a capture's manifest and one line per launch")
-  s.add_argument("dir", metavar="DIR")
+  s.add_argument("dir", metavar="DIR", help="a capture directory")
   return p
 
 def main(argv:list[str] | None = None) -> int:
