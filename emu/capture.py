@@ -198,7 +198,10 @@ class Capture:
   def blob(self, h:str, where:str="") -> bytes:
     """The uncompressed contents of blob `h`, checked against its name. Raises CaptureError if missing or corrupt."""
     path = self.root / BLOBS / h
-    try: data = zlib.decompress(path.read_bytes())
+    try:
+      z = zlib.decompressobj()
+      data = z.decompress(path.read_bytes())
+      if not z.eof or z.unused_data: raise zlib.error("the zlib stream is truncated" if not z.eof else "bytes follow the zlib stream")
     except FileNotFoundError: raise CaptureError(f"blob {h}{f' ({where})' if where else ''} is missing from {self.root / BLOBS}; "
                                                  "the capture is incomplete (capture it again)") from None
     except (OSError, zlib.error) as e: raise CaptureError(f"blob {path} is corrupt ({e}); capture again") from None

@@ -63,6 +63,13 @@ def test_missing_and_corrupt_blobs(tmp_path):
   with pytest.raises(CaptureError, match=f"blob .*{h} is corrupt: its contents hash to {__import__('hashlib').sha256(b'edited').hexdigest()}"): cap.blob(h)
   (tmp_path / BLOBS / h).write_bytes(b"not zlib")
   with pytest.raises(CaptureError, match="is corrupt \\(Error -3"): cap.blob(h)
+  good = zlib.compress(np.arange(4, dtype=np.float32).tobytes())
+  (tmp_path / BLOBS / h).write_bytes(good + b"x")
+  with pytest.raises(CaptureError, match="is corrupt \\(bytes follow the zlib stream\\)"): cap.blob(h)
+  (tmp_path / BLOBS / h).write_bytes(good[:-3])
+  with pytest.raises(CaptureError, match="is corrupt \\(the zlib stream is truncated\\)"): cap.blob(h)
+  (tmp_path / BLOBS / h).write_bytes(good)
+  assert cap.blob(h) == np.arange(4, dtype=np.float32).tobytes()
 
 def test_not_a_directory(tmp_path):
   with pytest.raises(CaptureError, match="is not a directory"): Capture(tmp_path / "nope")
