@@ -3,7 +3,8 @@ self-describing directory, written by `mockgpu replay capture` and read by `mock
 
     DIR/manifest.json   {"format": "mockgpu-capture", "version": 1, ...}: written when the captured command ends
     DIR/launches.jsonl  one JSON object per line: a "process" record per capturing process, then its "launch" records
-    DIR/blobs/<sha256>  zlib-compressed bytes; the name is the sha256 of the uncompressed bytes
+    DIR/blobs/<sha256>  one codec byte ("z": a zlib stream follows, "n": the bytes follow as they are) and the contents;
+                        the name is the sha256 of the contents
 
 A launch is a `Dispatch` (what the command processor starts) plus `Region`s of GPU memory (the code object, the kernel
 arguments, the buffers they point to) with their contents before and, for buffers, after the launch, and the `Pointer`s
@@ -17,11 +18,13 @@ from dataclasses import dataclass
 from mockgpu.emu.api import Dispatch
 from mockgpu.emu.errors import CaptureError
 
-__all__ = ["FORMAT", "VERSION", "MANIFEST", "LOG", "BLOBS", "Region", "Pointer", "Launch", "CaptureWriter", "write_manifest", "Capture"]
+__all__ = ["FORMAT", "VERSION", "MANIFEST", "LOG", "BLOBS", "Region", "Pointer", "Launch", "CaptureWriter", "write_manifest", "Capture",
+           "encode_blob", "decode_blob"]
 
 FORMAT, VERSION = "mockgpu-capture", 1
 MANIFEST, LOG, BLOBS = "manifest.json", "launches.jsonl", "blobs"
 SGPRS = -1   # Pointer.src of a pointer held in the dispatch's user SGPRs
+SAMPLE, WORTH = 1 << 16, 0.9   # contents are stored as they are when zlib shrinks their first 64 KiB by less than 10 %
 
 @dataclass(frozen=True)
 class Region:
@@ -86,6 +89,21 @@ class Launch:
 
 def _sha(data:bytes) -> str: return hashlib.sha256(data).hexdigest()
 
+def encode_blob(data:bytes) -> bytes:
+  """A blob file's bytes for `data`: b"z" + zlib (level 1) if that pays (judged on the first 64 KiB: random floats do not
+  compress, and zlib on them runs at a few MB/s), else b"n" + data."""
+  return b"z" + zlib.compress(data, 1) if len(zlib.compress(data[:SAMPLE], 1)) < WORTH * len(data[:SAMPLE]) else b"n" + data
+
+def decode_blob(raw:bytes) -> bytes:
+  """The contents a blob file's bytes hold. Raises ValueError (unknown codec byte, truncated or trailing zlib data)."""
+  if raw[:1] == b"n": return raw[1:]
+  if raw[:1] != b"z": raise ValueError(f"unknown codec byte {raw[:1]!r} (version 1 has b'z' and b'n')")
+  z = zlib.decompressobj()
+  try: data = z.decompress(raw[1:])
+  except zlib.error as e: raise ValueError(str(e)) from None
+  if not z.eof or z.unused_data: raise ValueError("the zlib stream is truncated" if not z.eof else "bytes follow the zlib stream")
+  return data
+
 class CaptureWriter:
   """Appends records and blobs to the capture directory `root` (created if missing). Thread-safe.
 
@@ -106,7 +124,7 @@ class CaptureWriter:
       try:
         if not path.exists():
           tmp = path.with_name(f".{h}.{os.getpid()}.{threading.get_ident()}")
-          tmp.write_bytes(zlib.compress(data, 6))
+          tmp.write_bytes(encode_blob(data))
           os.replace(tmp, path)
       except OSError as e: raise CaptureError(f"cannot write blob {path}: {e.strerror or e}") from None
       self.known.add(h)
@@ -196,15 +214,12 @@ class Capture:
         raise CaptureError(f"blob {h} ({where}) is missing from {self.root / BLOBS}; the capture is incomplete (capture it again)")
 
   def blob(self, h:str, where:str="") -> bytes:
-    """The uncompressed contents of blob `h`, checked against its name. Raises CaptureError if missing or corrupt."""
+    """The contents of blob `h`, checked against its name. Raises CaptureError if missing or corrupt."""
     path = self.root / BLOBS / h
-    try:
-      z = zlib.decompressobj()
-      data = z.decompress(path.read_bytes())
-      if not z.eof or z.unused_data: raise zlib.error("the zlib stream is truncated" if not z.eof else "bytes follow the zlib stream")
+    try: data = decode_blob(path.read_bytes())
     except FileNotFoundError: raise CaptureError(f"blob {h}{f' ({where})' if where else ''} is missing from {self.root / BLOBS}; "
                                                  "the capture is incomplete (capture it again)") from None
-    except (OSError, zlib.error) as e: raise CaptureError(f"blob {path} is corrupt ({e}); capture again") from None
+    except (OSError, ValueError) as e: raise CaptureError(f"blob {path} is corrupt ({e}); capture again") from None
     if (got:=_sha(data)) != h:
       raise CaptureError(f"blob {path} is corrupt: its contents hash to {got}, not its name; blobs are content-addressed, so an edited blob "
                          "must be stored under its new sha256 and the launch log updated (docs/replay.md)")

@@ -1,11 +1,11 @@
 """`mockgpu replay` on real tinygrad (DEV=MOCKKFD+AMD): capture test_tiny-like workloads, replay them bit for bit, report a
 changed kernel and a changed recorded output with their first differing element, diff two captures, refuse malformed ones.
 numpy is the oracle for what the captured buffers hold; four captures (one of ~25 launches, three of 2) keep it short."""
-import json, os, re, shutil, struct, subprocess, sys, textwrap, zlib, hashlib
+import json, os, re, shutil, struct, subprocess, sys, textwrap, hashlib
 import numpy as np
 import pytest
 from mockgpu.__main__ import main
-from mockgpu.emu.capture import BLOBS, LOG, MANIFEST, Capture
+from mockgpu.emu.capture import BLOBS, LOG, MANIFEST, Capture, encode_blob
 
 TINY = textwrap.dedent("""
   import os, json
@@ -98,7 +98,7 @@ def _edit(src, dst, launch:int, region:int, when:str, fn):
   old = getattr(cap.launches[launch].regions[region], when)
   new = fn(cap.blob(old))
   h = hashlib.sha256(new).hexdigest()
-  (dst / BLOBS / h).write_bytes(zlib.compress(new))
+  (dst / BLOBS / h).write_bytes(encode_blob(new))
   lines = (dst / LOG).read_text().splitlines()
   idx = [i for i, line in enumerate(lines) if json.loads(line)["type"] == "launch"][launch]
   rec = json.loads(lines[idx])
@@ -144,9 +144,9 @@ def test_changed_recorded_output_and_tolerances(tiny, tmp_path, capsys):
 def test_malformed_captures_are_clear_errors(tiny, tmp_path, capsys, edit, msg):
   root, _ = tiny
   shutil.copytree(root, bad:=tmp_path / "bad")
-  blob = bad / BLOBS / Capture(root).launches[0].regions[2].after
-  if edit == "missing": blob.unlink()
-  elif edit == "corrupt": blob.write_bytes(zlib.compress(b"edited in place"))
+  regions = Capture(root).launches[0].regions
+  if edit == "missing": (bad / BLOBS / regions[2].after).unlink()
+  elif edit == "corrupt": (bad / BLOBS / regions[3].before).write_bytes(encode_blob(b"edited in place"))   # the input x
   elif edit == "version": (bad / MANIFEST).write_text(json.dumps(json.loads((bad / MANIFEST).read_text()) | {"version": 9}))
   else: (bad / MANIFEST).unlink()
   rc, out, err = _cli(capsys, "run", bad, "--launch", 0)

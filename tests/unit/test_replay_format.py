@@ -1,10 +1,10 @@
 """The capture format (mockgpu.emu.capture) and the buffer comparison of the replay (mockgpu.emu.replay.compare), without
 running a kernel: round trip of records and blobs, the errors for malformed capture directories, tolerances and reports."""
-import json, struct, zlib
+import hashlib, json, struct, zlib
 import numpy as np
 import pytest
 from mockgpu.emu.api import Dispatch
-from mockgpu.emu.capture import BLOBS, LOG, MANIFEST, Capture, CaptureWriter, Launch, Pointer, Region, write_manifest, SGPRS
+from mockgpu.emu.capture import BLOBS, LOG, MANIFEST, Capture, CaptureWriter, Launch, Pointer, Region, write_manifest, SGPRS, encode_blob, decode_blob
 from mockgpu.emu.errors import CaptureError
 from mockgpu.emu.replay import Tolerance, compare
 
@@ -58,18 +58,26 @@ def test_missing_and_corrupt_blobs(tmp_path):
   (tmp_path / BLOBS / h).unlink()
   cap = Capture(tmp_path)
   with pytest.raises(CaptureError, match=f"blob {h} \\(launch 0 \\(E_0\\) region 2 arg0 after\\) is missing"): cap.check()
-  (tmp_path / BLOBS / h).write_bytes(zlib.compress(b"edited"))
+  (tmp_path / BLOBS / h).write_bytes(encode_blob(b"edited"))
   cap.check()
-  with pytest.raises(CaptureError, match=f"blob .*{h} is corrupt: its contents hash to {__import__('hashlib').sha256(b'edited').hexdigest()}"): cap.blob(h)
-  (tmp_path / BLOBS / h).write_bytes(b"not zlib")
+  with pytest.raises(CaptureError, match=f"blob .*{h} is corrupt: its contents hash to {hashlib.sha256(b'edited').hexdigest()}"): cap.blob(h)
+  (tmp_path / BLOBS / h).write_bytes(b"znot zlib")
   with pytest.raises(CaptureError, match="is corrupt \\(Error -3"): cap.blob(h)
-  good = zlib.compress(np.arange(4, dtype=np.float32).tobytes())
+  (tmp_path / BLOBS / h).write_bytes(b"x")
+  with pytest.raises(CaptureError, match="is corrupt \\(unknown codec byte b'x'"): cap.blob(h)
+  good = b"z" + zlib.compress(np.arange(4, dtype=np.float32).tobytes())
   (tmp_path / BLOBS / h).write_bytes(good + b"x")
   with pytest.raises(CaptureError, match="is corrupt \\(bytes follow the zlib stream\\)"): cap.blob(h)
   (tmp_path / BLOBS / h).write_bytes(good[:-3])
   with pytest.raises(CaptureError, match="is corrupt \\(the zlib stream is truncated\\)"): cap.blob(h)
   (tmp_path / BLOBS / h).write_bytes(good)
   assert cap.blob(h) == np.arange(4, dtype=np.float32).tobytes()
+
+def test_blob_encoding():
+  zeros, noise = bytes(1 << 17), np.random.default_rng(0).standard_normal(1 << 15).astype(np.float32).tobytes()
+  assert encode_blob(zeros)[:1] == b"z" and len(encode_blob(zeros)) < 1000 and decode_blob(encode_blob(zeros)) == zeros
+  assert encode_blob(noise) == b"n" + noise and decode_blob(encode_blob(noise)) == noise   # random floats: stored as they are
+  assert encode_blob(b"") == b"n" and decode_blob(b"n") == b""
 
 def test_not_a_directory(tmp_path):
   with pytest.raises(CaptureError, match="is not a directory"): Capture(tmp_path / "nope")
