@@ -60,6 +60,9 @@ def run(a) -> int:
   from mockgpu.emu.replay import replay
   cap = Capture(a.dir)
   cap.check()
+  if not cap.launches:
+    _say(f"{a.dir} holds no launches: nothing to replay (was the command run on a mock AMD GPU?)")
+    return 1
   todo = cap.launches if a.launch is None else [l for l in cap.launches if l.index in a.launch]
   if a.launch is not None and len(todo) != len(set(a.launch)):
     _say(f"--launch {sorted(set(a.launch) - {l.index for l in todo})}: the capture has launches 0..{len(cap.launches) - 1}")

@@ -174,3 +174,5 @@ def test_capture_usage_errors(tmp_path, capsys):
   rc, out, err = _cli(capsys, "capture", "--out", tmp_path / "none", "--", sys.executable, "-c", "pass")
   assert rc == 1 and "captured 0 launches" in out and "no kernel launch was recorded" in err
   assert Capture(tmp_path / "none").launches == []
+  rc, _, err = _cli(capsys, "run", tmp_path / "none")
+  assert rc == 1 and "holds no launches: nothing to replay" in err
