@@ -9,6 +9,7 @@ COMMANDS = {
   "fuzz": ("mockgpu.tinygrad.fuzz.cli", "fuzz tinygrad: symbolic, idiv, oob, render (needs the fuzz extra: pip install 'mockgpu[fuzz]')"),
   "bench": ("mockgpu.tinygrad.bench", "full-stack benchmarks of tinygrad on the mock GPUs"),
   "ci": ("mockgpu.tinygrad.ci", "run tinygrad's mock-GPU CI jobs on its test tree, per-test results and baselines"),
+  "replay": ("mockgpu.tinygrad.replay", "capture tinygrad's kernel launches on the mock AMD GPUs, replay them on the emulator, diff captures"),
   "firmware": ("mockgpu.tinygrad.firmware", "fill tinygrad's AM firmware cache offline (/lib/firmware or a .deb)"),
   "gemm": ("mockgpu.emu.gemm_cli", "validate an assembly GEMM kernel on the emulator: shape sweep, error bound, first wrong element"),
   "warm-up": ("mockgpu.emu.warmup", "prebuild the emulator's per-arch C library into the cache (for CI caches)"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from mockgpu.errors import MockGPUError
 
-__all__ = ["EmuError", "GPUFault", "FaultReport", "InvalidInstruction", "WaveTrap", "WatchdogExpired", "Deadlock", "UnsupportedDispatch", "BackendUnavailable"]
+__all__ = ["EmuError", "GPUFault", "FaultReport", "InvalidInstruction", "WaveTrap", "WatchdogExpired", "Deadlock", "UnsupportedDispatch", "BackendUnavailable", "CaptureError"]
 
 class EmuError(MockGPUError):
   """Base class of every error the emulator raises."""
@@ -121,3 +121,7 @@ class UnsupportedDispatch(EmuError):
 
 class BackendUnavailable(EmuError):
   """The requested execution backend cannot run here (no C compiler, build failure, unsupported arch for the backend)."""
+
+class CaptureError(EmuError):
+  """A capture directory (mockgpu.emu.capture) that cannot be read or written: no or a malformed manifest, a format version
+  this mockgpu does not read, a truncated launch log, a missing or corrupt blob. The message names the file and the next step."""

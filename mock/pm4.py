@@ -154,7 +154,13 @@ class PM4Queue(Queue):
   def launch(self, dispatch) -> bool:
     """Run one grid on the emulator (`mockgpu.emu.api.run`) against this GPU's mapped ranges; errors stop the queue."""
     from mockgpu.emu.api import run
-    stats = run(dispatch, self.gpu.memory)
+    from mockgpu.mock import recorder
+    cap = rec.begin(self, dispatch) if (rec:=recorder.active()) is not None else None   # MOCKGPU_CAPTURE (mockgpu replay capture)
+    try: stats = run(dispatch, self.gpu.memory)
+    except Exception as e:
+      if cap is not None: cap.end(e)
+      raise
+    if cap is not None: cap.end()
     if stats.oob_reads:   # strict mode only (MOCKGPU_STRICT=1): the hardware performs these reads, so the kernel goes on
       self.gpu.stats["oob_reads"] += stats.oob_reads
       print(f"mockgpu: {self}: {stats.oob_reads} read(s) outside every allocation but inside its mapped page (strict mode); the first: "
