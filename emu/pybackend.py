@@ -10,7 +10,7 @@ from mockgpu.emu.api import Dispatch, Stats, WaveState
 from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
-from mockgpu.emu.gen_c import PROSE_C, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, \
+from mockgpu.emu.gen_c import PROSE_C, omod_of, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, \
   f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR, smem_align, dst_sgpr, plain_dwords
 from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS
@@ -369,7 +369,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
     h = dr >> 7 if t16 else (opsel >> 3 & 1)
     if t16: dr &= 127
     dsh = h * 16
-  omod, clamp = (f.get("omod", 0), f.get("clmp", 0)) if (fm.name in ("VOP3", "VOP3SD") and dfw) or sdwa else (0, f.get("clmp", 0) if fm.name == "VOP3P" and dfw else 0)
+  omod, clamp = (omod_of(w.mode, f.get("omod", 0)), f.get("clmp", 0)) if (fm.name in ("VOP3", "VOP3SD") and dfw) or sdwa else (0, f.get("clmp", 0) if fm.name == "VOP3P" and dfw else 0)
   kw = dict(SCC=w.scc, EXEC=w.exec, EXEC_LO=w.exec & M32, M0=w.s[c.arch.enc_m0], PC=c.d.code_addr + w.pc0, WAVE64=int(c.wave_size == 64),
             SIMM16=sext(f.get("simm16", 0), 16) & M64, SIMM32=f["lit"], VCCZ=int(w.vcc == 0), EXECZ=int(w.exec == 0),
             INST_ABS=f.get("abs", 0), INST_NEG=f.get("neg", 0), INST_OMOD=f.get("omod", 0), OPSEL=opsel, OPSEL_HI=opsel_hi, NEG=neg, SRC0=(es[0] - 256) & M32, SRC1=(es[1] - 256) & M32, SRC2=(es[2] - 256) & M32,

@@ -47,7 +47,9 @@ def _show(arch:str, name:str) -> int:
     print(f"pcode show: {arch} has no entry {name!r} (names look like VOP2Op_V_ADD_F32_E32)", file=sys.stderr)
     return 2
   e = entries(arch)[name]
-  print(f"// {arch} {name}{' (corrected, see corrections.FIXES)' if e.fixed else ''}\n{e.text}\n")
+  print(f"// {arch} {name}{' (corrected, see corrections.FIXES)' if e.fixed else ''}")
+  for i, f in enumerate(e.fixes): print(f"// fix {i} [{f.source}]: {f.reason}")
+  print(f"{e.text}\n")
   print(json.dumps(metadata(arch, name), indent=1, default=sorted))
   try: print(emit_op(arch, name)[0])
   except PcodeError as ex: print(f"// not compiled: {ex}")

@@ -11,7 +11,9 @@ class Entry:
   arch: str
   op: object
   text: str
-  fixed: bool   # True if `corrections.FIXES` replaced AMD's text
+  fixes: tuple = ()   # the `corrections.Fix` entries applied to AMD's text, in order
+  @property
+  def fixed(self) -> bool: return bool(self.fixes)
   @property
   def cls(self) -> str: return type(self.op).__name__
   @property
@@ -29,10 +31,12 @@ def entries(arch:str) -> dict[str, Entry]:
   out = {}
   for op, text in _mod(arch, "str_pcode").PCODE.items():
     name = f"{type(op).__name__}_{op.name}"
-    if (fix := FIXES.get((arch, name))) is not None:
-      if fix.old not in text: raise PcodeError(f"corrections.FIXES entry is stale: {fix.old!r} is not in the text; update or remove it", op=name, arch=arch)
+    fixes = FIXES.get((arch, name), ())
+    for i, fix in enumerate(fixes):
+      if fix.old not in text:
+        raise PcodeError(f"corrections.FIXES entry {i} is stale: {fix.old!r} is not in the text (after the fixes before it); update or remove it", op=name, arch=arch)
       text = text.replace(fix.old, fix.new)
-    out[name] = Entry(arch, op, text, fix is not None)
+    out[name] = Entry(arch, op, text, fixes)
   for (a, n) in FIXES:
     if a == arch and n not in out: raise PcodeError("corrections.FIXES names an entry the table does not have", op=n, arch=arch)
   return out

@@ -303,7 +303,7 @@ static int sdwa_setup(Wave *w, const Inst *in, const OpInfo *oi, VOps *o) {
   }
   o->dreal = o->d;
   if (o->d) { memcpy(o->dpp[0], o->d, w->c->wave_size * sizeof(uint32_t)); o->d = o->dpp[0]; o->dsh = 0; }
-  o->omod = in->omod; o->clamp = in->clmp; o->post = o->omod | o->clamp;
+  o->omod = EMU_OMOD(w->mode, in->omod); o->clamp = in->clmp; o->post = o->omod | o->clamp;
   return 1;
 }
 static void sdwa_dst(Wave *w, const Inst *in, const VOps *o) {

@@ -21,6 +21,10 @@ def test_cli_show(capsys):
   out = capsys.readouterr().out
   assert "D0.f32 = S0.f32 + S1.f32" in out and "static inline void pc_VOP2Op_V_ADD_F32_E32(PcState *s)" in out
   assert main(["show", "rdna3", "NOPE"]) == 2
+  capsys.readouterr()
+  assert main(["show", "rdna3", "VOP3Op_V_DIV_FMAS_F32"]) == 0   # a corrected entry names each fix's source and reason
+  out = capsys.readouterr().out
+  assert "// fix 0 [hardware: instruction results recorded on RDNA3/CDNA GPUs (issue 10)]: with the lane's VCC bit set" in out
 
 def test_module_entry_point():
   r = subprocess.run([sys.executable, "-m", "mockgpu.pcode", "show", "cdna", "SOPPOp_S_SLEEP"], capture_output=True, text=True)

@@ -19,12 +19,28 @@ def test_header_table_regenerates():
   words = [int(w, 16) for w in re.findall(r"0x([0-9a-f]{8})u", re.search(r"PC_TWO_OVER_PI\[38\] = \{(.*?)\};", src, re.S).group(1))]
   assert sum(w << (32 * i) for i, w in enumerate(words)) == two_over_pi_fraction_bits()
 
-def test_fix_applied_with_reason():
+def test_fix_applied_with_reason_and_source():
+  # each entry's fixes apply in order, each to the text the ones before it left; every fix names its reason and its source
   import importlib
-  for (arch, name), fix in FIXES.items():
+  from mockgpu.pcode.corrections import ISA_TEXT, HW_ISSUE10, HW_FDIV
+  for (arch, name), fixes in FIXES.items():
     e = entries(arch)[name]
-    raw = importlib.import_module(f"tinygrad.runtime.autogen.amd.{arch}.str_pcode").PCODE[e.op]
-    assert fix.reason and fix.old in raw and e.text == raw.replace(fix.old, fix.new) != raw and e.fixed
+    text = importlib.import_module(f"tinygrad.runtime.autogen.amd.{arch}.str_pcode").PCODE[e.op]
+    for fix in fixes:
+      assert fix.reason and fix.source in (ISA_TEXT, HW_ISSUE10, HW_FDIV) and fix.old in text, (arch, name, fix.old)
+      text = text.replace(fix.old, fix.new)
+    assert e.text == text and e.fixes == fixes and e.fixed
+
+def test_stale_fix_is_reported_with_its_index(monkeypatch):
+  from mockgpu.pcode import corrections, tables
+  from mockgpu.pcode.errors import PcodeError
+  import pytest
+  key = ("rdna3", "VOP3Op_V_TRIG_PREOP_F64")
+  monkeypatch.setitem(corrections.FIXES, key, FIXES[key] + (corrections.Fix("no such text", "x", "r", corrections.ISA_TEXT),))
+  tables.entries.cache_clear()
+  try:
+    with pytest.raises(PcodeError, match="entry 1 is stale"): tables.entries("rdna3")
+  finally: tables.entries.cache_clear()
 
 def test_trig_preop_known_answer(clib):
   from test_known_answers import both
