@@ -2,6 +2,7 @@
 the GIL released (ctypes releases it for CDLL calls)."""
 from __future__ import annotations
 import ctypes, functools, sys, time
+import numpy as np
 from mockgpu.emu.api import Dispatch, Stats, WaveState
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu.build import Library, build
@@ -76,7 +77,7 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
                raw=bytes(a.f_raw)[:max(0, min(a.f_len, 16))], fmt=a.f_fmt, op=a.f_op, wave=a.f_wave, wg=tuple(a.f_wg), kind=a.f_kind,
                space=a.f_space, addr=a.f_addr, size=a.f_size, lane=a.f_lane, limit=a.f_limit, msg=a.f_msg.decode(errors="replace"),
                info=tuple(a.f_info))
-  oc = {lib.handlers[i]: int(n) for i, n in enumerate(counts) if n} if counts is not None else None
+  oc = {lib.handlers[i]: int(counts[i]) for i in np.flatnonzero(np.ctypeslib.as_array(counts))} if counts is not None else None   # 5000+ slots: not a Python loop
   state = None
   if capture and a.cap_misc[5]:
     ws = d.wave_size
