@@ -1,8 +1,9 @@
 """pytest plugin behind `mockgpu emu fidelity --update-coverage` (loaded explicitly: `-p mockgpu.emu.fidelity_plugin
---fidelity-coverage=FILE`). During each test's call phase the emulator (api.OP_HOOKS: the opcodes of every dispatch that
-completes) and the pseudocode harness (cabi.RUN_HOOKS: every entry run) report what executes; each passing test is written
-to FILE with the instructions it ran per arch, its kind (marker `differential`, else known-answer) and its `hw_fact`
-markers (fidelity.write_coverage). Works under pytest-xdist: workers send their records in the reports' user_properties."""
+--fidelity-coverage=FILE`). During each test's call phase the emulator (api.OP_HOOKS: the opcodes of every dispatch that ran,
+also one that raised) and the pseudocode harness (cabi.RUN_HOOKS: every entry run) report what executes; each passing test
+is written to FILE with the instructions it ran per arch, its kind (marker `differential`, else known-answer) and its
+`hw_fact` markers (fidelity.write_coverage); a test with a failing parametrization is left out. Works under pytest-xdist:
+workers send their records in the reports' user_properties."""
 import pytest
 from mockgpu.emu import fidelity
 

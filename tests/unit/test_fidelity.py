@@ -59,15 +59,21 @@ def test_unsupported_agrees_with_the_generator(arch):
   called = set(re.findall(r"\bpc_\w+", "\n".join(gen.sources[1:])))   # calls, and function pointers (image atomics)
   assert {f"pc_{i.entry}" for i in im if i.status in ("published", "corrected")} <= called
 
-def test_op_hooks_see_completed_dispatches_only():
+def test_op_hooks_see_every_dispatch_that_ran():
   seen = []
   OP_HOOKS.append(lambda a, c: seen.append((a, c)))
   try:
     code = b"".join(i.to_bytes() for i in (v_mov_b32_e32(v[1], 1.0), v_add_f32_e32(v[1], v[1], v[1]), v_add_f32_e32(v[1], v[1], v[1]), s_endpgm()))
     for be in ("c", "python"): assert run_code(code, backend=be).op_counts is None   # not asked for: the hook does not change Stats
-    with pytest.raises(InvalidInstruction): run_code(s_version(simm16=0).to_bytes() + s_endpgm().to_bytes(), backend="python")
+    bad = v_mov_b32_e32(v[1], 1.0).to_bytes() + s_version(simm16=0).to_bytes() + s_endpgm().to_bytes()
+    for be in ("c", "python"):   # a dispatch that raised: its counts include the instruction that raised, the error carries none unasked
+      with pytest.raises(InvalidInstruction) as ei: run_code(bad, backend=be)
+      assert ei.value.op_counts is None
   finally: OP_HOOKS.clear()
-  assert seen == [("gfx1100", {"VOP1 V_MOV_B32_E32": 1, "VOP2 V_ADD_F32_E32": 2, "SOPP S_ENDPGM": 1})] * 2
+  assert seen == [("gfx1100", {"VOP1 V_MOV_B32_E32": 1, "VOP2 V_ADD_F32_E32": 2, "SOPP S_ENDPGM": 1})] * 2 + [("gfx1100", {"VOP1 V_MOV_B32_E32": 1, "SOPK S_VERSION": 1})] * 2
+  for be in ("c", "python"):
+    with pytest.raises(InvalidInstruction) as ei: run_code(bad, backend=be, op_counts=True)
+    assert ei.value.op_counts == {"VOP1 V_MOV_B32_E32": 1, "SOPK S_VERSION": 1}
 
 def _cov(tmp_path, ran_add, failed=()):
   tests = {"t.py::test_ka": {"kind": "known-answer", "hw_fact": set(), "source": None, "ran": {("gfx1100", "V_ADD_F32"), ("gfx950", "V_ADD_F32")}},
