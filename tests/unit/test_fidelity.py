@@ -4,6 +4,7 @@ plugin), staleness warnings and the CLI's answers."""
 import json, re, subprocess, sys
 import pytest
 from tinygrad.runtime.autogen.amd.rdna3.ins import s_version, s_endpgm_ordered_ps_done, s_endpgm, v_add_f32_e32, v_mov_b32_e32, v
+import tinygrad.runtime.autogen.amd.cdna.ins as C
 from mockgpu.emu import fidelity
 from mockgpu.emu.api import OP_HOOKS, run_code
 from mockgpu.emu.arch import ARCHS
@@ -12,6 +13,7 @@ from mockgpu.emu.errors import InvalidInstruction
 from mockgpu.pcode.corrections import FIXES
 
 def one(arch, m): return fidelity.implementations(arch)[m]
+def code(*insts): return b"".join(i.to_bytes() for i in (*insts, s_endpgm()))
 
 def test_mnemonic():
   assert [fidelity.mnemonic(n) for n in ("VOP2Op_V_ADD_F32_E32", "VOP2 V_ADD_F32_E32", "v_add_f32_e64", "EXP OP0", "VOPD V_DUAL_ADD_F32",
@@ -29,19 +31,23 @@ def test_published_corrected_prose():
   assert [(i.status, i.entry) for i in one("gfx950", "V_ACCVGPR_READ")] == [("published", "VOP1Op_V_MOV_B32_E32")]   # gen_c.SEMANTICS_ALIAS
   assert [(i.fmt, i.status, i.entry) for i in one("gfx1100", "V_DUAL_ADD_F32")] == [("VOPD", "published", "VOP2Op_V_ADD_F32_E32")]
   (i,) = one("gfx1100", "DS_SWIZZLE_B32")   # prose: the reason of pcode.prose
-  assert (i.status, i.entry, i.detail) == ("prose", None, "prose table of swizzle patterns / C-like sketch with for(;;) and braces; hand-written in mockgpu.emu (wave-level ops)")
+  assert (i.status, i.entry, i.detail) == ("prose", None, "prose table of swizzle patterns / C-like sketch with for(;;) and braces; "
+                                                          "hand-written in mockgpu.emu (wave-level ops)")
   assert [i.status for i in one("gfx1100", "V_WMMA_F32_16X16X16_F16")] == ["prose"] and [i.status for i in one("gfx1100", "S_WAITCNT")] == ["prose"]
   # one encoding hand-written, the other without semantics: the row takes the least trusted status
   r = fidelity.Row("gfx1100", "GLOBAL_LOAD_LDS_ADDTID_B32", one("gfx1100", "GLOBAL_LOAD_LDS_ADDTID_B32"))
   assert [(i.fmt, i.status) for i in r.impls] == [("GLOBAL", "prose"), ("FLAT", "unsupported")] and r.status == "unsupported"
 
-@pytest.mark.parametrize("inst,m,msg", [(s_version(simm16=0), "S_VERSION", "unsupported: nop"),
-                                       (s_endpgm_ordered_ps_done(), "S_ENDPGM_ORDERED_PS_DONE", "unsupported: S_ENDPGM_ORDERED_PS_DONE is pixel-shader only")])
-def test_unsupported_is_what_the_emulator_raises(inst, m, msg):
-  (i,) = one("gfx1100", m)
-  assert i.status == "unsupported" and i.detail == {"S_VERSION": "its pseudocode calls nop(), a machine built-in the emulator does not provide",
-                                                    "S_ENDPGM_ORDERED_PS_DONE": "h_ps_done: pixel-shader only"}[m]
-  with pytest.raises(InvalidInstruction, match=re.escape(msg)): run_code(inst.to_bytes() + s_endpgm().to_bytes(), backend="python")
+@pytest.mark.parametrize("arch,m,code,msg,detail", [
+  ("gfx1100", "S_VERSION", code(s_version(simm16=0)), "unsupported: nop", "its pseudocode calls nop(), a machine built-in the emulator does not provide"),
+  ("gfx1100", "S_ENDPGM_ORDERED_PS_DONE", code(s_endpgm_ordered_ps_done()), "unsupported: S_ENDPGM_ORDERED_PS_DONE is pixel-shader only",
+   "h_ps_done: pixel-shader only"),
+  ("gfx950", "S_SCRATCH_LOAD_DWORD", C.s_scratch_load_dword(sdata=C.s[4], sbase=C.s[0:1], offset=0).to_bytes() + C.s_endpgm().to_bytes(),
+   "unsupported: CalcScalarScratchAddr", "its pseudocode calls CalcScalarScratchAddr(), a machine built-in the emulator does not provide")])
+def test_unsupported_is_what_the_emulator_raises(arch, m, code, msg, detail):
+  (i,) = one(arch, m)
+  assert (i.status, i.detail) == ("unsupported", detail)
+  with pytest.raises(InvalidInstruction, match=re.escape(msg)): run_code(code, arch=arch, backend="python", wave64=arch == "gfx950")
 
 @pytest.mark.parametrize("arch", list(ARCHS))
 def test_unsupported_agrees_with_the_generator(arch):
@@ -63,14 +69,15 @@ def test_op_hooks_see_every_dispatch_that_ran():
   seen = []
   OP_HOOKS.append(lambda a, c: seen.append((a, c)))
   try:
-    code = b"".join(i.to_bytes() for i in (v_mov_b32_e32(v[1], 1.0), v_add_f32_e32(v[1], v[1], v[1]), v_add_f32_e32(v[1], v[1], v[1]), s_endpgm()))
-    for be in ("c", "python"): assert run_code(code, backend=be).op_counts is None   # not asked for: the hook does not change Stats
-    bad = v_mov_b32_e32(v[1], 1.0).to_bytes() + s_version(simm16=0).to_bytes() + s_endpgm().to_bytes()
+    prog = code(v_mov_b32_e32(v[1], 1.0), v_add_f32_e32(v[1], v[1], v[1]), v_add_f32_e32(v[1], v[1], v[1]))
+    for be in ("c", "python"): assert run_code(prog, backend=be).op_counts is None   # not asked for: the hook does not change Stats
+    bad = code(v_mov_b32_e32(v[1], 1.0), s_version(simm16=0))
     for be in ("c", "python"):   # a dispatch that raised: its counts include the instruction that raised, the error carries none unasked
       with pytest.raises(InvalidInstruction) as ei: run_code(bad, backend=be)
       assert ei.value.op_counts is None
   finally: OP_HOOKS.clear()
-  assert seen == [("gfx1100", {"VOP1 V_MOV_B32_E32": 1, "VOP2 V_ADD_F32_E32": 2, "SOPP S_ENDPGM": 1})] * 2 + [("gfx1100", {"VOP1 V_MOV_B32_E32": 1, "SOPK S_VERSION": 1})] * 2
+  assert seen == [("gfx1100", {"VOP1 V_MOV_B32_E32": 1, "VOP2 V_ADD_F32_E32": 2, "SOPP S_ENDPGM": 1})] * 2 + \
+                 [("gfx1100", {"VOP1 V_MOV_B32_E32": 1, "SOPK S_VERSION": 1})] * 2
   for be in ("c", "python"):
     with pytest.raises(InvalidInstruction) as ei: run_code(bad, backend=be, op_counts=True)
     assert ei.value.op_counts == {"VOP1 V_MOV_B32_E32": 1, "SOPK S_VERSION": 1}
@@ -78,14 +85,16 @@ def test_op_hooks_see_every_dispatch_that_ran():
 def _cov(tmp_path, ran_add, failed=()):
   tests = {"t.py::test_ka": {"kind": "known-answer", "hw_fact": set(), "source": None, "ran": {("gfx1100", "V_ADD_F32"), ("gfx950", "V_ADD_F32")}},
            "t.py::test_diff": {"kind": "differential", "hw_fact": set(), "source": None, "ran": {("gfx1100", "V_ADD_F32"), ("gfx1100", "S_ENDPGM")}},
-           "t.py::test_hw": {"kind": "known-answer", "hw_fact": {"V_DIV_SCALE_F32", "V_DIV_FMAS_F32"}, "source": "issue 10", "ran": {("gfx1100", ran_add)}}}
+           "t.py::test_hw": {"kind": "known-answer", "hw_fact": {"V_DIV_SCALE_F32", "V_DIV_FMAS_F32"}, "source": "issue 10",
+                             "ran": {("gfx1100", ran_add)}}}
   fidelity.write_coverage(tmp_path / "cov.json", tests, list(failed), 3, ["tests/isa"])
   return fidelity.load_coverage(tmp_path / "cov.json")
 
 def test_coverage_schema_and_rows(tmp_path):
   cov = _cov(tmp_path, "V_DIV_SCALE_F32")
   assert set(cov) == {"schema", "command", "generated", "mockgpu", "tinygrad", "commit", "paths", "tests_hash", "pcode", "outcome", "tests", "ran"}
-  assert cov["tests"] == [{"id": "t.py::test_diff", "kind": "differential"}, {"id": "t.py::test_hw", "kind": "known-answer", "hw_fact": ["V_DIV_FMAS_F32", "V_DIV_SCALE_F32"], "source": "issue 10"},
+  assert cov["tests"] == [{"id": "t.py::test_diff", "kind": "differential"},
+                          {"id": "t.py::test_hw", "kind": "known-answer", "hw_fact": ["V_DIV_FMAS_F32", "V_DIV_SCALE_F32"], "source": "issue 10"},
                           {"id": "t.py::test_ka", "kind": "known-answer"}]
   assert cov["ran"] == {"gfx1100": {"S_ENDPGM": [0], "V_ADD_F32": [0, 2], "V_DIV_SCALE_F32": [1]}, "gfx950": {"V_ADD_F32": [2]}}
   assert cov["outcome"] == {"passed": 3, "failed": [], "skipped": 3} and cov["command"] == "mockgpu emu fidelity --update-coverage"
@@ -124,7 +133,8 @@ def test_cli_explains_one_instruction(tmp_path, capsys):
                               f"    reason: {fx.reason}", f"    source: {getattr(fx, 'source', None) or '(not given)'}"]
   assert [l.split(" (")[0] for l in out[i + 5:i + 8]] == ["  differential tests", "  known-answer tests", "  hw_fact tests"]
   assert main(["fidelity", "V_DIV_SCALEE_F32"]) == 2
-  assert capsys.readouterr().err == "mockgpu emu fidelity: no instruction 'V_DIV_SCALEE_F32' on gfx1100, gfx1201, gfx950; did you mean V_DIV_SCALE_F32, V_DIV_SCALE_F64, V_DIV_FMAS_F32?\n"
+  assert capsys.readouterr().err == ("mockgpu emu fidelity: no instruction 'V_DIV_SCALEE_F32' on gfx1100, gfx1201, gfx950; "
+                                     "did you mean V_DIV_SCALE_F32, V_DIV_SCALE_F64, V_DIV_FMAS_F32?\n")
   assert main(["fidelity", "--arch", "gfx1100", "--status", "unsupported", "--json", str(tmp_path / "r.json")]) == 0
   doc = json.loads((tmp_path / "r.json").read_text())
   assert set(doc["archs"]) == {"gfx1100"} and "S_VERSION" in doc["archs"]["gfx1100"]["instructions"]
