@@ -123,6 +123,14 @@ def test_staleness_warnings(tmp_path):
   with pytest.raises(ValueError, match="schema 0, this mockgpu reads 1; regenerate it: mockgpu emu fidelity --update-coverage"):
     fidelity.load_coverage(tmp_path / "old.json")
 
+def test_shipped_coverage_matches_the_schema():
+  cov = fidelity.load_coverage()
+  assert cov is not None, "emu/fidelity_coverage.json is missing: run `mockgpu emu fidelity --update-coverage`"
+  assert cov["schema"] == fidelity.SCHEMA and cov["paths"] == list(fidelity.DEFAULT_TESTS) and cov["outcome"]["passed"] == len(cov["tests"])
+  assert all(t["kind"] in ("differential", "known-answer") and set(t) <= {"id", "kind", "hw_fact", "source"} for t in cov["tests"])
+  assert set(cov["ran"]) == set(ARCHS) and all(0 <= i < len(cov["tests"]) for ms in cov["ran"].values() for ix in ms.values() for i in ix)
+  for a, ms in cov["ran"].items(): assert set(ms) <= set(fidelity.implementations(a)), a   # every recorded instruction is one of the arch's
+
 def test_cli_explains_one_instruction(tmp_path, capsys):
   assert main(["fidelity", "v_div_scale_f32_e64", "--arch", "rdna3"]) == 0
   out = capsys.readouterr().out.splitlines()
