@@ -5,7 +5,7 @@ import importlib, os, platform, sys
 COMMANDS = {
   "demo": ("mockgpu.tinygrad.demo", "run tinygrad on the mock AMD GPU and print a short report"),
   "pcode": ("mockgpu.pcode.cli", "pseudocode compiler tools (coverage, show)"),
-  "emu": ("mockgpu.emu.cli", "run raw kernels or code objects, benchmarks"),
+  "emu": ("mockgpu.emu.cli", "run raw kernels or code objects, benchmarks, the ISA fidelity report"),
   "fuzz": ("mockgpu.tinygrad.fuzz.cli", "fuzz tinygrad: symbolic, idiv, oob, render (needs the fuzz extra: pip install 'mockgpu[fuzz]')"),
   "bench": ("mockgpu.tinygrad.bench", "full-stack benchmarks of tinygrad on the mock GPUs"),
   "ci": ("mockgpu.tinygrad.ci", "run tinygrad's mock-GPU CI jobs on its test tree, per-test results and baselines"),

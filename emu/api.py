@@ -5,14 +5,16 @@
     stats = run(Dispatch("gfx1100", code_addr, grid=(4,1,1), block=(64,1,1), user_sgprs=(lo, hi), rsrc2=0x9e), memory)
 """
 from __future__ import annotations
-import ctypes, os
+import ctypes, dataclasses, os
 from dataclasses import dataclass, field
+from typing import Callable
 from tinygrad.runtime.autogen import amdgpu_kd as kd
 from mockgpu.emu.arch import ArchSpec, get_arch
-from mockgpu.emu.errors import UnsupportedDispatch, BackendUnavailable, FaultReport
+from mockgpu.emu.errors import EmuError, UnsupportedDispatch, BackendUnavailable, FaultReport
 from mockgpu.emu.memory import MemoryMap
 
-__all__ = ["Dispatch", "Stats", "WaveState", "StoreRecord", "WatchReport", "run", "run_code", "warm_up", "DEFAULT_BUDGET", "DEFAULT_RESIDENT", "DEFAULT_RSRC1"]
+__all__ = ["Dispatch", "Stats", "WaveState", "StoreRecord", "WatchReport", "run", "run_code", "warm_up", "DEFAULT_BUDGET", "DEFAULT_RESIDENT", "DEFAULT_RSRC1",
+           "OP_HOOKS"]
 
 DEFAULT_BUDGET = int(os.environ.get("MOCKGPU_EMU_BUDGET", str(4_000_000_000)))
 # workgroups resident at once: a new one is launched only while every resident one waits (GWS, ordered count), so this
@@ -20,6 +22,10 @@ DEFAULT_BUDGET = int(os.environ.get("MOCKGPU_EMU_BUDGET", str(4_000_000_000)))
 DEFAULT_RESIDENT = int(os.environ.get("MOCKGPU_EMU_RESIDENT", "64"))
 # RSRC1 of a Dispatch that names none: FLOAT_MODE = round to nearest even, f32 and f16/f64 denormals kept (MODE 0xf0)
 DEFAULT_RSRC1 = 3 << kd.COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_32_SHIFT | 3 << kd.COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_16_64_SHIFT
+# called as hook(arch name, {"FORMAT OPNAME": wave-instructions}) after every dispatch that ran, also one that stopped with an
+# error (its counts include the instruction that raised); while one is installed every dispatch counts its opcodes (as
+# op_counts=True). `mockgpu emu fidelity --update-coverage` records which instructions each test executed with it (docs/fidelity.md)
+OP_HOOKS: list[Callable[[str, dict[str, int]], None]] = []
 
 @dataclass(frozen=True)
 class Dispatch:
@@ -158,12 +164,21 @@ def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, tim
   if backend == "c":
     try: from mockgpu.emu import cbackend
     except ImportError as e: raise BackendUnavailable(f"the C backend is not available in this build ({e}); use backend='python'") from e
-    return cbackend.run(arch, dispatch, memory, budget=budget, timeout=timeout, op_counts=op_counts, capture=capture, resident=resident, watch=watch)
-  if backend == "python":
+    be = cbackend
+  elif backend == "python":
     try: from mockgpu.emu import pybackend
     except ImportError as e: raise BackendUnavailable(f"the Python backend is not available in this build ({e}); use backend='c'") from e
-    return pybackend.run(arch, dispatch, memory, budget=budget, timeout=timeout, op_counts=op_counts, capture=capture, resident=resident, watch=watch)
-  raise BackendUnavailable(f"backend={backend!r}: choose 'c' or 'python'")
+    be = pybackend
+  else: raise BackendUnavailable(f"backend={backend!r}: choose 'c' or 'python'")
+  hooks = list(OP_HOOKS)
+  try: st = be.run(arch, dispatch, memory, budget=budget, timeout=timeout, op_counts=op_counts or bool(hooks), capture=capture, resident=resident, watch=watch)
+  except EmuError as e:
+    if hooks and e.op_counts is not None:
+      for h in hooks: h(arch.name, e.op_counts)
+      if not op_counts: e.op_counts = None
+    raise
+  for h in hooks: h(arch.name, st.op_counts)
+  return st if op_counts or not hooks else dataclasses.replace(st, op_counts=None)
 
 def warm_up(arch: str, backend: str = "c") -> str:
   """Build (first use on this machine, ~1 min) or load the backend for `arch` now, e.g. when a mock device opens, so the

@@ -2,10 +2,11 @@
 the GIL released (ctypes releases it for CDLL calls)."""
 from __future__ import annotations
 import ctypes, functools, sys, time
+import numpy as np
 from mockgpu.emu.api import Dispatch, Stats, WaveState
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu.build import Library, build
-from mockgpu.emu.errors import BackendUnavailable, GPUFault, FaultReport
+from mockgpu.emu.errors import BackendUnavailable, EmuError, GPUFault, FaultReport
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.emu.report import oob_report, raise_status, watch_report
 
@@ -81,11 +82,12 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   t0 = time.perf_counter()
   st = dll.emu_run(ctypes.byref(a), code[1])
   dt = time.perf_counter() - t0
-  raise_status(arch, st, code_addr=d.code_addr, memory=memory, budget=budget, timeout=timeout, pc=a.f_pc,
-               raw=bytes(a.f_raw)[:max(0, min(a.f_len, 16))], fmt=a.f_fmt, op=a.f_op, wave=a.f_wave, wg=tuple(a.f_wg), kind=a.f_kind,
-               space=a.f_space, addr=a.f_addr, size=a.f_size, lane=a.f_lane, limit=a.f_limit, msg=a.f_msg.decode(errors="replace"),
-               info=tuple(a.f_info))
-  oc = {lib.handlers[i]: int(n) for i, n in enumerate(counts) if n} if counts is not None else None
+  oc = {lib.handlers[i]: int(counts[i]) for i in np.flatnonzero(np.ctypeslib.as_array(counts))} if counts is not None else None   # 5000+ slots
+  try: raise_status(arch, st, code_addr=d.code_addr, memory=memory, budget=budget, timeout=timeout, pc=a.f_pc,
+                    raw=bytes(a.f_raw)[:max(0, min(a.f_len, 16))], fmt=a.f_fmt, op=a.f_op, wave=a.f_wave, wg=tuple(a.f_wg), kind=a.f_kind,
+                    space=a.f_space, addr=a.f_addr, size=a.f_size, lane=a.f_lane, limit=a.f_limit, msg=a.f_msg.decode(errors="replace"),
+                    info=tuple(a.f_info))
+  except EmuError as e: e.op_counts = oc; raise
   state = None
   if capture and a.cap_misc[5]:
     ws = d.wave_size

@@ -1,4 +1,5 @@
-"""`mockgpu emu ...` / `python -m mockgpu.emu ...`: benchmark, run a raw kernel or an ELF code object, rebuild fixtures."""
+"""`mockgpu emu ...` / `python -m mockgpu.emu ...`: benchmark, run a raw kernel or an ELF code object, rebuild fixtures, and the
+fidelity report (which instructions follow AMD's pseudocode, a correction, hand-written prose or are unsupported, and how tested)."""
 from __future__ import annotations
 import argparse, pathlib, sys
 from mockgpu.argtypes import positive_int, nonnegative_int
@@ -48,10 +49,22 @@ def _run(a) -> int:
   if st.op_counts: print("\n".join(f"{n:8d} {k}" for k, n in sorted(st.op_counts.items(), key=lambda kv: -kv[1])))
   return 0
 
+def _fidelity(a) -> int:
+  from mockgpu.emu import fidelity
+  if a.update_coverage:
+    try: return fidelity.update_coverage(jobs=a.jobs)
+    except FileNotFoundError as e:
+      print(f"mockgpu emu fidelity: {e}", file=sys.stderr)
+      return 2
+  try: rc, text = fidelity.report(a.arch, a.instruction, a.status, a.untested, a.totals, a.json)
+  except ValueError as e: rc, text = 2, f"mockgpu emu fidelity: {e}"
+  print(text, file=sys.stdout if rc == 0 else sys.stderr)
+  return rc
+
 def parser() -> argparse.ArgumentParser:
   """Returns: the argument parser of `mockgpu emu`."""
   p = argparse.ArgumentParser(prog="mockgpu emu", description="AMD ISA emulator tools")
-  sub = p.add_subparsers(dest="cmd", required=True, metavar="{bench,run,fixtures}")
+  sub = p.add_subparsers(dest="cmd", required=True, metavar="{bench,run,fixtures,fidelity}")
   b = sub.add_parser("bench", help="wave-instructions/s, warm and cold: VALU/SALU loop and tinygrad's 256x256 matmul")
   b.add_argument("--reps", type=positive_int, default=3, help="timed repetitions per workload (default 3)")
   b.add_argument("--backend", default="c", choices=("c", "python"), help="emulator backend: generated C (default) or the Python reference")
@@ -74,7 +87,29 @@ def parser() -> argparse.ArgumentParser:
   f = sub.add_parser("fixtures", help="recompile the benchmark's fixture kernels with tinygrad (needs LLVM 19) into --out")
   f.add_argument("--out", type=pathlib.Path, required=True, metavar="DIR",
                  help="directory to write <name>.elf and <name>.json into (in a checkout: fixtures/kernels)")
+  fd = sub.add_parser("fidelity", help="can I trust instruction X: per instruction, where its semantics come from and how it is tested",
+                      formatter_class=argparse.RawDescriptionHelpFormatter, description=FIDELITY_HELP)
+  fd.add_argument("instruction", nargs="*", help="explain these instructions on every selected arch (e.g. V_DIV_SCALE_F32; case and _E32/_E64 do not matter)")
+  fd.add_argument("--arch", action="append", default=[], metavar="ARCH", help="gfx1100, gfx1201, gfx950 or a family (rdna3, rdna4, cdna); "
+                  "repeatable (default: all)")
+  fd.add_argument("--status", choices=("published", "corrected", "prose", "unsupported"), help="list only instructions of this status")
+  fd.add_argument("--untested", action="store_true", help="list only instructions no passing test executes")
+  fd.add_argument("--totals", action="store_true", help="print only the per-arch totals (the table in docs/fidelity.md)")
+  fd.add_argument("--json", metavar="FILE", help="also write the selected rows, totals and coverage warnings as JSON to FILE ('-': print only the JSON)")
+  fd.add_argument("--update-coverage", action="store_true", help="in a checkout: run tests/isa and tests/pcode recording which instructions "
+                  "each passing test executes, and rewrite the package's fidelity_coverage.json")
+  fd.add_argument("--jobs", type=positive_int, default=1, help="pytest-xdist workers for --update-coverage (default 1)")
   return p
+
+FIDELITY_HELP = """Per instruction of each arch:
+  status     published: runs AMD's pseudocode from the tinygrad wheel as written; corrected: with an entry of
+             mockgpu.pcode.corrections.FIXES (reason, source); prose: hand-written from the ISA's prose (no usable
+             pseudocode); unsupported: raises InvalidInstruction("unsupported: ...")
+  diff       passing tests that compare the C and Python backends on random inputs (marker `differential`)
+  known      other passing tests in tests/isa, tests/pcode that execute it (expected values from numpy, exact arithmetic, the ISA)
+  hw         passing tests marked hw_fact("MNEMONIC", source=...) naming it: expected values are hardware facts
+The test columns come from the package's fidelity_coverage.json (regenerate: mockgpu emu fidelity --update-coverage).
+Details: docs/fidelity.md."""
 
 def main(argv: list[str] | None = None) -> int:
   """Entry point. Returns the process exit code (2 for usage errors and unreadable files, 1 for emulator errors)."""
@@ -85,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
       from mockgpu.emu.bench import main as bench_main
       return bench_main(a.reps, a.backend)
     if a.cmd == "run": return _run(a)
+    if a.cmd == "fidelity": return _fidelity(a)
     from mockgpu.emu.fixtures import regenerate
     for f in regenerate(out=a.out): print(f)
     return 0

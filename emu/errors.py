@@ -8,7 +8,9 @@ from mockgpu.errors import MockGPUError
 __all__ = ["EmuError", "GPUFault", "FaultReport", "InvalidInstruction", "WaveTrap", "WatchdogExpired", "Deadlock", "UnsupportedDispatch", "BackendUnavailable", "CaptureError"]
 
 class EmuError(MockGPUError):
-  """Base class of every error the emulator raises."""
+  """Base class of every error the emulator raises. `op_counts`: of an error that stopped a running dispatch, the
+  wave-instructions per opcode up to and including the one that raised, when the dispatch counted them (api.run op_counts)."""
+  op_counts: dict[str, int] | None = None
 
 VA_SPACES = ("global", "code")   # fault spaces whose `address` is a GPU virtual address
 OUTSIDE = {"lds": "LDS access at offset {a:#x} outside the workgroup's {n:#x} bytes",   # the other spaces with a limit, in words

@@ -19,6 +19,7 @@ from mockgpu.emu.pyimage import exec_mimg
 from mockgpu.emu.bvh import BVH_FORMATS, BVH_OPS
 from mockgpu.emu.pybvh import exec_bvh
 from mockgpu.emu.image import aliases as image_aliases
+from mockgpu.emu.errors import EmuError
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.pcode.errors import PcodeRuntimeError
 from mockgpu.emu.report import oob_report, raise_status, watch_report, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT, ST_TRAP, ST_DEADLOCK
@@ -939,10 +940,11 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
     k, w = e.kw, c.cur
     f = k.get("f") or {}
     raw = b"" if k.get("noinst") else k.get("raw", b"")
-    raise_status(arch, e.status, code_addr=d.code_addr, memory=memory, budget=budget, timeout=timeout, pc=w.pc0 if w else 0, raw=raw,
-                 fmt=k.get("fi", k.get("fmt", -1)), op=f.get("opx") or f.get("op", -1), wave=w.id if w else -1, wg=c.wg, kind=k.get("kind", 0),
-                 space=k.get("space", 0), addr=k.get("addr", 0), size=k.get("size", 0), lane=k.get("lane", -1), limit=k.get("limit", 0),
-                 msg=k.get("msg", ""), info=k.get("info", ()))
+    try: raise_status(arch, e.status, code_addr=d.code_addr, memory=memory, budget=budget, timeout=timeout, pc=w.pc0 if w else 0, raw=raw,
+                      fmt=k.get("fi", k.get("fmt", -1)), op=f.get("opx") or f.get("op", -1), wave=w.id if w else -1, wg=c.wg,
+                      kind=k.get("kind", 0), space=k.get("space", 0), addr=k.get("addr", 0), size=k.get("size", 0), lane=k.get("lane", -1),
+                      limit=k.get("limit", 0), msg=k.get("msg", ""), info=k.get("info", ()))
+    except EmuError as x: x.op_counts = counts if op_counts else None; raise
   oob = None
   if c.oob[0]:
     addr, n, lane, wid, wg, pc = c.oob[1]

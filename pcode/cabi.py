@@ -4,7 +4,10 @@ its own translation unit."""
 import ctypes, functools, hashlib, os, re, subprocess, tempfile
 from mockgpu.pcode.state import WIDE, SCALARS, FIELDS, MODE_DEFAULT
 from mockgpu.pcode.errors import PcodeError
-__all__ = ["PcReg", "PcState", "HEADER_DIR", "build", "header_fields", "ArchLib", "harness_hooks", "python_hooks"]
+__all__ = ["PcReg", "PcState", "HEADER_DIR", "build", "header_fields", "ArchLib", "harness_hooks", "python_hooks", "RUN_HOOKS"]
+# called as hook(arch, entry name) before every ArchLib.run (the pcode tests run entries through it); `mockgpu emu fidelity
+# --update-coverage` records which entries each test executed with it
+RUN_HOOKS: list = []
 
 HEADER_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -113,4 +116,5 @@ class ArchLib:
     self.sgpr = (ctypes.c_uint32 * 128).in_dll(self.lib, "pc_h_sgpr")
   def run(self, name:str, s:PcState) -> int:
     """Run entry `name` on state `s` in place; returns s.fault."""
+    for h in RUN_HOOKS: h(self.arch, name)
     return self.lib.pc_call(self.index[name], ctypes.byref(s))

@@ -74,7 +74,7 @@ def test_sdist_carries_the_sources(route):
   members = {m.split("/", 1)[1] for m in tarfile.open(next((route / "dist").glob("mockgpu-*.tar.gz"))).getnames() if "/" in m}
   files = {m for m in members if not any(m2.startswith(m + "/") for m2 in members)}   # drop directory entries
   want = {f for f in shipped(route) if f.split("/")[0] in SDIST_DIRS or f in SDIST_ROOT_FILES or ("/" not in f and f.endswith(".py"))}
-  assert {"tinygrad/" + PTH, "emu/csrc/emu_sched.c", "emu/csrc/emu_core.h", "mock/ptx/ptx_rt.h", "pcode/pcode_rt.h"} <= want
+  assert {"tinygrad/" + PTH, "emu/csrc/emu_sched.c", "emu/csrc/emu_core.h", "mock/ptx/ptx_rt.h", "pcode/pcode_rt.h", "emu/fidelity_coverage.json"} <= want
   generated = {f for f in files if f in ("PKG-INFO", "setup.cfg") or f.startswith("mockgpu.egg-info/")}
   assert files - generated == want, f"missing from the sdist: {sorted(want - files)}; unexpected: {sorted(files - generated - want)}"
 

@@ -8,6 +8,8 @@ from mockgpu.pcode.tables import ARCHS, entries
 from mockgpu.pcode.prose import is_prose
 from mockgpu.pcode.difftest import ALU_CLASSES, alu_ops, random_state, diff_once, uses_vgpr
 
+pytestmark = pytest.mark.differential   # mockgpu emu fidelity: backend-vs-backend, not known answers
+
 def check_ops(lib, arch, ops, seed, n):
   bad, ran = {}, set()
   for op in ops:
