@@ -28,15 +28,14 @@ ALWAYS_UNSUPPORTED = {"h_ps_done": "pixel-shader only", "h_gs_reg": "geometry-sh
 class Impl:
   """How one encoding of an instruction (format `fmt`, opcode name `op`, e.g. VOP3 V_ADD_F32_E64) executes: `status` one of
   STATUSES, `entry` the pseudocode entry it runs ('<EnumClass>_<MEMBER>', None if hand-written or unsupported), `detail` one
-  line (the FIXES key, the hand-written module, why it is unsupported), `reason`/`source` a correction's reason and the
-  source of its fact (Fix.source, when the table has one)."""
+  line (the FIXES key, the hand-written module, why it is unsupported), `fixes` the (reason, source of the fact) of each
+  corrections.Fix applied to the entry, in order."""
   fmt: str
   op: str
   status: str
   entry: str | None = None
   detail: str = ""
-  reason: str | None = None
-  source: str | None = None
+  fixes: tuple[tuple[str, str], ...] = ()
 
 @dataclass(frozen=True)
 class Row:
@@ -88,7 +87,6 @@ def implementations(arch: str) -> dict[str, tuple[Impl, ...]]:
   from mockgpu.emu.isa import formats
   from mockgpu.pcode.cemit import _emit_all
   from mockgpu.pcode.compile import program
-  from mockgpu.pcode.corrections import FIXES
   from mockgpu.pcode.prose import prose
   from mockgpu.pcode.tables import entries
   fam = _arch(arch).family
@@ -100,8 +98,9 @@ def implementations(arch: str) -> dict[str, tuple[Impl, ...]]:
       if set(miss) & _always(program(fam, e).body): return I("unsupported", e, f"its pseudocode calls {calls}")
       how = "; ".join(filter(None, (how, f"raises \"unsupported\" on the path that calls {calls}")))
     if not ents[e].fixed: return I("published", e, how)
-    fx = FIXES[(fam, e)]
-    return I("corrected", e, "; ".join(filter(None, (f"corrections.FIXES[{fam}, {e}]", how))), fx.reason, getattr(fx, "source", None))
+    fx = ents[e].fixes
+    return I("corrected", e, "; ".join(filter(None, (f"corrections.FIXES[{fam}, {e}]" + (f" ({len(fx)} fixes)" if len(fx) > 1 else ""), how))),
+             tuple((f.reason, f.source) for f in fx))
   def hand(I, h, e=None, impl="csrc/emu_prose.h, pybackend.py"):
     if h in ALWAYS_UNSUPPORTED: return I("unsupported", None, f"{h}: {ALWAYS_UNSUPPORTED[h]}")
     return I("prose", None, f"{pr[e].reason}; hand-written in {pr[e].impl}" if e in pr else f"hand-written: {h} ({impl})")
@@ -255,8 +254,7 @@ def explain(name: str, per_arch: dict[str, list[Row]]) -> str:
     L.append(f"{a}: {r.status}: {verdict(r)}")
     for i in r.impls:
       L.append(f"  {i.fmt} {i.op}: {i.status}" + (f", pseudocode {i.entry}" if i.entry else "") + (f"; {i.detail}" if i.detail else ""))
-      if i.reason: L.append(f"    reason: {i.reason}")
-      if i.status == "corrected": L.append(f"    source: {i.source or '(not given)'}")
+      for reason, source in i.fixes: L += [f"    reason: {reason}", f"    source: {source}"]
     for k in KINDS: L.append(f"  {k} tests ({len(r.tests.get(k, ()))}): " + (", ".join(r.tests[k]) if r.tests.get(k) else "none"))
   return f"{m}\n" + "\n".join(L)
 

@@ -26,7 +26,7 @@ def test_published_corrected_prose():
   for arch, fam in (("gfx1100", "rdna3"), ("gfx1201", "rdna4"), ("gfx950", "cdna")):   # an entry of corrections.FIXES, with its reason and source
     (i,) = one(arch, "V_DIV_SCALE_F32")
     fx = FIXES[(fam, "VOP3SDOp_V_DIV_SCALE_F32")]
-    assert (i.status, i.entry, i.reason, i.source) == ("corrected", "VOP3SDOp_V_DIV_SCALE_F32", fx.reason, getattr(fx, "source", None))
+    assert (i.status, i.entry, i.fixes) == ("corrected", "VOP3SDOp_V_DIV_SCALE_F32", tuple((f.reason, f.source) for f in fx))
     assert i.detail.startswith(f"corrections.FIXES[{fam}, VOP3SDOp_V_DIV_SCALE_F32]")
   assert [(i.status, i.entry) for i in one("gfx950", "V_ACCVGPR_READ")] == [("published", "VOP1Op_V_MOV_B32_E32")]   # gen_c.SEMANTICS_ALIAS
   assert [(i.fmt, i.status, i.entry) for i in one("gfx1100", "V_DUAL_ADD_F32")] == [("VOPD", "published", "VOP2Op_V_ADD_F32_E32")]
@@ -137,9 +137,11 @@ def test_cli_explains_one_instruction(tmp_path, capsys):
   fx = FIXES[("rdna3", "VOP3SDOp_V_DIV_SCALE_F32")]
   i = out.index("V_DIV_SCALE_F32")
   assert out[i + 1].startswith("gfx1100: corrected: runs AMD's pseudocode with a correction (corrections.FIXES); ")
-  assert out[i + 2:i + 5] == ["  VOP3SD V_DIV_SCALE_F32: corrected, pseudocode VOP3SDOp_V_DIV_SCALE_F32; corrections.FIXES[rdna3, VOP3SDOp_V_DIV_SCALE_F32]",
-                              f"    reason: {fx.reason}", f"    source: {getattr(fx, 'source', None) or '(not given)'}"]
-  assert [l.split(" (")[0] for l in out[i + 5:i + 8]] == ["  differential tests", "  known-answer tests", "  hw_fact tests"]
+  j = i + 3 + 2 * len(fx)
+  assert out[i + 2:j] == [
+    f"  VOP3SD V_DIV_SCALE_F32: corrected, pseudocode VOP3SDOp_V_DIV_SCALE_F32; corrections.FIXES[rdna3, VOP3SDOp_V_DIV_SCALE_F32] ({len(fx)} fixes)",
+    *(line for f in fx for line in (f"    reason: {f.reason}", f"    source: {f.source}"))]
+  assert [l.split(" (")[0] for l in out[j:j + 3]] == ["  differential tests", "  known-answer tests", "  hw_fact tests"]
   assert main(["fidelity", "V_DIV_SCALEE_F32"]) == 2
   assert capsys.readouterr().err == ("mockgpu emu fidelity: no instruction 'V_DIV_SCALEE_F32' on gfx1100, gfx1201, gfx950; "
                                      "did you mean V_DIV_SCALE_F32, V_DIV_SCALE_F64, V_DIV_FMAS_F32?\n")
