@@ -9,9 +9,10 @@ activation (compute: CP_HQD_ACTIVE; SDMA: RB_CNTL.rb_enable) and the queues, eac
 run against page tables older than the doorbell that announced it."""
 from __future__ import annotations
 import ctypes, mmap, os, sys, threading
+from typing import Callable, Iterable
 from tinygrad.runtime.autogen import libc
 from mockgpu.mock.am import discovery
-from mockgpu.mock.am.mmu import MMU, PageMap
+from mockgpu.mock.am.mmu import MMU, HostVA, PageMap
 from mockgpu.mock.am.psp import PSP, SMU
 from mockgpu.mock.am.regs import BAR5_BYTES, RegisterFile
 from mockgpu.mock.errors import MockDeviceError
@@ -42,11 +43,14 @@ class AMPM4Queue(_Snapshot, PM4Queue): pass
 class AMSDMAQueue(_Snapshot, SDMAQueue): pass
 
 class PCIGPU:
-  """The mock PCI GPU for `profile`. `fds[bar]` are the BAR memfds (mapped at `vram`, `doorbells`, `mmio`); `config` the 4 KiB
-  config space. `autorun=False` (unit tests): no device thread, call `run_once()`. `windows` and `va_window`: see `mmu.MMU`
-  (the USB bridge's memory the GPU reaches as system memory; the host range its GPU VAs are mirrored into)."""
-  def __init__(self, profile:GPUProfile, autorun:bool=True, windows:tuple[tuple[int, int, int], ...]=(), va_window:tuple[int, int]|None=None):
-    self.profile, self.lock, self.vram_size = profile, threading.RLock(), profile.vram_bytes
+  """The mock PCI GPU `index` (of its bus) for `profile`. `fds[bar]` are the BAR memfds (mapped at `vram`, `doorbells`, `mmio`);
+  `config` the 4 KiB config space. `autorun=False` (unit tests): no device thread, call `run_once()`. `windows`, `va_window`,
+  `pagemap` and `host`: see `mmu.MMU` (the memory other than host pages the GPU reaches as system memory: the USB bridge's, or
+  its peers' VRAM; the host range its GPU VAs are mirrored into; the process's fake frames and host address space, shared by
+  the GPUs of one bus, new ones if not given)."""
+  def __init__(self, profile:GPUProfile, autorun:bool=True, windows:tuple[tuple[int, int, int], ...]|Callable[[], Iterable[tuple[int, int, int]]]=(),
+               va_window:tuple[int, int]|None=None, pagemap:PageMap|None=None, host:HostVA|None=None, index:int=0):
+    self.profile, self.index, self.lock, self.vram_size = profile, index, threading.RLock(), profile.vram_bytes
     self.sizes = {0: self.vram_size, 2: BAR2_BYTES, 5: BAR5_BYTES}
     self.fds = {b: os.memfd_create(f"mockgpu-bar{b}", os.MFD_CLOEXEC) for b in self.sizes}
     for b, sz in self.sizes.items(): os.ftruncate(self.fds[b], sz)
@@ -60,9 +64,9 @@ class PCIGPU:
     r["regMMMC_VM_FB_LOCATION_TOP"] = (self.vram_size - 1) >> 24
     r["regMMVM_INVALIDATE_ENG17_SEM"], r["regGCVM_INVALIDATE_ENG17_ACK"] = 1, 0xFFFF   # GC flushes need no walk: the MM flush follows
     self.psp, self.smu = PSP(r, self.vram_at), SMU(r)
-    self.gpu, self.allocs = GPU(self, GPUNode(1, GPU_ID, 128), profile), {}   # allocs: no KFD memory objects on this path
-    self.pagemap = PageMap()
-    self.mmu = MMU(self.gpu, self.fds[0], self.vram, self.vram_size, self.pagemap, windows, va_window)
+    self.gpu, self.allocs = GPU(self, GPUNode(index + 1, GPU_ID + index, 128 + index), profile), {}   # allocs: no KFD memory objects on this path
+    self.pagemap = PageMap() if pagemap is None else pagemap
+    self.mmu = MMU(self.gpu, self.fds[0], self.vram, self.vram_size, self.pagemap, HostVA() if host is None else host, windows, va_window)
     self.pq: AMPM4Queue|None = None
     self.sq: AMSDMAQueue|None = None
     self.pq_key = self.sq_key = None
@@ -70,7 +74,7 @@ class PCIGPU:
     self.sdma = "regSDMA_GFX" if profile.sdma[:2] == (4,4) else "regSDMA0_QUEUE0"
     self.thread = DeviceThread(self) if autorun else None
 
-  def __repr__(self): return f"PCIGPU({self.profile.arch}, vram={self.vram_size >> 30} GiB)"
+  def __repr__(self): return f"PCIGPU({self.index}, {self.profile.arch}, vram={self.vram_size >> 30} GiB)"
 
   def vram_at(self, paddr:int, size:int) -> int:
     """Host address of VRAM bytes `[paddr, paddr+size)`. Raises MockDeviceError if they are not all VRAM."""
