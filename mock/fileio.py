@@ -4,8 +4,8 @@ Paths of the KFD model (`/dev/kfd`, the topology, `/sys/class/drm/renderD<minor>
 served by `mockgpu.mock.kfd.system()`, the NVIDIA device files (`/dev/nvidiactl`, `/dev/nvidia-uvm`, `/dev/nvidia0`) by
 `mockgpu.mock.nv.rm.driver()`, the PCI bus, BAR files and /proc/self/pagemap of tinygrad's AM driver (DEV=MOCKPCI+AMD) by
 `mockgpu.mock.am.pci.system()`; every other path behaves exactly like the real class (real OS calls), so probing other
-devices fails cleanly. While a mock AM GPU lives (MOCKPCI or MOCKUSB), `anon_mmap` and `munmap` keep its page walker's
-view of the GPU VA range exact (see mock/am/mmu.py). Imported while tinygrad's hcq.py is half initialised: only
+devices fails cleanly. While mock AM GPUs live (MOCKPCI or MOCKUSB), `anon_mmap` and `munmap` keep their page walkers'
+shared view of the host address space exact (`mmu.HostVA`, see mock/am/mmu.py). Imported while tinygrad's hcq.py is half initialised: only
 `FileIOInterface` may be imported from it, and the KFD model is built lazily on the first open of one of its paths."""
 from __future__ import annotations
 import errno, os, sys
@@ -25,10 +25,11 @@ def _pci():
   from mockgpu.mock.am.pci import system
   return system()
 
-def _am_live():
-  """The mock AM GPU (PCIGPU) if DEV=MOCKPCI or MOCKUSB created it in this process, else None (without creating it)."""
-  for mod in ("mockgpu.mock.am.pci", "mockgpu.mock.am.usb"):
-    if (m:=sys.modules.get(mod)) is not None and m._system is not None: return m._system.gpu
+def _am_host():
+  """The host address space of the mock AM GPUs (`mmu.HostVA`) if DEV=MOCKPCI or MOCKUSB created them in this process, else
+  None (without creating them)."""
+  if (m:=sys.modules.get("mockgpu.mock.am.pci")) is not None and m._system is not None: return m._system.host
+  if (m:=sys.modules.get("mockgpu.mock.am.usb")) is not None and m._system is not None: return m._system.gpu.mmu.host
   return None
 
 def _nv():
@@ -48,10 +49,10 @@ MAP_FIXED = 0x10
 class MockFileIOInterface(FileIOInterface):
   """FileIOInterface over the mock KFD. Same signatures as tinygrad's class (hcq.py)."""
   def __init__(self, path:str="", flags:int=os.O_RDONLY, fd:int|None=None):
-    self.path, self.node, self.nv, self.pci = path, None, None, None
+    self.path, self.node, self.nv, self.pci, self.pgpu = path, None, None, None, None
     if fd is None and _pci_handles(path):   # tinygrad's AM driver (PCIIface): never the host's real PCI devices or pagemap
-      self.pci, self.pos, self.fd = _pci().kind(path), 0, -1
-      if self.pci.startswith("bar"): self.fd = _pci().gpu.fds[int(self.pci[3:])]
+      (self.pci, self.pgpu), self.pos, self.fd = _pci().open(path), 0, -1
+      if self.pci.startswith("bar"): self.fd = self.pgpu.fds[int(self.pci[3:])]
       return
     if path.startswith("/dev/vfio"): raise NotSupportedYet("MOCKPCI+AMD with VFIO=1", "the mock PCI GPU has no VFIO; unset VFIO")
     if path.startswith("/sys/bus/pci"):   # a MOCK DEV other than MOCKPCI: never probe the host's real PCI devices under a mock
@@ -84,7 +85,7 @@ class MockFileIOInterface(FileIOInterface):
   def mmap(self, start, sz, prot, flags, offset):
     if self.pci is not None:
       if not self.pci.startswith("bar"): raise self._not("mmap", errno.ENODEV)
-      if offset < 0 or sz <= 0 or offset + sz > (bar:=_pci().gpu.sizes[int(self.pci[3:])]):
+      if offset < 0 or sz <= 0 or offset + sz > (bar:=self.pgpu.sizes[int(self.pci[3:])]):
         raise OSError(errno.EINVAL, f"mmap of {sz:#x} bytes at offset {offset:#x} lies outside {self.path} ({bar:#x} bytes)", self.path)
     if self.node is None: return super().mmap(start, sz, prot, flags, offset)
     if not isinstance(self.node, Device) and self.nv is None: raise self._not("mmap", errno.ENODEV)
@@ -104,11 +105,11 @@ class MockFileIOInterface(FileIOInterface):
   def write(self, content, binary=False, offset=None):
     if self.pci == "config":
       off, data = offset if offset is not None else self.pos, content if binary else content.encode()
-      cfg = _pci().gpu.config
+      cfg = self.pgpu.config
       if not 0 <= off <= len(cfg) - len(data): raise OSError(errno.EINVAL, f"config write at {off:#x} (+{len(data)}) beyond 4 KiB", self.path)
       cfg[off:off + len(data)] = data
       return len(data)
-    if self.pci == "text" and self.path.endswith("/enable"): return len(content)
+    if self.pci == "text" and os.path.normpath(self.path).endswith("/enable"): return len(content)
     if self.pci is not None: raise PermissionError(errno.EACCES, "Permission denied (mock PCI file is read-only)", self.path)
     if self.node is None: return super().write(content, binary, offset)
     if self.nv is not None: raise self._not("write")
@@ -128,9 +129,9 @@ class MockFileIOInterface(FileIOInterface):
   def _pci_read(self, size, binary, offset):
     pos, pci = self.pos if offset is None else offset, _pci()
     if self.pci == "pagemap":
-      with pci.gpu.lock: data = pci.gpu.pagemap.read(pos, size)
-    elif self.pci == "config": data = bytes(pci.gpu.config[pos:pos + (size if size is not None else len(pci.gpu.config))])
-    elif self.pci == "text": data = pci.text(os.path.normpath(self.path)).encode()[pos:][:size]
+      with pci.lock: data = pci.pagemap.read(pos, size)
+    elif self.pci == "config": data = bytes(self.pgpu.config[pos:pos + (size if size is not None else len(self.pgpu.config))])
+    elif self.pci in ("text", "id"): data = pci.text(os.path.normpath(self.path)).encode()[pos:][:size]
     elif self.pci == "dir": raise IsADirectoryError(errno.EISDIR, "Is a directory", self.path)
     else: raise self._not("read")
     if offset is None: self.pos = pos + len(data)
@@ -145,15 +146,15 @@ class MockFileIOInterface(FileIOInterface):
 
   @staticmethod
   def anon_mmap(start, sz, prot, flags, offset):
-    if (g:=_am_live()) is None: return FileIOInterface.anon_mmap(start, sz, prot, flags, offset)
-    with g.lock:
+    if (h:=_am_host()) is None: return FileIOInterface.anon_mmap(start, sz, prot, flags, offset)
+    with h.lock:
       ret = FileIOInterface.anon_mmap(start, sz, prot, flags & ~_HUGE_LOCKED, offset)
-      if start and flags & MAP_FIXED: g.mmu.host_mapped(start, sz)   # sysmem at its GPU VA: tinygrad's pages now
+      if start and flags & MAP_FIXED: h.host_mapped(start, sz)   # sysmem at its GPU VA: tinygrad's pages now
       return ret
 
   @staticmethod
   def munmap(buf, sz):
-    if (g:=_am_live()) is None: return FileIOInterface.munmap(buf, sz)
-    with g.lock:   # tinygrad unmaps the GPU VA of a freed CPU-visible VRAM buffer (nothing on the host there on real hardware)
-      for a, n in g.mmu.host_unmapping(buf, sz): libc.munmap(a, n)
+    if (h:=_am_host()) is None: return FileIOInterface.munmap(buf, sz)
+    with h.lock:   # tinygrad unmaps the GPU VA of a freed CPU-visible VRAM buffer (nothing on the host there on real hardware)
+      for a, n in h.host_unmapping(buf, sz): libc.munmap(a, n)
     return 0

@@ -2,16 +2,20 @@
 memfds the driver mmaps; config space; the discovery table; and the device model behind them, run by the same
 `DeviceThread` as the KFD path (`run_once` is one round).
 
-A round: the mailboxes (SMU, PSP), the simple handshakes (RLC safe mode, HQD dequeue, the MM-hub invalidation semaphore),
+A round: the mailboxes (SMU, PSP), the simple handshakes (fault-register clears, RLC safe mode, HQD dequeue, the MM-hub
+invalidation semaphore),
 then a snapshot of every queue's doorbell, then the TLB flushes (a GC or MM invalidation request marks the tables dirty; an
 MM request is walked *before* it is acknowledged, so the mapping is host memory when `map_range` returns), then queue
 activation (compute: CP_HQD_ACTIVE; SDMA: RB_CNTL.rb_enable) and the queues, each run only up to its snapshot: work is never
-run against page tables older than the doorbell that announced it."""
+run against page tables older than the doorbell that announced it. A queue that stops is reported through the IH ring
+(`ih.IH`: VM fault entry and fault registers, SQ or CP error), as tinygrad's AM driver reads faults."""
 from __future__ import annotations
 import ctypes, mmap, os, sys, threading
+from typing import Callable, Iterable
 from tinygrad.runtime.autogen import libc
 from mockgpu.mock.am import discovery
-from mockgpu.mock.am.mmu import MMU, PageMap
+from mockgpu.mock.am.ih import IH
+from mockgpu.mock.am.mmu import MMU, HostVA, PageMap
 from mockgpu.mock.am.psp import PSP, SMU
 from mockgpu.mock.am.regs import BAR5_BYTES, RegisterFile
 from mockgpu.mock.errors import MockDeviceError
@@ -33,8 +37,12 @@ def _map(fd:int, size:int, addr:int=0) -> int:
   return ret
 
 class _Snapshot:
-  """A queue that runs only up to the doorbell value read at the start of the round (`snap`), not the live doorbell."""
-  snap = 0
+  """A queue that runs only up to the doorbell value read at the start of the round (`snap`, set by `latch`), not the live
+  doorbell. A queue starts empty (the MQD's write pointer is 0): the value its doorbell holds when it is activated is an old
+  queue's (tinygrad recovers a faulted queue by setting it up again on the same ring and doorbell), so only a new write counts."""
+  snap, stale = 0, None
+  def latch(self):
+    if (v:=self.doorbell.value) != self.stale: self.snap, self.stale = v, None
   @property
   def put(self) -> int: return self.snap
 
@@ -42,11 +50,14 @@ class AMPM4Queue(_Snapshot, PM4Queue): pass
 class AMSDMAQueue(_Snapshot, SDMAQueue): pass
 
 class PCIGPU:
-  """The mock PCI GPU for `profile`. `fds[bar]` are the BAR memfds (mapped at `vram`, `doorbells`, `mmio`); `config` the 4 KiB
-  config space. `autorun=False` (unit tests): no device thread, call `run_once()`. `windows` and `va_window`: see `mmu.MMU`
-  (the USB bridge's memory the GPU reaches as system memory; the host range its GPU VAs are mirrored into)."""
-  def __init__(self, profile:GPUProfile, autorun:bool=True, windows:tuple[tuple[int, int, int], ...]=(), va_window:tuple[int, int]|None=None):
-    self.profile, self.lock, self.vram_size = profile, threading.RLock(), profile.vram_bytes
+  """The mock PCI GPU `index` (of its bus) for `profile`. `fds[bar]` are the BAR memfds (mapped at `vram`, `doorbells`, `mmio`);
+  `config` the 4 KiB config space. `autorun=False` (unit tests): no device thread, call `run_once()`. `windows`, `va_window`,
+  `pagemap` and `host`: see `mmu.MMU` (the memory other than host pages the GPU reaches as system memory: the USB bridge's, or
+  its peers' VRAM; the host range its GPU VAs are mirrored into; the process's fake frames and host address space, shared by
+  the GPUs of one bus, new ones if not given)."""
+  def __init__(self, profile:GPUProfile, autorun:bool=True, windows:tuple[tuple[int, int, int], ...]|Callable[[], Iterable[tuple[int, int, int]]]=(),
+               va_window:tuple[int, int]|None=None, pagemap:PageMap|None=None, host:HostVA|None=None, index:int=0):
+    self.profile, self.index, self.lock, self.vram_size = profile, index, threading.RLock(), profile.vram_bytes
     self.sizes = {0: self.vram_size, 2: BAR2_BYTES, 5: BAR5_BYTES}
     self.fds = {b: os.memfd_create(f"mockgpu-bar{b}", os.MFD_CLOEXEC) for b in self.sizes}
     for b, sz in self.sizes.items(): os.ftruncate(self.fds[b], sz)
@@ -59,10 +70,10 @@ class PCIGPU:
     r.mem[0xde3] = self.vram_size >> 20   # mmRCC_CONFIG_MEMSIZE (MiB), read before the register tables exist
     r["regMMMC_VM_FB_LOCATION_TOP"] = (self.vram_size - 1) >> 24
     r["regMMVM_INVALIDATE_ENG17_SEM"], r["regGCVM_INVALIDATE_ENG17_ACK"] = 1, 0xFFFF   # GC flushes need no walk: the MM flush follows
-    self.psp, self.smu = PSP(r, self.vram_at), SMU(r)
-    self.gpu, self.allocs = GPU(self, GPUNode(1, GPU_ID, 128), profile), {}   # allocs: no KFD memory objects on this path
-    self.pagemap = PageMap()
-    self.mmu = MMU(self.gpu, self.fds[0], self.vram, self.vram_size, self.pagemap, windows, va_window)
+    self.psp, self.smu, self.ih = PSP(r, self.vram_at), SMU(r), IH(r, self.vram_at, profile.family)
+    self.gpu, self.allocs = GPU(self, GPUNode(index + 1, GPU_ID + index, 128 + index), profile), {}   # allocs: no KFD memory objects on this path
+    self.pagemap = PageMap() if pagemap is None else pagemap
+    self.mmu = MMU(self.gpu, self.fds[0], self.vram, self.vram_size, self.pagemap, HostVA() if host is None else host, windows, va_window)
     self.pq: AMPM4Queue|None = None
     self.sq: AMSDMAQueue|None = None
     self.pq_key = self.sq_key = None
@@ -70,7 +81,7 @@ class PCIGPU:
     self.sdma = "regSDMA_GFX" if profile.sdma[:2] == (4,4) else "regSDMA0_QUEUE0"
     self.thread = DeviceThread(self) if autorun else None
 
-  def __repr__(self): return f"PCIGPU({self.profile.arch}, vram={self.vram_size >> 30} GiB)"
+  def __repr__(self): return f"PCIGPU({self.index}, {self.profile.arch}, vram={self.vram_size >> 30} GiB)"
 
   def vram_at(self, paddr:int, size:int) -> int:
     """Host address of VRAM bytes `[paddr, paddr+size)`. Raises MockDeviceError if they are not all VRAM."""
@@ -86,8 +97,7 @@ class PCIGPU:
   # *** what the reused GPU and Queue classes call on their owner (the KFD model on the KFD path) ***
   def interrupt(self, gpu:GPU, ctxid:int): pass   # AM polls signals; end-of-pipe interrupts carry nothing it reads
 
-  def report_queue_error(self, gpu:GPU, exc:BaseException) -> str:
-    return "no fault entry (the mock posts no IH entries yet): its signal wait times out"
+  def report_queue_error(self, gpu:GPU, exc:BaseException) -> str: return self.ih.report(exc)
 
   # *** one round of the device thread ***
   def run_once(self) -> bool:
@@ -96,12 +106,13 @@ class PCIGPU:
       for part in (self.smu, self.psp):
         try: part.poll()
         except MockDeviceError as e: self.report(str(e))
+      self.ih.poll()
       if r["regRLC_SAFE_MODE"] & 1: r["regRLC_SAFE_MODE"] &= ~1   # safe mode entered at once
       if r["regCP_HQD_DEQUEUE_REQUEST"]:
         r["regCP_HQD_DEQUEUE_REQUEST"], r["regCP_HQD_ACTIVE"], self.pq, self.pq_key = 0, 0, None, None
       if r["regMMVM_INVALIDATE_ENG17_SEM"] == 0: r["regMMVM_INVALIDATE_ENG17_ACK"], r["regMMVM_INVALIDATE_ENG17_SEM"] = 0, 1   # released
       queues = [q for q in (self.pq, self.sq) if q is not None]
-      for q in queues: q.snap = q.doorbell.value
+      for q in queues: q.latch()
       if r["regGCVM_INVALIDATE_ENG17_REQ"]: r["regGCVM_INVALIDATE_ENG17_REQ"], self.dirty = 0, True
       if mm:=r["regMMVM_INVALIDATE_ENG17_REQ"] != 0: r["regMMVM_INVALIDATE_ENG17_REQ"], self.dirty = 0, True
       if self.dirty:
@@ -122,7 +133,10 @@ class PCIGPU:
   def _queue(self, kind:str, cls, ring:int, size:int, rptr:int, db:int) -> Queue|None:
     if not 0x100 <= size <= MAX_RING: self.report(f"{kind} queue at ring {ring:#x}: ring size {size:#x} is not 256 B .. {MAX_RING:#x}; not started")
     elif not 0 <= db <= BAR2_BYTES - 8: self.report(f"{kind} queue at ring {ring:#x}: doorbell byte {db:#x} lies beyond the {BAR2_BYTES:#x}-byte doorbell BAR; not started")
-    else: return cls(self.gpu, len(self.gpu.queues), ring, size, rptr, self.doorbells + db)
+    else:
+      q = cls(self.gpu, len(self.gpu.queues), ring, size, rptr, self.doorbells + db)
+      q.stale = q.doorbell.value
+      return q
     return None
 
   def _activate(self):

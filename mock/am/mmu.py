@@ -5,22 +5,28 @@ after every `map_range`. On each MM-hub flush the device thread walks the tables
 mapping exists in host memory when `map_range` returns:
 * PHYS leaves (VRAM): the VRAM memfd is mapped at the GPU VA (a *mirror*, MAP_FIXED inside tinygrad's PROT_NONE reservation),
   unless tinygrad owns the page (sysmem it mapped there itself).
-* SYSTEM leaves inside a *window* (bus addresses that are memory of the bridge in front of the GPU, e.g. the USB
-  controller's SRAM, each backed by a memfd): that memfd is mirrored at the GPU VA, like VRAM.
+* SYSTEM leaves inside a *window* (bus addresses that are memory other than host pages, each backed by a memfd: the USB
+  controller's SRAM in front of the GPU, or a peer GPU's BAR0, i.e. its VRAM, as tinygrad maps it for peer-to-peer copies):
+  that memfd is mirrored at the GPU VA, like VRAM.
 * Other SYSTEM leaves: tinygrad maps sysmem at host VA == GPU VA and learns its "physical" address from the mock's
   /proc/self/pagemap (`PageMap`: fake frame numbers, remembered per host page); a leaf is valid only if its frame belongs to
   the page at the leaf's VA.
+Host addresses are one space per process, and tinygrad's AM driver hands out GPU VAs from one allocator for all devices
+(`AMMemoryManager.va_allocator`), so several GPUs share one `HostVA`: the mirrors and tinygrad's own ranges are tracked
+there, not per GPU (a VA freed on one GPU and reused on another then never keeps a stale mirror), and a peer mapping of a
+buffer lands on the same mirror as its owner's.
 The leaves become the GPU's `MemoryMap` (what engines and kernels may touch; anything else is an MMU fault). Table pages are
 decoded with numpy and cached by content, so a walk re-decodes only pages that changed. Table addresses are bounds-checked:
 a PDE pointing outside VRAM (or at system memory) is counted in `bad` and treated as invalid, never dereferenced."""
 from __future__ import annotations
-import bisect, ctypes, mmap, struct, sys
+from typing import Callable, Iterable
+import bisect, ctypes, mmap, struct, sys, threading
 import numpy as np
 from tinygrad.runtime.autogen import libc
 from tinygrad.runtime.autogen.am import am
 from mockgpu.mock.gpu import GPU, MAP_FIXED
 
-__all__ = ["PageMap", "Intervals", "MMU"]
+__all__ = ["PageMap", "Intervals", "HostVA", "MMU"]
 
 PAGE, ADDR_MASK = 0x1000, 0x0000FFFFFFFFF000
 PTB, LEVEL_SHIFTS = 3, (39, 30, 21, 12)   # levels PDB2 (root), PDB1, PDB0, PTB as tinygrad's AMMemoryManager builds them
@@ -74,35 +80,56 @@ def _mmap_fixed(addr:int, size:int, fd:int, offset:int):
   if libc.mmap(addr, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | MAP_FIXED, fd, offset) != addr:
     raise OSError(ctypes.get_errno(), f"mirroring {offset:#x}+{size:#x} of memfd {fd} at GPU VA {addr:#x} failed")
 
-class MMU:
-  """Walks the GPU page tables of `gpu` (profile family picks the leaf rules) in VRAM (`vram_fd` mapped at `vram_addr`).
-  `windows`: (bus address, size, memfd) of system memory that is not host pages (mirrored from the memfd). `va_window`:
-  (start, end) of the host range reserved for GPU VAs; a leaf outside it is never mirrored (it would replace host memory)."""
-  def __init__(self, gpu:GPU, vram_fd:int, vram_addr:int, vram_size:int, pagemap:PageMap, windows:tuple[tuple[int, int, int], ...]=(),
-               va_window:tuple[int, int]|None=None):
-    self.gpu, self.fd, self.vram, self.vram_size, self.pagemap = gpu, vram_fd, vram_addr, vram_size, pagemap
-    self.windows, self.va_window, self.family = windows, va_window, gpu.profile.family
-    self.mirrors = Intervals()   # GPU VA ranges backed by a memfd: value = (fd, offset of the interval start)
-    self.owned = Intervals()     # host ranges tinygrad mapped itself (sysmem at its GPU VA): never mirrored over
-    self.cache: dict[int, tuple] = {}   # table paddr -> (content, level, tables, leaf runs)
-    self.runs: dict[int, tuple[int, int, bool]] = {}   # GPU VA -> (size, paddr, system): the current leaf runs
-    self.bad, self.walks, self.reported, self.sys_ok = 0, 0, set(), set()
+class HostVA:
+  """The host address space as the mock AM GPUs of one process see it: the GPU VA ranges backed by a memfd (`mirrors`, value
+  (memfd, offset of the interval start)) and the ranges tinygrad mapped itself (`owned`, never mirrored over). Shared by
+  every GPU of the process; `lock` serialises tinygrad's own mappings against the device threads' mirroring."""
+  def __init__(self): self.mirrors, self.owned, self.lock = Intervals(), Intervals(), threading.RLock()
 
-  # *** host mappings tinygrad makes (MockFileIOInterface) ***
   def host_mapped(self, start:int, size:int):
     """tinygrad mapped `[start, start+size)` itself (MAP_FIXED sysmem): mirrors there are gone, the range is tinygrad's."""
-    self.mirrors.remove(start, start + size, keep=lambda ns, a, v: (v[0], v[1] + ns - a))
-    self.owned.add(start, start + size)
+    with self.lock:
+      self.mirrors.remove(start, start + size, keep=lambda ns, a, v: (v[0], v[1] + ns - a))
+      self.owned.add(start, start + size)
   def host_unmapping(self, start:int, size:int) -> list[tuple[int, int]]:
     """tinygrad unmaps `[start, start+size)`: returns the sub-ranges to really unmap (mirrors stay: the GPU mapping may live
     on, and a hole in tinygrad's reservation could be taken by an unrelated mmap the next mirror would overwrite)."""
-    self.owned.remove(start, start + size)
-    out, pos = [], start
-    for a, b, _ in self.mirrors.overlapping(start, start + size):
-      if a > pos: out.append((pos, a - pos))
-      pos = max(pos, b)
-    if pos < start + size: out.append((pos, start + size - pos))
-    return out
+    with self.lock:
+      self.owned.remove(start, start + size)
+      out, pos = [], start
+      for a, b, _ in self.mirrors.overlapping(start, start + size):
+        if a > pos: out.append((pos, a - pos))
+        pos = max(pos, b)
+      if pos < start + size: out.append((pos, start + size - pos))
+      return out
+
+  def mirror(self, va:int, sz:int, fd:int, off:int):
+    """Map memfd `fd` at `off` onto `[va, va+sz)`, except where tinygrad owns pages (a stale PTE: its pages stay)."""
+    with self.lock:
+      e, pos = va + sz, va
+      for a, b, _ in self.owned.overlapping(va, e):
+        if a > pos: self._map(pos, a - pos, fd, off + pos - va)
+        pos = max(pos, b)
+      if pos < e: self._map(pos, e - pos, fd, off + pos - va)
+  def _map(self, va:int, sz:int, fd:int, off:int):
+    if any(a <= va and va + sz <= b and v == (fd, off - (va - a)) for a, b, v in self.mirrors.overlapping(va, va + sz)): return
+    _mmap_fixed(va, sz, fd, off)
+    self.mirrors.add(va, va + sz, (fd, off))
+
+class MMU:
+  """Walks the GPU page tables of `gpu` (profile family picks the leaf rules) in VRAM (`vram_fd` mapped at `vram_addr`).
+  `pagemap`, `host`: the process's fake frames and host address space (shared by its mock GPUs). `windows`: (bus address,
+  size, memfd) of system memory that is not host pages (mirrored from the memfd), or a function returning them (the peers of
+  a PCI GPU appear as they are created). `va_window`: (start, end) of the host range reserved for GPU VAs; a leaf outside it is
+  never mirrored (it would replace host memory)."""
+  def __init__(self, gpu:GPU, vram_fd:int, vram_addr:int, vram_size:int, pagemap:PageMap, host:HostVA,
+               windows:tuple[tuple[int, int, int], ...]|Callable[[], Iterable[tuple[int, int, int]]]=(), va_window:tuple[int, int]|None=None):
+    self.gpu, self.fd, self.vram, self.vram_size, self.pagemap, self.host = gpu, vram_fd, vram_addr, vram_size, pagemap, host
+    self.windows = windows if callable(windows) else lambda: windows
+    self.va_window, self.family = va_window, gpu.profile.family
+    self.cache: dict[int, tuple] = {}   # table paddr -> (content, level, tables, leaf runs)
+    self.runs: dict[int, tuple[int, int, bool]] = {}   # GPU VA -> (size, paddr, system): the current leaf runs
+    self.bad, self.walks, self.reported, self.sys_ok = 0, 0, set(), set()
 
   # *** walk ***
   def _table(self, paddr:int, lv:int) -> tuple[list[tuple[int, int]], list[tuple[int, int, int, bool]]]:
@@ -176,20 +203,9 @@ class MMU:
     for va, r in self.runs.items():
       if new.get(va) != r: mem.remove(va)
     for va, (sz, pa, sysm) in new.items():
-      if va in src: self._mirror(va, sz, *src[va])
+      if va in src: self.host.mirror(va, sz, *src[va])
       if self.runs.get(va) != (sz, pa, sysm): mem.add(va, sz, f"{'system' if sysm else 'VRAM'} {pa:#x}", granule=PAGE)
     self.runs = new
 
   def _window(self, pa:int, sz:int) -> tuple[int, int]|None:
-    return next(((fd, pa - base) for base, size, fd in self.windows if base <= pa and pa + sz <= base + size), None)
-
-  def _mirror(self, va:int, sz:int, fd:int, off:int):
-    e, pos = va + sz, va
-    for a, b, _ in self.owned.overlapping(va, e):   # tinygrad's own pages there (a stale PTE): leave them alone
-      if a > pos: self._map(pos, a - pos, fd, off + pos - va)
-      pos = max(pos, b)
-    if pos < e: self._map(pos, e - pos, fd, off + pos - va)
-  def _map(self, va:int, sz:int, fd:int, off:int):
-    if any(a <= va and va + sz <= b and v == (fd, off - (va - a)) for a, b, v in self.mirrors.overlapping(va, va + sz)): return
-    _mmap_fixed(va, sz, fd, off)
-    self.mirrors.add(va, va + sz, (fd, off))
+    return next(((fd, pa - base) for base, size, fd in self.windows() if base <= pa and pa + sz <= base + size), None)

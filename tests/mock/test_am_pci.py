@@ -5,6 +5,8 @@ from tinygrad.runtime.autogen import libc
 from tinygrad.runtime.autogen.am import am
 from mockgpu.mock.am import discovery
 from mockgpu.mock.am.device import PCIGPU, BAR2_BYTES
+from mockgpu.mock.am.pci import MAX_GPUS, PCI_ROOT, PCIBus, bar_bus, bus
+from mockgpu.mock.errors import MockDeviceError
 from mockgpu.mock.am.mmu import PageMap
 from mockgpu.mock.profiles import PROFILES
 
@@ -92,3 +94,76 @@ def test_queue_with_doorbell_outside_the_bar_is_not_started(gpu, capfd):
   gpu.run_once()
   assert gpu.sq is None and "doorbell byte" in capfd.readouterr().err
   r[f"{s}_RB_CNTL"] = 0
+
+# *** several GPUs on one bus (mock/am/pci.py PCIBus): peer VRAM through BAR0 bus addresses, one host address space ***
+
+def _bus(n:int=2) -> PCIBus: return PCIBus(PROFILES["gfx950"], n, autorun=False)
+
+def _map_4k(g:PCIGPU, va:int, start:int, ptes:dict[int, int]):
+  """gfx9 4-level tables in `g`'s VRAM (root at 0x200000) whose walk from `start` maps page `va + 4K*i` with PTE `ptes[i]`."""
+  pt, (root, pdb1, pdb0, ptb) = (ctypes.c_uint64 * 512), (0x200000, 0x201000, 0x202000, 0x203000)
+  for a in (root, pdb1, pdb0, ptb): ctypes.memset(g.vram + a, 0, 0x1000)
+  pt.from_address(g.vram + root)[(va - start) >> 39] = pdb1 | 1
+  pt.from_address(g.vram + pdb1)[(va - start) >> 30 & 0x1FF] = pdb0 | 1
+  pt.from_address(g.vram + pdb0)[(va - start) >> 21 & 0x1FF] = ptb | 1 | am.AMDGPU_PTE_TF   # gfx9: PDB0 entries with TF are tables
+  for i, e in ptes.items(): pt.from_address(g.vram + ptb)[((va - start) >> 12 & 0x1FF) + i] = e
+  return root
+
+@pytest.fixture
+def va2m():
+  """A 2 MiB-aligned VA inside a PROT_NONE reservation (as tinygrad's), and the walk start whose root entry covers it."""
+  res = libc.mmap(0, 64 << 20, 0, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x4000, -1, 0)
+  va = -(-res // (2 << 20)) * (2 << 20)
+  yield va, va & ~((1 << 39) - 1)
+  libc.munmap(res, 64 << 20)
+
+def test_bus_lists_n_devices_and_builds_a_gpu_only_when_opened():
+  b = _bus(3)
+  names = b.listdir(PCI_ROOT)
+  assert names == [bus(0), bus(1), bus(2)] and len({n.split(":")[1] for n in names}) == 3   # distinct PCI bus numbers
+  assert b.text(f"{PCI_ROOT}/{bus(2)}/device") == f"0x{PROFILES['gfx950'].device_id:04x}\n" and b.open(f"{PCI_ROOT}/{bus(2)}/vendor") == ("id", None)
+  assert b.gpus == {}   # scanning the bus builds nothing
+  kind, g = b.open(f"{PCI_ROOT}/{bus(1)}/config")
+  assert kind == "config" and g is b.gpu(1) and g.index == 1 and list(b.gpus) == [1]
+  res = [int(b.text(f"{PCI_ROOT}/{bus(i)}/resource").split()[0], 16) for i in range(3)]
+  assert res == [bar_bus(i, 0) for i in range(3)] and len(set(res)) == 3 and all(r + (288 << 30) <= bar_bus(i + 1, 0) for i, r in enumerate(res))
+  assert bar_bus(MAX_GPUS - 1, 0) + (288 << 30) <= 1 << 44   # every BAR0 fits the GPU's 44-bit physical address space
+  with pytest.raises(FileNotFoundError, match="mock PCI bus has"): b.open(f"{PCI_ROOT}/{bus(3)}/config")
+
+def test_bus_size_is_checked():
+  with pytest.raises(MockDeviceError, match=f"1..{MAX_GPUS} GPUs"): PCIBus(PROFILES["gfx950"], MAX_GPUS + 1, autorun=False)
+
+def test_peer_vram_is_mapped_through_its_bar0_bus_address(va2m, capfd):
+  va, start = va2m
+  b = _bus()
+  g0, g1 = b.gpu(0), b.gpu(1)
+  data0, data1 = 0x400000, 0x500000
+  ctypes.memmove(g0.vram + data0 + 0x10, b"vram of GPU 0", 13)
+  ctypes.memmove(g1.vram + data1, b"vram of GPU 1", 13)
+  sysbit = am.AMDGPU_PTE_SYSTEM | 1
+  # GPU 1: page 0 its own VRAM, page 1 GPU 0's VRAM (bus address = GPU 0's BAR0 + paddr, as tinygrad's p2p_paddrs), page 2
+  # a BAR0 slot with no GPU behind it (device 5 of a 2-device bus): invalid
+  root = _map_4k(g1, va, start, {0: data1 | 1, 1: bar_bus(0, 0) + data0 | sysbit, 2: bar_bus(5, 0) | sysbit})
+  g1.mmu.walk(root, start)
+  assert ctypes.string_at(va, 13) == b"vram of GPU 1" and ctypes.string_at(va + 0x1010, 13) == b"vram of GPU 0"
+  ctypes.memmove(va + 0x1020, b"peer write", 10)   # what GPU 1 writes there lands in GPU 0's VRAM
+  assert ctypes.string_at(g0.vram + data0 + 0x20, 10) == b"peer write"
+  assert g1.gpu.memory.mapped(va, 0x2000) and not g1.gpu.memory.mapped(va + 0x2000, 1) and g1.mmu.bad == 1
+  assert "no host page at that VA" in capfd.readouterr().err
+  assert g0.mmu.walks == 0 and not g0.gpu.memory.mapped(va, 1)   # GPU 0's own map is its own tables'
+
+def test_gpus_share_the_host_address_space(va2m):
+  va, start = va2m
+  b = _bus()
+  g0, g1 = b.gpu(0), b.gpu(1)
+  ctypes.memmove(g0.vram + 0x400000, b"GPU 0", 5)
+  ctypes.memmove(g1.vram + 0x400000, b"GPU 1", 5)
+  assert g0.mmu.host is g1.mmu.host is b.host and g0.pagemap is g1.pagemap is b.pagemap
+  r0 = _map_4k(g0, va, start, {0: 0x400000 | 1})
+  g0.mmu.walk(r0, start)
+  assert ctypes.string_at(va, 5) == b"GPU 0"
+  r1 = _map_4k(g1, va, start, {0: 0x400000 | 1})   # tinygrad freed the VA on GPU 0 and gave it to a buffer of GPU 1
+  g1.mmu.walk(r1, start)
+  assert ctypes.string_at(va, 5) == b"GPU 1"
+  g0.mmu.walk(r0, start)   # and back to GPU 0 (its tables still map the VA): its mirror must be put back, not skipped as current
+  assert ctypes.string_at(va, 5) == b"GPU 0"

@@ -164,8 +164,8 @@ def test_page_walk_mirrors_the_dma_windows_and_gmmu0_huge_pages():
   assert ctypes.string_at(c.regions["sram"][1] + 0x1008, 3) == b"GPU"
   assert g.gpu.memory.mapped(start, 0x2000) and g.gpu.memory.mapped(start + GiB, GiB) and not g.gpu.memory.mapped(start + 0x2000, 1)
   assert not g.gpu.memory.mapped(start + 5 * GiB, 1) and g.mmu.bad == 2
-  g.mmu.host_mapped(start + GiB + 0x1000, 0x1000)   # tinygrad maps a page of its own there: the mirror is cut, offsets kept
-  assert [(a - start, b - start, v) for a, b, v in g.mmu.mirrors.overlapping(start + GiB, start + GiB + 0x3000)] == \
+  g.mmu.host.host_mapped(start + GiB + 0x1000, 0x1000)   # tinygrad maps a page of its own there: the mirror is cut, offsets kept
+  assert [(a - start, b - start, v) for a, b, v in g.mmu.host.mirrors.overlapping(start + GiB, start + GiB + 0x3000)] == \
     [(GiB, GiB + 0x1000, (g.fds[0], 0x40000000)), (GiB + 0x2000, 2 * GiB, (g.fds[0], 0x40002000))]
   libc.munmap(va, 8 * GiB)
 
