@@ -5,9 +5,13 @@ tinygrad stack on the mock AMD GPU and on tinygrad's CPU backend, and their rati
 trip of an empty kernel on the mock GPU (one PM4 submission: wait, dispatch, signal; then the CPU's wait returns), and the
 two sides of the device thread's polling: the CPU the process burns while tinygrad leaves the GPU idle, and the round trip
 of the first kernel after 100 ms of idleness (what a slower poll would cost).
+
+`--boot`: instead, the time tinygrad takes to open each mock AMD device in a fresh interpreter (`Device["AMD"]`: the mock
+KFD's driver calls, or the boot of tinygrad's own AM driver on the mock PCI GPU and through the mock USB bridge: firmware
+load, PSP, SMU, rings), median of `--reps` processes.
 """
 from __future__ import annotations
-import argparse, os, resource, statistics, sys, time
+import argparse, os, resource, statistics, subprocess, sys, time
 from mockgpu.argtypes import positive_int
 
 __all__ = ["main"]
@@ -59,12 +63,44 @@ def idle_cpu(seconds:float=2.0) -> float:
   time.sleep(seconds)
   return (cpu() - c0) / (time.perf_counter() - t0)
 
+BOOT_DEVS = (("MOCKKFD+AMD", {}), ("MOCKPCI+AMD", {}), ("MOCKUSB+AMD", {"GMMU": "0"}))
+BOOT_PROBE = ("import time; from mockgpu.tinygrad.activate import install; install(); from tinygrad import Device; t0 = time.perf_counter(); "
+              "d = Device['AMD']; print(time.perf_counter() - t0, d.arch)")
+
+def boot(dev:str, env:dict[str, str], reps:int) -> tuple[float, str]:
+  """(median seconds of `Device["AMD"]` under DEV=`dev` with `env` over `reps` fresh interpreters, the arch). Raises
+  RuntimeError with the child's last line if it fails (e.g. MOCKPCI without gfx950's firmware)."""
+  ts, arch = [], ""
+  for _ in range(reps):
+    r = subprocess.run([sys.executable, "-c", BOOT_PROBE], env={**os.environ, **env, "DEV": dev}, capture_output=True, text=True)
+    if r.returncode != 0: raise RuntimeError((r.stderr.strip().splitlines() or ["no output"])[-1])
+    t, arch = r.stdout.split()[-2:]
+    ts.append(float(t))
+  return statistics.median(ts), arch
+
 def main(argv: list[str] | None = None) -> int:
   """Print the full-stack table (mock AMD vs CPU) and the empty-kernel round trip. Returns 1 if a result is wrong."""
   ap = argparse.ArgumentParser(prog="mockgpu bench", description=__doc__.splitlines()[0])
   ap.add_argument("--dev", default="MOCKKFD+AMD", help="tinygrad DEV string of the mock GPU (default MOCKKFD+AMD)")
   ap.add_argument("--reps", type=positive_int, default=5, help="timed repetitions per workload, at least 1 (the median is reported; default 5)")
+  ap.add_argument("--boot", action="store_true", help="only time opening each mock AMD device (MOCKKFD, MOCKPCI, GMMU=0 MOCKUSB) in fresh interpreters")
   args = ap.parse_args(argv)
+  if args.boot:
+    from mockgpu.tinygrad.ci import cpu_compiler
+    from mockgpu.tinygrad.checks import find_libllvm
+    env = cpu_compiler(dict(os.environ))   # MOCKUSB syncs tinygrad's CPU device on every register access
+    if "LLVM_PATH" not in os.environ and (llvm:=find_libllvm(20)): env["LLVM_PATH"] = str(llvm)   # MOCKPCI/MOCKUSB default to gfx950
+    print(f"mockgpu bench --boot: Device['AMD'] in a fresh interpreter, median of {args.reps}\n\n{'DEV':24s} {'arch':8s} {'boot s':>8s}")
+    bad = 0
+    for dev, extra in BOOT_DEVS:
+      name = " ".join([*(f"{k}={v}" for k, v in extra.items()), dev])
+      try: t, arch = boot(dev, {**env, **extra}, args.reps)
+      except RuntimeError as e:
+        bad += 1
+        print(f"{name:24s} failed: {e}")
+        continue
+      print(f"{name:24s} {arch:8s} {t:8.2f}")
+    return 1 if bad else 0
   if "tinygrad.runtime.support.hcq" in sys.modules: ap.error("tinygrad's HCQ runtime is already imported; run in a fresh interpreter")
   os.environ["DEV"] = args.dev
   from mockgpu.tinygrad.ci import cpu_compiler
