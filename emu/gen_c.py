@@ -221,7 +221,7 @@ _PLAIN_SET = "s.MODE = PC_MODE_DEFAULT | (w->mode & ~0xffu);"
 
 def _salu(f: Format, h: str, fn: str, u: Usage, ops: dict) -> str:
   sb, sf, db, _ = _opinfo(ops, f.name, h)
-  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0; s.MODE = w->mode;"]
+  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PC_STATE(s, w);"]
   if f.name == "SOPK":   # D0 is SDST; RDNA names the immediate SIMM16 (S0 = SDST), CDNA calls it S0 (S_CMPK_*: S0 = SDST, S1 = imm)
     db = ops.get("sdst", (None, 32))[1]
     L.append(f"  s.D0.q[0] = scalar_src(w, in, in->sdst, {db}, 0);")
@@ -264,7 +264,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   p32 = pk32(fmt, ops, u)
   oi = f"static const OpInfo OI_{h} = {{{{{sb[0]}, {sb[1]}, {sb[2]}}}, {{{sf[0]}, {sf[1]}, {sf[2]}}}, {db if not cmp else 0}, {dfw}, {t16}, {packed}, {mix}, {p32}}};\n"
   if (ic := int_clamp(fmt, ops, name)): oi += f"static const IClamp IC_{h} = {{'{ic[0]}', {', '.join(map(str, ic[1:]))}}};\n"
-  L = [f"void {h}(Wave *w, const Inst *in) {{", "  VOps o; PcState s; s.user = w; s.fault = 0; s.MODE = w->mode;"]
+  L = [f"void {h}(Wave *w, const Inst *in) {{", "  VOps o; PC_STATE(s, w);"]
   edst = "in->vdst" if not (cmp or dsts) and "vdst" in ops else "0"
   fastok = all(b in (0, 32, 64) for b in sb) and db != 16 and not packed and not p32 and not mix and not (u.wave_vgpr or dsts)
   fmods = "0" if enc32 else "(in->opsel | in->neg | in->abs | in->neg_hi | in->omod | in->clmp)"
@@ -385,7 +385,7 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, text: str =
   A, D = ("vaddr" if "vaddr" in names else "addr"), ("vsrc" if "vsrc" in names else "data0")
   OFF, OFFW = ("ioffset", 24) if "ioffset" in names else ("offset", 21 if fmt == "SMEM" else 13)
   RET = "(in->th & 1)" if "th" in names else "in->sc0" if "sc0" in names else "in->glc"   # gfx9: sc0 is GLC
-  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0; s.MODE = w->mode;",
+  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PC_STATE(s, w);",
        f"  w->c->atomic = {int(bool(atomic))};",
        "  uint32_t *const VV = w->v; (void)VV;" + ("" if fmt == "SMEM" else f" const int r_vdst = in->vdst - 256, r_data0 = in->{D} - 256; (void)r_vdst; (void)r_data0;")
        + (" const int r_data1 = in->data1 - 256; (void)r_data1;" if fmt == "DS" else "")]
@@ -477,7 +477,7 @@ def _vopd_ops(ops: dict) -> dict:
 def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   sb, sf, db, dfw = _opinfo(ops, "VOP2", name)
   L = [f"void {h}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec) {{",
-       "  PcState s; s.user = w; s.fault = 0; s.MODE = w->mode; VOps o;",
+       "  PC_STATE(s, w); VOps o;",
        f"  static const OpInfo oi = {{{{{sb[0]}, {sb[1]}, 0}}, {{{sf[0]}, {sf[1]}, 0}}, 32, {dfw}, 0, 0, 0}};",
        "  int e0 = y ? in->srcy0 : in->srcx0, e1 = y ? in->vsrcy1 : in->vsrcx1, ed = y ? in->vdsty : in->vdstx;",
        "  if (!(valu_fast(w, in, &oi, &o, e0, e1, 0, ed, 0) || valu_setup(w, in, &oi, &o, e0, e1, 0, ed, 0, 0, 0, 0, 0))) return;"]

@@ -47,7 +47,7 @@ def vinterp(h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   d16 = ops["vdst"][1] == 16
   L = [f"void {h}(Wave *w, const Inst *in) {{",
        '  if (in->src0 < 256 || in->src1 < 256 || in->src2 < 256) { set_status(w, ST_INVALID, "VINTERP sources must be VGPRs"); return; }',
-       "  PcState s; s.user = w; s.fault = 0; Ctx *c = w->c; uint32_t out[MAXLANES]; uint64_t ex = rd_exec(w), e = ex;",
+       "  PC_STATE(s, w); Ctx *c = w->c; uint32_t out[MAXLANES]; uint64_t ex = rd_exec(w), e = ex;",
        f"  s.SRC0 = NVREG; s.SRC2 = NVREG + 1; s.MODE = {'(w->mode & ~0xcu) | 0xcu' if '_RTZ_' in name else 'w->mode'};",
        "  const uint32_t *v1 = w->v + (in->src1 - 256) * MAXLANES, *v2 = w->v + (in->src2 - 256) * MAXLANES; (void)v2;"]
   for j, (k, i, bits) in enumerate(vinterp_shadows(ops, u)):
