@@ -37,6 +37,16 @@ class ArchSpec:
     """VGPR slots per lane: ArchVGPRs, plus AccVGPRs in the gfx90a+ unified file (AccVGPR n is slot ACCUM_OFFSET + n)."""
     return self.num_vgprs + self.num_agprs
 
+  @property
+  def default_rsrc1(self) -> int:
+    """The RSRC1 float fields LLVM's assembler writes into a kernel descriptor by default (AMDGPUUsage, .amdhsa_* directives):
+    round to nearest even, f32 denormals flushed (float_denorm_mode_32 0), f16/f64 kept (float_denorm_mode_16_64 3), and on
+    gfx6-gfx11 dx10_clamp 1 and ieee_mode 1 (gfx12 reuses bits 21/23 as WG_RR_EN / DISABLE_PERF, default 0). MODE 0x3c0 / 0xc0."""
+    r = 3 << kd.COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_16_64_SHIFT
+    if self.rsrc1_dx10_ieee:
+      r |= 1 << kd.COMPUTE_PGM_RSRC1_GFX6_GFX11_ENABLE_DX10_CLAMP_SHIFT | 1 << kd.COMPUTE_PGM_RSRC1_GFX6_GFX11_ENABLE_IEEE_MODE_SHIFT
+    return r
+
   def initial_mode(self, rsrc1: int) -> int:
     """The MODE register (hwreg 1) a wave starts with: RSRC1.FLOAT_MODE (FP_ROUND, FP_DENORM) is MODE[7:0], DX10_CLAMP
     MODE[8], IEEE_MODE MODE[9] (bit positions from tinygrad's amdgpu_kd)."""
