@@ -29,6 +29,7 @@ class ArchSpec:
   true16: bool = True       # VOP1/VOP2/VOPC 16-bit VGPR operands: bit 7 of the register field selects the high half (RDNA)
   d16_zero_hi: bool = False # gfx9: a 16-bit VALU result zeroes bits 31:16 (except gen_c.D16_PRESERVE ops, which honour op_sel)
   dpp_gfx9: bool = False    # DPP16 controls of gfx9 (wave_shl/rol/shr/ror, row_bcast15/31; 0x15x = row_newbcast) instead of gfx10+
+  dpp_bcast_row0: bool = False  # DPP16 0x142/0x143 (gfx9's row_bcast:15/31): every lane reads lane 0 of its row (gfx11 hardware, issue 10)
   rsrc1_dx10_ieee: bool = True  # RSRC1 has ENABLE_DX10_CLAMP / ENABLE_IEEE_MODE (gfx6-gfx11; gfx12 uses those bits otherwise)
   notes: str = ""
 
@@ -56,7 +57,7 @@ class ArchSpec:
     return m
 
 ARCHS: dict[str, ArchSpec] = {a.name: a for a in (
-  ArchSpec("gfx1100", "rdna3", (32, 64), 106, 256, 0, 65536, 1024, False, 125, 124, 233, 250, -1),
+  ArchSpec("gfx1100", "rdna3", (32, 64), 106, 256, 0, 65536, 1024, False, 125, 124, 233, 250, -1, dpp_bcast_row0=True),
   ArchSpec("gfx1201", "rdna4", (32, 64), 106, 256, 0, 65536, 1024, True, 125, 124, 233, 250, -1, vsharp=("_GFX11", "_GFX12"), rsrc1_dx10_ieee=False,
            notes="RDNA4: VSAMPLE, VIMAGE BVH_DUAL/BVH8 not modelled (docs/emu.md)"),
   ArchSpec("gfx950", "cdna", (64,), 102, 256, 256, 163840, 1024, False, 124, -1, -1, 250, 249, vsharp=("", ""), true16=False,

@@ -238,8 +238,9 @@ def sdst_write(w: Wave, e: int, v: int, bits: int):
 _DPP_GFX9 = {0x130: lambda L: (L + 1, L + 1 < 64), 0x134: lambda L: ((L + 1) & 63, True), 0x138: lambda L: (L - 1, L > 0),
              0x13c: lambda L: ((L - 1) & 63, True), 0x142: lambda L: ((L & ~15) - 1, L >= 16), 0x143: lambda L: (31, L >= 32)}
 
-def dpp16_src(ctl: int, L: int, gfx9: bool = False):
+def dpp16_src(ctl: int, L: int, gfx9: bool = False, bcast_row0: bool = False):
   row, r = L & ~15, L & 15
+  if bcast_row0 and ctl in (0x142, 0x143): return row, True   # ArchSpec.dpp_bcast_row0 (gfx11)
   if gfx9 and ctl in _DPP_GFX9: sl, ok = _DPP_GFX9[ctl](L); return (sl, True) if ok else (L, False)
   if gfx9 and ctl >= 0x160: raise Stop(ST_UNSUPPORTED, msg="DPP16 control not supported on this arch")
   if ctl <= 0xff: return (L & ~3) | ((ctl >> ((L & 3) * 2)) & 3), True
@@ -323,7 +324,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
     vals, wmask = {}, 0
     for L in range(c.wave_size):
       if f["dpp_kind"] == 1:
-        sl, valid = dpp16_src(f["dpp"], L, c.arch.dpp_gfx9)
+        sl, valid = dpp16_src(f["dpp"], L, c.arch.dpp_gfx9, c.arch.dpp_bcast_row0)
         if not (f["row_mask"] >> (L >> 4) & 1) or not (f["bank_mask"] >> ((L >> 2) & 3) & 1): continue
         if valid and not f.get("fi", 0) and not (exe >> sl & 1): valid = False
         if not valid and not f.get("bc", 0): continue
