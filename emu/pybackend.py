@@ -262,6 +262,7 @@ def pyrun(c: Ctx, w: Wave, ename: str, space: str = "global", **kw):
   # RDNA4 and CDNA address built-ins return the effective address the caller put in ADDR (as csrc/emu_pre.h does)
   st.hooks = {n: (lambda *a, st=st: st.ADDR) for n in ("CalcGlobalAddr", "CalcScratchAddr", "CalcFlatAddr", "CalcDsAddr", "CalcScalarGlobalAddr",
                                                            "CalcImageAddr")}
+  st.hooks["s_nop"] = lambda *a: 0   # V_PERMLANE64_B32 in wave32 (csrc/emu_pre.h)
   if space in ("buffer", "sbuffer"): st.hooks["CalcBufferAddr"] = st.hooks["CalcScalarBufferAddr"] = lambda *a, st=st: st.ADDR
   try: return prun(c.arch.family, ename, st)
   except PcodeRuntimeError as e:   # a built-in this emulator does not provide: unsupported, named as the C backend names it
