@@ -711,7 +711,7 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
   ops, u = c.ops.get(member, {}), _usage(c.arch.family, c.ents, ename)
   if fm.name in _SALU: return exec_salu(c, w, fm, f, name, ename, ops, u)
   if fm.name in _VALU: return exec_valu(c, w, fm, f, name, ename, ops, u)
-  if fm.name == "VINTERP": return exec_vinterp(c, w, f, name, ename, ops, u, pyrun, _post, Stop)
+  if fm.name == "VINTERP": return exec_vinterp(c, w, f, name, ename, ops, u, pyrun, _post, Stop, scalar_src)
   if (fm.name in _VMEM or fm.name in ("DS", "SMEM")) and not ("LDS" in member.name and fm.name != "DS"): return exec_mem(c, w, fm, f, name, ename, ops, u)
   if fm.name in buffer.BUFFER_FORMATS and "LDS" not in name: return exec_buffer(c, w, fm, f, name, ename, ops, u)
   raise Stop(ST_UNSUPPORTED, msg="instruction has no semantics in the python backend")
