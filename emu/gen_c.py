@@ -13,7 +13,7 @@ from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS, vinter
 from mockgpu.emu.image import c_defs as image_defs, c_aliases as image_aliases, alias_members as image_members
 
 __all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "INT_CLAMP", "MODS_ON_BITS", "SEMANTICS_ALIAS", "D16_PRESERVE", "SGPR_DST",
-           "dst_sgpr", "f16_half", "handler_names", "int_clamp", "acc_rules", "semantics_entry", "zero_hi16"]
+           "dst_sgpr", "ds_writes_vdst", "f16_half", "handler_names", "int_clamp", "acc_rules", "semantics_entry", "zero_hi16"]
 
 GEN_VERSION = "1"
 
@@ -428,7 +428,7 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, text: str =
     if u.reads & {"DATA2", "DATA1"}: L.append("    " + _vgpr_in("DATA2", "in->data1", d1) + " s.DATA1 = s.DATA2;")
     if "RETURN_DATA" in u.reads: L.append("    " + _vgpr_in("RETURN_DATA", "in->vdst", dbits))
     L += [f"    {fn}(&s);", f"    {_CHECK}"]
-    if "RETURN_DATA" in u.writes: L.append("    " + _vgpr_out("RETURN_DATA", "in->vdst", dbits))
+    if ds_writes_vdst(name, u): L.append("    " + _vgpr_out("RETURN_DATA", "in->vdst", dbits))
     if "ADDR" in u.writes: L.append("    w->v[(in->addr - 256) * MAXLANES + L] = (uint32_t)s.ADDR;")   # DS_BVH_STACK: the updated stack address
     L.append("  }")
   else:
@@ -458,6 +458,11 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, text: str =
     L.append("  }")
   L.append("  w->c->atomic = 0;")
   return "\n".join(L) + "\n}\n"
+
+def ds_writes_vdst(name: str, u: Usage) -> bool:
+  """Whether a DS op writes VDST: loads and the _RTN atomics do; an atomic without _RTN never does, whatever the encoding's
+  VDST field holds (hardware, issue 10; the wheel's pseudocode assigns RETURN_DATA in both forms)."""
+  return "RETURN_DATA" in u.writes and ("_RTN" in name or "MEM" not in u.writes)
 
 def smem_align(name: str) -> int:
   """The alignment an SMEM access's address is forced to: its size for the RDNA4 byte/short loads (S_[BUFFER_]LOAD_U8/I8/

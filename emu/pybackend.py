@@ -11,7 +11,7 @@ from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
 from mockgpu.emu.gen_c import PROSE_C, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, \
-  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR, smem_align, dst_sgpr, plain_dwords
+  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR, smem_align, dst_sgpr, plain_dwords, ds_writes_vdst
 from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS
 from mockgpu.emu.pygfx import exec_vinterp, lds_direct_load, lds_param_load, export
@@ -523,7 +523,7 @@ def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: d
                   DATA=_vget(w, f["data0"] - 256, L, d0), DATA2=_vget(w, f["data1"] - 256, L, d1), RETURN_DATA=_vget(w, f["vdst"] - 256, L, dbits))
         kw["DATA0"], kw["DATA1"] = kw["DATA"], kw["DATA2"]
         st = pyrun(c, w, ename, space, **kw)
-        if "RETURN_DATA" in u.writes: _vput(w, f["vdst"] - 256, L, dbits, st.RETURN_DATA)
+        if ds_writes_vdst(name, u): _vput(w, f["vdst"] - 256, L, dbits, st.RETURN_DATA)
         if "ADDR" in u.writes: w.v[f["addr"] - 256][L] = st.ADDR & M32   # DS_BVH_STACK: the updated stack address
       return
     data = (ops.get("data") or ops.get("vsrc") or (None, 32))[1]
