@@ -259,6 +259,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   vcc_src2 = fmt in ("VOP3", "VOP3SD") and "src2" in ops and ops["src2"][0].name == "FMT_NUM_M64"
   if vcc_src2: sb[2] = 0
   dsts = dst_sgpr(ops, name)
+  carry = fmt == "VOP3SD" and "D1" in u.writes   # V_MAD_U64_U32 / V_MAD_I64_I32: { D1.u1, D0.u64 } = ..., D1 is the lane's SDST bit
   e = {"VOP1": ("in->src0", "0", "0"), "VOP2": ("in->src0", "in->src1", "0"), "VOPC": ("in->src0", "in->src1", "0")}.get(fmt, ("in->src0", "in->src1", "in->src2"))
   mods = "0, 0, 0, 0, 0" if enc32 else "in->opsel, in->neg, in->abs, in->neg_hi, (in->opsel_hi | in->opsel_hi2 << 2)"
   p32 = pk32(fmt, ops, u)
@@ -290,6 +291,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   else:
     for i in range(3):
       if sb[i]: L.append(f"  SRCLOCALS(o, {i})")
+    if carry: L.append("  uint64_t cout = 0; s.D1.q[0] = 0;")
     dm = {16: "32" if zh else "16", 32: "32", 64: "64"}.get(db, "32")
     has_dst = "D0" in u.writes and not cmp and edst != "0"
     L.append("  DSTLOCALS(o)")
@@ -306,6 +308,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
       srcs = ", ".join(f"s.S{i}.q[0]" if sb[i] else "0" for i in range(3))
       body.append(f"uint64_t icv = o.clamp ? iclamp(&IC_{h}, {srcs}, {'(uint32_t)(s.VCC >> L) & 1' if ic[0] in 'cbB' else '0'}, in->neg) : 0;")
     body.append(f"{fn}(&s);")
+    if carry: body.append("cout |= (s.D1.q[0] & 1) << L;")
     if ic: body.append(f"if (o.clamp) s.D0.q[0] = icv;" if db == 64 else "if (o.clamp) s.D0.d[0] = (uint32_t)icv;")
     fast = not ("S0" in u.writes and sb[0]) and not u.lane_vgpr and not cmp   # compares: one loop (build time)
     if fast:   # all lanes active, no output modifiers: a straight loop into a local buffer, then one write-back pass
@@ -337,6 +340,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   cdst = ("(in->dpp_kind == 4 && in->sd ? in->sdst : 106)" if sdwa else "106") if fmt == "VOPC" else "in->vdst - 256"
   if cmp and "D0" in u.writes: L.append(f"  sdst_write(w, {cdst}, s.D0.q[0] & w->c->wave_mask, w->c->wave_size);")
   if cmp and "EXEC" in u.writes: L.append("  wr_exec(w, s.EXEC);")
+  if carry: L.append("  sdst_write(w, in->sdst, cout & o.exec & w->c->wave_mask, w->c->wave_size);")
   if "VCC" in u.writes:   # a lane mask written by a VALU op: bits of inactive lanes are 0 (LLVM tests a carry mask with s_cmp)
     if fmt == "VOP3SD": L.append("  sdst_write(w, in->sdst, s.VCC & o.exec & w->c->wave_mask, w->c->wave_size);")
     else: L.append("  wr_vcc(w, s.VCC & o.exec);")

@@ -372,7 +372,8 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
           if exe >> L & 1: w.v[dr][L] = st.D0 & M32
     if "EXEC" in u.writes: w.exec = st.EXEC
     return
-  d0mask, vcc, execw, ic = 0, kw["VCC"], 0, int_clamp(fm.name, ops, name)
+  d0mask, vcc, execw, ic, cout = 0, kw["VCC"], 0, int_clamp(fm.name, ops, name), 0
+  carry = fm.name == "VOP3SD" and "D1" in u.writes   # as gen_c._valu: D1 is the lane's SDST bit
   for L in range(c.wave_size):
     if not exe >> L & 1: continue
     for i in range(3):
@@ -382,7 +383,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
       kw["D0"] = ((w.v[dr][L] >> dsh) & 0xffff) if db == 16 else (w.v[dr][L] | w.v[(dr + 1) & (len(w.v) - 1)][L] << 32 if db == 64 else w.v[dr][L])
     cin = vcc >> L & 1   # the carry-in, before the pseudocode updates the lane's VCC bit
     st = pyrun(c, w, ename, **kw)
-    vcc = st.VCC
+    vcc, cout = st.VCC, cout | (st.D1 & 1) << L if carry else cout
     if cmp: d0mask, execw = st.D0 & M64, st.EXEC
     if "D0" in u.writes and not cmp and edst:
       val = st.D0
@@ -400,6 +401,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
   if cmp and "D0" in u.writes:
     sdst_write(w, (f["sdst"] if sdwa and f.get("sd") else 106) if fm.name == "VOPC" else f.get("vdst", 0) - 256, d0mask & c.wave_mask, c.wave_size)
   if cmp and "EXEC" in u.writes: w.exec = execw
+  if carry: sdst_write(w, f["sdst"], cout & exe & c.wave_mask, c.wave_size)
   if "VCC" in u.writes:
     if fm.name == "VOP3SD": sdst_write(w, f["sdst"], vcc & exe & c.wave_mask, c.wave_size)
     else: w.vcc = vcc & exe
