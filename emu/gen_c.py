@@ -12,8 +12,8 @@ from mockgpu.emu.pcinfo import Usage, usage
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS, vinterp, image
 from mockgpu.emu.image import c_defs as image_defs, c_aliases as image_aliases, alias_members as image_members
 
-__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "INT_CLAMP", "MODS_ON_BITS", "SEMANTICS_ALIAS", "D16_PRESERVE", "SGPR_DST",
-           "dst_sgpr", "ds_writes_vdst", "f16_half", "handler_names", "int_clamp", "acc_rules", "semantics_entry", "zero_hi16"]
+__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "UNMODELLED", "INT_CLAMP", "MODS_ON_BITS", "SEMANTICS_ALIAS", "D16_PRESERVE",
+           "SGPR_DST", "dst_sgpr", "ds_writes_vdst", "f16_half", "handler_names", "int_clamp", "acc_rules", "semantics_entry", "zero_hi16"]
 
 GEN_VERSION = "1"
 
@@ -45,7 +45,18 @@ PROSE_C = {
   "DS_GWS_SEMA_RELEASE_ALL": "h_gws_release_all", "DS_GWS_BARRIER": "h_gws_barrier", "DS_ORDERED_COUNT": "h_ds_ordered",
   "S_ENDPGM_SAVED": "h_endpgm", "S_SLEEP_VAR": "h_sleep", "S_ENDPGM_ORDERED_PS_DONE": "h_ps_done", "DS_ADD_GS_REG_RTN": "h_gs_reg", "DS_SUB_GS_REG_RTN": "h_gs_reg",
   "S_SUBVECTOR_LOOP_BEGIN": "h_subvec_begin", "S_SUBVECTOR_LOOP_END": "h_subvec_end",
+  "S_PREFETCH_INST": "h_nop", "S_PREFETCH_INST_PC_REL": "h_nop", "S_PREFETCH_DATA": "h_nop", "S_PREFETCH_DATA_PC_REL": "h_nop",
+  "S_BUFFER_PREFETCH_DATA": "h_nop",
 }
+# Ops with pseudocode that must not run it: it would silently leave out wave state the emulator does not model. Both backends
+# raise InvalidInstruction("unsupported") with the reason (C: generated handlers `hu_<NAME>`).
+_GPR_IDX = "VGPR indexing mode (S_SET_GPR_IDX_*: MODE.GPR_IDX_EN, M0-indexed VALU operands) is not modelled"
+_FORK = "the fork/join stack (S_CBRANCH_G_FORK/I_FORK/JOIN: MODE.CSP and its SGPR entries) is not modelled; compilers do not emit it"
+_BLOCK = ("block loads/stores (up to 32 VGPRs selected by M0) are not modelled: the wheel's pseudocode addresses memory through "
+          "VGPR[lane][ADDR], not the instruction's address")
+UNMODELLED = {**dict.fromkeys(("S_SET_GPR_IDX_ON", "S_SET_GPR_IDX_OFF", "S_SET_GPR_IDX_IDX", "S_SET_GPR_IDX_MODE"), _GPR_IDX),
+              **dict.fromkeys(("S_CBRANCH_G_FORK", "S_CBRANCH_I_FORK", "S_CBRANCH_JOIN"), _FORK),
+              **dict.fromkeys(("GLOBAL_LOAD_BLOCK", "GLOBAL_STORE_BLOCK", "SCRATCH_LOAD_BLOCK", "SCRATCH_STORE_BLOCK"), _BLOCK)}
 # DS_READ_*_TR_* (gfx950 transposing LDS reads): element bits and dwords per lane (csrc/emu_prose.h ds_read_tr)
 DS_READ_TR = {"DS_READ_B64_TR_B4": (4, 2), "DS_READ_B64_TR_B8": (8, 2), "DS_READ_B64_TR_B16": (16, 2), "DS_READ_B96_TR_B6": (6, 3)}
 # Integer clamp (prose in the ISA: the clamp bit saturates an integer result to its type's range), for the VOP3/VOP3SD/VOP3P
@@ -644,7 +655,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   mat_c, mat_h = matrix.c_source(arch.family)
   fields_def, decoder = _decoder(arch, fmts)
   names, hbase = handler_names(arch)
-  handlers, tables, missing, decls = [], [], {}, []
+  handlers, tables, missing, decls, unmod = [], [], {}, [], set()
   for f in fmts:
     n = 1 << (f.op_field[1] if f.op_field else 5)
     row = []
@@ -663,6 +674,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
           row.append(f"VH_{name}"); decls.append(f"void VH_{name}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);")
         else: row.append("0"); missing[key] = f"VOPD target {tgt or base_name} has no compiled pseudocode"
         continue
+      if base_name in UNMODELLED: row.append(f"hu_{base_name}"); missing[key] = UNMODELLED[base_name]; unmod.add(base_name); continue
       if base_name in mat_h: row.append(mat_h[base_name]); continue
       if base_name.startswith(("V_WMMA_", "V_SWMMAC_", "V_MFMA_", "V_SMFMAC_")) and base_name not in PROSE_C:
         row.append("h_unsupported"); missing[key] = f"matrix op {base_name} of {arch.name} is not modelled (mockgpu.emu.matrix)"; continue
@@ -711,7 +723,8 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   vopd = any(f.name == "VOPD" for f in fmts)
   ds_tr = [f"static void {PROSE_C[n]}(Wave *w, const Inst *in) {{ ds_read_tr(w, in, {wd}, {nd}); }}" for n, (wd, nd) in DS_READ_TR.items()
            if any(f.name == "DS" and n in f.enum.__members__ for f in fmts)]
-  main = "\n".join([*head, *decls, *ds_tr, mat_c, decoder, f"#define HAS_VOPD {int(vopd)}", "static void h_vopd(Wave *w, const Inst *in);" if vopd else "",
-                     *tables, "#include \"emu_sched.c\""])
+  hu = [f'static void hu_{n}(Wave *w, const Inst *in) {{ (void)in; set_status(w, ST_UNSUPPORTED, "{n}: {UNMODELLED[n]}"); }}' for n in sorted(unmod)]
+  main = "\n".join([*head, *decls, *ds_tr, *hu, mat_c, decoder, f"#define HAS_VOPD {int(vopd)}",
+                    "static void h_vopd(Wave *w, const Inst *in);" if vopd else "", *tables, "#include \"emu_sched.c\""])
   parts = ["\n".join([*head, pcode_c, *handlers[k::chunks]]) for k in range(chunks)]
   return Generated((main, *parts), names, hbase, missing)

@@ -11,7 +11,7 @@ from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
 from mockgpu.emu.gen_c import PROSE_C, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, \
-  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR, smem_align, dst_sgpr, plain_dwords, ds_writes_vdst
+  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR, smem_align, dst_sgpr, plain_dwords, ds_writes_vdst, UNMODELLED
 from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS
 from mockgpu.emu.pygfx import exec_vinterp, lds_direct_load, lds_param_load, export
@@ -651,6 +651,7 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
   if name in GFX_PROSE: return lds_direct_load(c, w, f, Stop) if GFX_PROSE[name] == "h_lds_direct_load" else lds_param_load(Stop)
   if fm.name in BVH_FORMATS and name in BVH_OPS: return exec_bvh(c, w, fm.name, f, name)
   if fm.name in IMAGE_FORMATS: return exec_mimg(c, w, f, name, f"{type(member).__name__}_{member.name}", pyrun)
+  if name in UNMODELLED: raise Stop(ST_UNSUPPORTED, msg=f"{name}: {UNMODELLED[name]}")
   if name in PROSE_C:
     h = PROSE_C[name]
     if h == "h_endpgm": w.state = "done"; _capture(c, w)
