@@ -2,18 +2,20 @@
 handler per (format, opcode) that sets up PcState, calls pcode's generated `pc_<EnumClass>_<MEMBER>` and writes results
 back, and the handler tables. The hand-written parts live in csrc/ (machine state, operands, scheduler, prose ops)."""
 from __future__ import annotations
-import re
+import functools, pathlib, re
 from dataclasses import dataclass
 from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer, bvh
 from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.pcinfo import Usage, usage
+from mockgpu.pcode.state import WIDE
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS, vinterp, image
 from mockgpu.emu.image import c_defs as image_defs, c_aliases as image_aliases, alias_members as image_members
 
-__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "UNMODELLED", "INT_CLAMP", "MODS_ON_BITS", "SEMANTICS_ALIAS", "D16_PRESERVE",
-           "SGPR_DST", "dst_sgpr", "ds_writes_vdst", "f16_half", "handler_names", "int_clamp", "acc_rules", "semantics_entry", "zero_hi16"]
+__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "UNMODELLED", "STATE_ZERO", "SALU_RAW", "INT_CLAMP", "MODS_ON_BITS",
+           "SEMANTICS_ALIAS", "D16_PRESERVE", "SGPR_DST", "dst_sgpr", "ds_writes_vdst", "pc_reads", "zero_unset", "f16_half", "handler_names",
+           "int_clamp", "acc_rules", "semantics_entry", "zero_hi16"]
 
 GEN_VERSION = "1"
 
@@ -75,6 +77,8 @@ INT_CLAMP = {"V_ADD_NC_U32": "+", "V_ADD_NC_I32": "+", "V_SUB_NC_U32": "-", "V_S
                                        "MAD_U16", "MAD_I16", "MAD_U32_U16", "MAD_I32_I16", "PK_MAD_U16", "PK_MAD_I16")},
              "V_DOT4_I32_IU8": "d", "V_DOT4_U32_U8": "d", "V_DOT8_I32_IU4": "d", "V_DOT8_U32_U4": "d",
              "V_SAD_U8": "s", "V_SAD_U16": "s", "V_SAD_U32": "s", "V_SAD_HI_U8": "h", "V_MSAD_U8": "M"}
+# Pseudocode names for an SALU op's raw register fields (S_MOVRELS/MOVRELD/MOVRELSD_2: "raw value from instruction")
+SALU_RAW = {"SRC0": "src0", "SRC1": "src1", "DST": "sdst"}
 # Ops with untyped (B16/B32) sources whose abs/neg input modifiers act as on floats of that width (ISA: V_CNDMASK takes
 # input modifiers; LLVM folds a float negation of a select into them, e.g. the sign of tinygrad's sin).
 MODS_ON_BITS = ("V_CNDMASK_B32", "V_CNDMASK_B16")
@@ -107,6 +111,7 @@ class Generated:
   handlers: tuple[str, ...]           # hid -> "FORMAT OPNAME"
   hbase: dict[str, int]               # format -> first hid
   missing: dict[str, str]             # "FORMAT OPNAME" -> why it has no semantics
+  zeroed: dict[str, tuple[str, ...]]  # handler -> PcState members it zeroes (read by its entries, fed by no machine state: STATE_ZERO)
 
 def _fw(fmt) -> int:
   n = fmt.name.removeprefix("FMT_NUM_")
@@ -243,6 +248,8 @@ def _salu(f: Format, h: str, fn: str, u: Usage, ops: dict) -> str:
       if sb[i]: L.append(f"  s.S{i}.q[0] = scalar_src(w, in, {e}, {sb[i]}, {sf[i]});")
     if "D0" in u.reads and db: L.append(f"  s.D0.q[0] = scalar_src(w, in, in->sdst, {db}, 0);")
   L += ["  " + x for x in _set_scalars(u, "salu")]
+  for nm, fld in SALU_RAW.items():   # S_MOVREL*: SGPR numbers from the encoding
+    if nm in u.reads: L.append(f"  s.{nm} = (uint64_t)in->{fld};")
   if "VCC" in u.reads | u.writes: L.append("  s.VCC = rd_vcc(w);")
   L += [f"  {fn}(&s);", f"  {_CHECK}"]
   if "D0" in u.writes and db: L.append(f"  sdst_write(w, in->sdst, s.D0.q[0], {db});" if db <= 64 else f"  sdst_write_reg(w, in->sdst, &s.D0, {db});")
@@ -290,7 +297,8 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   if "VCC" in u.reads | u.writes:
     L.append(f"  s.VCC = {'scalar_src(w, in, in->src2, 64, 0) & w->c->wave_mask' if vcc_src2 else 'rd_vcc(w)'};")
   if cmp: L.append(("  s.D0.q[0] = 0;" if "D0" in u.writes else "") + (" s.EXEC = 0;" if "EXEC" in u.writes else ""))
-  if mix or "OPSEL" in u.reads: L.append("  s.OPSEL = in->opsel; s.OPSEL_HI = in->opsel_hi | in->opsel_hi2 << 2; s.NEG = in->neg;")
+  if mix or "OPSEL" in u.reads: L.append("  s.OPSEL = in->opsel; s.OPSEL_HI = in->opsel_hi | in->opsel_hi2 << 2;")
+  if mix or "NEG" in u.reads: L.append("  s.NEG = in->neg;")   # V_DOT*_IU*: NEG[0]/NEG[1] make S0/S1 signed
   for nm, ex in (("SRC0", "in->src0 - 256"), ("SRC1", "in->src1 - 256"), ("SRC2", "in->src2 - 256"), ("DST", "in->vdst - 256"), ("VDST", "in->vdst - 256")):
     if nm in u.reads: L.append(f"  s.{nm} = (uint64_t)({ex});")
   if u.wave_vgpr or dsts:   # wave-wide: evaluated once, sources are scalars or register numbers
@@ -452,6 +460,8 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, text: str =
     L.append("  int sa = in->saddr != ENC_NULL && in->saddr != 0x7f;")
     L.append("  uint64_t sbase = sa ? ((uint64_t)w->s[in->saddr + 1] << 32 | w->s[in->saddr]) : 0;")
     L.append(f"  int64_t off = sext((uint64_t)in->{OFF}, {OFFW});")
+    if "SGPR_ADDR" in u.reads: L.append("  s.SGPR_ADDR = sbase;")   # *_ADDTID_B32: SGPR base + INST_OFFSET + lane * 4
+    if "INST_OFFSET" in u.reads: L.append(f"  s.INST_OFFSET = (uint32_t)in->{OFF};")
     L.append("  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L;")
     L.insert(-1, f"  const uint32_t *va = w->v + (in->{A} - 256) * MAXLANES, *vah = w->v + ((in->{A} - 255) & (NVREG - 1)) * MAXLANES;"
                  " const uint32_t ssa = sa ? w->s[in->saddr] : 0, sve = in->sve;")
@@ -469,7 +479,8 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, text: str =
     elif "D16" in name and "VDATA" in u.writes: L.append("    " + _vgpr_in("VDATA", "in->vdst", dbits))   # the other half is preserved
     L += [f"    {fn}(&s);", f"    {_CHECK}"]
     if "VDATA" in u.writes and "STORE" not in name: L.append("    " + _vgpr_out("VDATA", "in->vdst", dbits))
-    if "RETURN_DATA" in u.writes: L.append(f"    if ({RET}) {{ " + _vgpr_out("RETURN_DATA", "in->vdst", dbits) + " }")
+    if "RETURN_DATA" in u.writes:   # atomics return with GLC / th[0] / sc0; GLOBAL_LOAD_ADDTID_B32 loads into RETURN_DATA
+      L.append(f"    if ({RET if atomic else 1}) {{ " + _vgpr_out("RETURN_DATA", "in->vdst", dbits) + " }")
     L.append("  }")
   L.append("  w->c->atomic = 0;")
   return "\n".join(L) + "\n}\n"
@@ -646,6 +657,60 @@ def handler_names(arch: ArchSpec) -> tuple[tuple[str, ...], dict[str, int]]:
       names.append(f"{f.name} {nm}")
   return tuple(names), base
 
+# Pseudocode state no machine state feeds. Every PcState member an entry reads is set by its handler from the wave (operands,
+# encoding fields, registers), or zeroed by zero_unset (the Python backend's State starts at 0 too); each member that can be
+# zeroed is listed here with the reason it reads as 0 (tests/isa/test_hw_emu_paths.py checks every arch against this table).
+STATE_ZERO = {
+  "D0": "partial results (a 16-bit half, D0[hi : lo]) read the rest of D0, which the handler never writes back",
+  "ADDR0": "DS_CONDXCHG32_RTN_B64 assigns it before reading it", "ADDR1": "DS_CONDXCHG32_RTN_B64 assigns it before reading it",
+  "WAVE_STATUS_COND_DBG_SYS": "conditional-debug status: no debugger sets it, so S_CBRANCH_CDBG* fall through",
+  "WAVE_STATUS_COND_DBG_USER": "conditional-debug status: no debugger sets it, so S_CBRANCH_CDBG* fall through",
+  "WAVE_STATUS_PRIV": "S_RFE_B64 clears it (a 1-bit write); nothing reads it: no trap handler runs",
+  "TRAPSTS_INVALID": "exception status the float min/max entries set on a signalling NaN (a 1-bit write); no trap handler reads it",
+  "SDWA_SRC0_SEL": "gfx9 V_CVT_*_FP8/BF8 byte select: the SDWA operand fetch has already moved src0_sel's byte to bits 7:0 "
+                   "(the VOP3 form converts byte 0: its op_sel byte select is not modelled)",
+  "OFFSET": "an argument of CalcScalarScratchAddr (gfx9 S_SCRATCH_*), which no backend provides: they raise unsupported",
+  "SBASE": "an argument of CalcScalarScratchAddr (gfx9 S_SCRATCH_*), which no backend provides: they raise unsupported",
+  "SOFFSET": "an argument of CalcScalarScratchAddr (gfx9 S_SCRATCH_*), which no backend provides: they raise unsupported",
+}
+_PC_FN = re.compile(r"^static inline void (pc_\w+)\(PcState \*s\) \{\n(.*?)^\}", re.S | re.M)
+_PC_ACCESS = re.compile(r"s->(\w+)(\.[dq]\[\d+\])?\s*(=(?!=))?")
+_HANDLER_SETS = re.compile(r"\bs\.(\w+)(?:\.[dq]\[[^\]]*\])?\s*=(?!=)")
+_PC_CALL = re.compile(r"\b(pc_\w+)\(&s\)")
+_STATE_FIXED = frozenset({"user", "fault", "fault_msg", "MODE"})   # PC_STATE sets these
+
+@functools.cache
+def _discarding_hooks() -> frozenset[str]:
+  """The PC_EXT_ hooks whose macro in csrc/ ignores its arguments (`#define PC_EXT_X(s, ...)` without __VA_ARGS__: the RDNA4/CDNA
+  address built-ins return the handler's ADDR), so what the pseudocode passes them is never read."""
+  src = "".join(p.read_text() for p in sorted((pathlib.Path(__file__).parent / "csrc").glob("*.h")))
+  return frozenset(m[1] for m in re.finditer(r"#define PC_EXT_(\w+)\(s, \.\.\.\)(.*)", src) if "__VA_ARGS__" not in m[2])
+
+def _drop_hook_args(body: str) -> str:
+  out, i, hooks = [], 0, _discarding_hooks()
+  for m in re.finditer(r"PC_EXT_(\w+)\(s", body):
+    if m.start() < i or m[1] not in hooks: continue
+    depth, j = 1, m.end()
+    while depth: depth += {"(": 1, ")": -1}.get(body[j], 0); j += 1
+    out += [body[i:m.end()], ")"]; i = j
+  return "".join(out) + body[i:]
+
+def pc_reads(pcode_c: str) -> dict[str, frozenset[str]]:
+  """The PcState members each emitted `pc_*` function reads: every `s->X` that is not the whole target of an assignment
+  (`s->X = ...`, `s->X.d[k] = ...`) nor an argument of a hook that ignores it (_discarding_hooks); a partial write reads its
+  member (read-modify-write), and so does a read after the function's own assignment (not flow-sensitive: conservative)."""
+  return {m[1]: frozenset(x[1] for x in _PC_ACCESS.finditer(_drop_hook_args(m[2])) if not x[3]) - _STATE_FIXED
+          for m in _PC_FN.finditer(pcode_c)}
+
+def zero_unset(text: str, reads: dict[str, frozenset[str]]) -> tuple[str, tuple[str, ...]]:
+  """A handler's C with the PcState members its `pc_*` calls read but it never sets zeroed right after PC_STATE (so no
+  member is read uninitialised, and each reads as the Python backend's State default, 0), and those members."""
+  need = frozenset().union(*(reads.get(f, frozenset()) for f in _PC_CALL.findall(text)))
+  zero = tuple(sorted(need - set(_HANDLER_SETS.findall(text))))
+  if not zero or "PC_STATE(s, w);" not in text: return text, ()
+  fill = " ".join(f"memset(&s.{m}, 0, sizeof(s.{m}));" if m in WIDE else f"s.{m} = 0;" for m in zero)
+  return text.replace("PC_STATE(s, w);", f"PC_STATE(s, w); {fill}", 1), zero
+
 def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2) -> Generated:
   """The C sources for `arch` given pcode's emitted C and the set of `pc_*` functions it defines: the main translation
   unit and `chunks` units of handlers, compiled in parallel and linked into one library."""
@@ -707,6 +772,10 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);")
     if f.name == "VOPD": tables.append(f"static const VHalf VOPD_HALF[{n}] = {{{', '.join(row)}}};"); row = ["h_vopd" if i in f.valid else "0" for i in range(n)]
     tables.append(f"static const Handler HT_{f.name}[{n}] = {{{', '.join(row)}}};")
+  reads, zeroed = pc_reads(pcode_c), {}
+  for i, text in enumerate(handlers):
+    handlers[i], z = zero_unset(text, reads)
+    if z: zeroed[re.search(r"void (\w+)\(", text)[1]] = z
   tables.append(f"static const Handler *const HANDLERS[{len(fmts)}] = {{{', '.join(f'HT_{f.name}' for f in fmts)}}};")
   tables.append(f"static const int32_t HBASE[{len(fmts)}] = {{{', '.join(str(hbase[f.name]) for f in fmts)}}};")
   tables.append(f"#define EMU_NHANDLERS {len(names)}")
@@ -727,4 +796,4 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   main = "\n".join([*head, *decls, *ds_tr, *hu, mat_c, decoder, f"#define HAS_VOPD {int(vopd)}",
                     "static void h_vopd(Wave *w, const Inst *in);" if vopd else "", *tables, "#include \"emu_sched.c\""])
   parts = ["\n".join([*head, pcode_c, *handlers[k::chunks]]) for k in range(chunks)]
-  return Generated((main, *parts), names, hbase, missing)
+  return Generated((main, *parts), names, hbase, missing, zeroed)

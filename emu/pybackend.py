@@ -11,7 +11,8 @@ from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
 from mockgpu.emu.gen_c import PROSE_C, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, \
-  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR, smem_align, dst_sgpr, plain_dwords, ds_writes_vdst, UNMODELLED
+  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR, smem_align, dst_sgpr, plain_dwords, ds_writes_vdst, UNMODELLED, \
+  SALU_RAW
 from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS
 from mockgpu.emu.pygfx import exec_vinterp, lds_direct_load, lds_param_load, export
@@ -463,6 +464,7 @@ def exec_salu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
     for i, k in enumerate(("src0", "src1")):
       if sb[i]: kw[f"S{i}"] = scalar_src(w, f, f[k], sb[i], sf[i])
     if "D0" in u.reads and db: kw["D0"] = scalar_src(w, f, f["sdst"], db, 0)
+  kw.update({nm: f.get(fld, 0) for nm, fld in SALU_RAW.items() if nm in u.reads})   # S_MOVREL*: SGPR numbers (gen_c._salu)
   st = pyrun(c, w, ename, **kw)
   if "D0" in u.writes and db:
     if db <= 64: sdst_write(w, f["sdst"], st.D0, db)
@@ -540,11 +542,11 @@ def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: d
       if space == "scratch": addr = ((w.s[f["saddr"]] if sa else 0) + (w.v[a][L] if f.get("sve") else 0) + off) & M32
       else: addr = ((sbase + w.v[a][L]) if sa else (w.v[a][L] | w.v[(a + 1) & (len(w.v) - 1)][L] << 32)) + off & M64
       for k in range(whole): _Mem(w, flat_space(addr) if fm.name in _FLAT else space, [L])._check((addr + 4 * k) & M64, 4, 2)
-      kw = dict(base, laneId=L, ADDR=addr, DATA=_vget(w, f[D] - 256, L, data),
+      kw = dict(base, laneId=L, ADDR=addr, SGPR_ADDR=sbase, INST_OFFSET=f[OFF] & M32, DATA=_vget(w, f[D] - 256, L, data),
                 VDATA=_vget(w, f[D] - 256, L, data) if "STORE" in name else _vget(w, f["vdst"] - 256, L, dbits))
       st = pyrun(c, w, ename, flat_space(addr) if fm.name in _FLAT else space, **kw)
       if "VDATA" in u.writes and "STORE" not in name: _vput(w, f["vdst"] - 256, L, dbits, st.VDATA)
-      if "RETURN_DATA" in u.writes and ret: _vput(w, f["vdst"] - 256, L, dbits, st.RETURN_DATA)
+      if "RETURN_DATA" in u.writes and (ret or not w.atomic): _vput(w, f["vdst"] - 256, L, dbits, st.RETURN_DATA)   # as gen_c._mem
   finally: w.atomic = False
 
 def exec_buffer(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: dict, u):
