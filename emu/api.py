@@ -8,20 +8,17 @@ from __future__ import annotations
 import ctypes, dataclasses, os
 from dataclasses import dataclass, field
 from typing import Callable
-from tinygrad.runtime.autogen import amdgpu_kd as kd
-from mockgpu.emu.arch import ArchSpec, get_arch
+from mockgpu.emu.arch import ARCHS, ArchSpec, get_arch
 from mockgpu.emu.errors import EmuError, UnsupportedDispatch, BackendUnavailable, FaultReport
 from mockgpu.emu.memory import MemoryMap
 
-__all__ = ["Dispatch", "Stats", "WaveState", "StoreRecord", "WatchReport", "run", "run_code", "warm_up", "DEFAULT_BUDGET", "DEFAULT_RESIDENT", "DEFAULT_RSRC1",
+__all__ = ["Dispatch", "Stats", "WaveState", "StoreRecord", "WatchReport", "run", "run_code", "warm_up", "DEFAULT_BUDGET", "DEFAULT_RESIDENT",
            "OP_HOOKS"]
 
 DEFAULT_BUDGET = int(os.environ.get("MOCKGPU_EMU_BUDGET", str(4_000_000_000)))
 # workgroups resident at once: a new one is launched only while every resident one waits (GWS, ordered count), so this
 # bounds how many a cross-workgroup barrier can gather (and the emulator memory: one set of wave registers/LDS each)
 DEFAULT_RESIDENT = int(os.environ.get("MOCKGPU_EMU_RESIDENT", "64"))
-# RSRC1 of a Dispatch that names none: FLOAT_MODE = round to nearest even, f32 and f16/f64 denormals kept (MODE 0xf0)
-DEFAULT_RSRC1 = 3 << kd.COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_32_SHIFT | 3 << kd.COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_16_64_SHIFT
 # called as hook(arch name, {"FORMAT OPNAME": wave-instructions}) after every dispatch that ran, also one that stopped with an
 # error (its counts include the instruction that raised); while one is installed every dispatch counts its opcodes (as
 # op_counts=True). `mockgpu emu fidelity --update-coverage` records which instructions each test executed with it (docs/fidelity.md)
@@ -34,7 +31,9 @@ class Dispatch:
   arch: "gfx1100" | "gfx1201" | "gfx950". code_addr: host address of the first instruction (must lie in the MemoryMap).
   grid: workgroups (x, y, z). block: threads per workgroup (x, y, z). user_sgprs: COMPUTE_USER_DATA_0.. as u32, loaded
   into s0.. (only the first RSRC2.USER_SGPR_COUNT are used; missing ones read as 0). rsrc1/rsrc2/rsrc3: COMPUTE_PGM_RSRC*
-  (RSRC1's FLOAT_MODE, DX10_CLAMP and IEEE_MODE initialise each wave's MODE register; default: DEFAULT_RSRC1).
+  (RSRC1's FLOAT_MODE, DX10_CLAMP and IEEE_MODE initialise each wave's MODE register; default None: the arch's
+  ArchSpec.default_rsrc1, what LLVM's assembler writes for a kernel descriptor: f32 denormals flushed, f16/f64 kept, DX10_CLAMP
+  and IEEE_MODE set on gfx6-gfx11).
   wave64: wave size 64 instead of 32 (always True on gfx9). lds_bytes: LDS per workgroup (0: from RSRC2 LDS_SIZE x 512).
   scratch_bytes_per_lane: private memory per lane (descriptor private_segment_fixed_size)."""
   arch: str
@@ -42,12 +41,15 @@ class Dispatch:
   grid: tuple[int, int, int] = (1, 1, 1)
   block: tuple[int, int, int] = (32, 1, 1)
   user_sgprs: tuple[int, ...] = ()
-  rsrc1: int = DEFAULT_RSRC1
+  rsrc1: int | None = None
   rsrc2: int = 0
   rsrc3: int = 0
   wave64: bool = False
   lds_bytes: int = 0
   scratch_bytes_per_lane: int = 0
+
+  def __post_init__(self):
+    if self.rsrc1 is None and self.arch in ARCHS: object.__setattr__(self, "rsrc1", ARCHS[self.arch].default_rsrc1)
 
   @property
   def user_sgpr_count(self) -> int: return (self.rsrc2 >> 1) & 0x1f

@@ -29,6 +29,7 @@ class ArchSpec:
   true16: bool = True       # VOP1/VOP2/VOPC 16-bit VGPR operands: bit 7 of the register field selects the high half (RDNA)
   d16_zero_hi: bool = False # gfx9: a 16-bit VALU result zeroes bits 31:16 (except gen_c.D16_PRESERVE ops, which honour op_sel)
   dpp_gfx9: bool = False    # DPP16 controls of gfx9 (wave_shl/rol/shr/ror, row_bcast15/31; 0x15x = row_newbcast) instead of gfx10+
+  dpp_bcast_row0: bool = False  # DPP16 0x142/0x143 (gfx9's row_bcast:15/31): every lane reads lane 0 of its row (gfx11 hardware, issue 10)
   rsrc1_dx10_ieee: bool = True  # RSRC1 has ENABLE_DX10_CLAMP / ENABLE_IEEE_MODE (gfx6-gfx11; gfx12 uses those bits otherwise)
   notes: str = ""
 
@@ -36,6 +37,16 @@ class ArchSpec:
   def nvregs(self) -> int:
     """VGPR slots per lane: ArchVGPRs, plus AccVGPRs in the gfx90a+ unified file (AccVGPR n is slot ACCUM_OFFSET + n)."""
     return self.num_vgprs + self.num_agprs
+
+  @property
+  def default_rsrc1(self) -> int:
+    """The RSRC1 float fields LLVM's assembler writes into a kernel descriptor by default (AMDGPUUsage, .amdhsa_* directives):
+    round to nearest even, f32 denormals flushed (float_denorm_mode_32 0), f16/f64 kept (float_denorm_mode_16_64 3), and on
+    gfx6-gfx11 dx10_clamp 1 and ieee_mode 1 (gfx12 reuses bits 21/23 as WG_RR_EN / DISABLE_PERF, default 0). MODE 0x3c0 / 0xc0."""
+    r = 3 << kd.COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_16_64_SHIFT
+    if self.rsrc1_dx10_ieee:
+      r |= 1 << kd.COMPUTE_PGM_RSRC1_GFX6_GFX11_ENABLE_DX10_CLAMP_SHIFT | 1 << kd.COMPUTE_PGM_RSRC1_GFX6_GFX11_ENABLE_IEEE_MODE_SHIFT
+    return r
 
   def initial_mode(self, rsrc1: int) -> int:
     """The MODE register (hwreg 1) a wave starts with: RSRC1.FLOAT_MODE (FP_ROUND, FP_DENORM) is MODE[7:0], DX10_CLAMP
@@ -46,7 +57,7 @@ class ArchSpec:
     return m
 
 ARCHS: dict[str, ArchSpec] = {a.name: a for a in (
-  ArchSpec("gfx1100", "rdna3", (32, 64), 106, 256, 0, 65536, 1024, False, 125, 124, 233, 250, -1),
+  ArchSpec("gfx1100", "rdna3", (32, 64), 106, 256, 0, 65536, 1024, False, 125, 124, 233, 250, -1, dpp_bcast_row0=True),
   ArchSpec("gfx1201", "rdna4", (32, 64), 106, 256, 0, 65536, 1024, True, 125, 124, 233, 250, -1, vsharp=("_GFX11", "_GFX12"), rsrc1_dx10_ieee=False,
            notes="RDNA4: VSAMPLE, VIMAGE BVH_DUAL/BVH8 not modelled (docs/emu.md)"),
   ArchSpec("gfx950", "cdna", (64,), 102, 256, 256, 163840, 1024, False, 124, -1, -1, 250, 249, vsharp=("", ""), true16=False,

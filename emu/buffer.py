@@ -124,7 +124,7 @@ def c_handler(fmt, h: str, fn: str, u, ops: dict, name: str) -> str:
   io = lambda var, bits, out: (f"for (int k = 0; k < {max(1, bits // 32)}; k++) " +
                                (f"VV[((r_data + k) & (NVREG - 1)) * MAXLANES + L] = s.{var}.d[k];" if out else f"s.{var}.d[k] = VV[((r_data + k) & (NVREG - 1)) * MAXLANES + L];"))
   nst = tfe_status_vgpr(name, ops)
-  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0; s.MODE = w->mode; Buf b;",
+  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PC_STATE(s, w); Buf b;",
        f"  if (!buf_setup(w, in, &b, in->{fl['rsrc']}, in->soffset, in->{fl['ioff']}, in->idxen, in->offen, in->vaddr - 256, in->tfe, {int(nst is not None)})) return;",
        "  uint32_t *const VV = w->v; const int r_data = in->data0 - 256;",
        f"  w->c->atomic = {int(atomic)}; w->c->space = SP_BUFFER; w->c->buf = &b; s.vgpr_a = 0; s.sgpr_o = 0;",
@@ -297,7 +297,7 @@ def c_format_handler(fmt, h: str, name: str, ops: dict) -> str:
   names = {f.name for f in fmt.fields}
   code = ("in->format" if "format" in names else "(in->dfmt | in->nfmt << 4)") if typed else "b.fmt"
   ndw, nst = (1 if hi else (nch + 1) // 2) if d16 else nch, tfe_status_vgpr(name, ops)   # nst == ndw for loads
-  return "\n".join([f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0; Buf b; uint32_t vd[4];",
+  return "\n".join([f"void {h}(Wave *w, const Inst *in) {{", "  PC_STATE(s, w); Buf b; uint32_t vd[4];",
     f"  if (!buf_setup(w, in, &b, in->{fl['rsrc']}, in->soffset, in->{fl['ioff']}, in->idxen, in->offen, in->vaddr - 256, in->tfe, {int(nst is not None)})) return;",
     f"  const uint8_t *fi = BUF_FMTS[({code}) & 127];",
     "  if (!fi[0]) { set_status(w, ST_UNSUPPORTED, \"buffer data format code is not a valid format on this arch\"); return; }",
@@ -329,7 +329,7 @@ def c_lds_handler(fmt, h: str, name: str) -> str:
   the V#, out of range reads 0; FORMAT_X: the X channel converted) and writes the dword to LDS at M0 + offset + lane * 4;
   DWORDX3/X4 (GLOBAL, gfx950): the lane's 12/16 bytes, dword by dword (read, then write), to M0 + offset + lane * 12/16"""
   n, sx, tid = lds_load_op(name)
-  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0; w->c->atomic = 0;"]
+  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PC_STATE(s, w); w->c->atomic = 0;"]
   if fmt.name == "MUBUF":
     L += ["  Buf b; uint32_t vd[4];", "  if (!buf_setup(w, in, &b, in->srsrc, in->soffset, in->offset, in->idxen, in->offen, in->vaddr - 256, in->tfe, 0)) return;",
           "  const uint8_t *fi = BUF_FMTS[b.fmt & 127];",

@@ -1,12 +1,12 @@
 """The generated-C backend: load the per-arch library (building it once, see build.py) and run a dispatch inside C with
 the GIL released (ctypes releases it for CDLL calls)."""
 from __future__ import annotations
-import ctypes, functools, sys, time
+import ctypes, functools, os, sys, time
 import numpy as np
 from mockgpu.emu.api import Dispatch, Stats, WaveState
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu.build import Library, build
-from mockgpu.emu.errors import BackendUnavailable, EmuError, GPUFault, FaultReport
+from mockgpu.emu.errors import BackendUnavailable, EmuError, GPUFault, FaultReport, UnsupportedDispatch
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.emu.report import oob_report, raise_status, watch_report
 
@@ -26,7 +26,7 @@ class EmuArgs(ctypes.Structure):
     ("grid", ctypes.c_uint32 * 3), ("block", ctypes.c_uint32 * 3), ("user_sgprs", ctypes.c_uint32 * 32), ("nuser", ctypes.c_uint32),
     ("rsrc1", ctypes.c_uint32), ("rsrc2", ctypes.c_uint32), ("rsrc3", ctypes.c_uint32), ("mode", ctypes.c_uint32),
     ("wave_size", ctypes.c_uint32), ("lds_bytes", ctypes.c_uint32), ("scratch_per_lane", ctypes.c_uint32), ("tgid_in_ttmp", ctypes.c_uint32),
-    ("resident", ctypes.c_uint32), ("pad0", ctypes.c_uint32),
+    ("resident", ctypes.c_uint32), ("poison", ctypes.c_uint32),
     ("budget", ctypes.c_uint64), ("timeout", ctypes.c_double), ("op_counts", ctypes.POINTER(ctypes.c_uint64)),
     ("cap_sgpr", ctypes.POINTER(ctypes.c_uint32)), ("cap_vgpr", ctypes.POINTER(ctypes.c_uint32)), ("cap_misc", ctypes.c_uint64 * 7),
     ("instructions", ctypes.c_uint64), ("waves", ctypes.c_uint64), ("workgroups", ctypes.c_uint64),
@@ -37,6 +37,16 @@ class EmuArgs(ctypes.Structure):
     *[(n, ctypes.c_int32) for n in ("v_size", "v_lane", "v_wave", "v_len", "v_fmt", "v_op")], ("v_wg", ctypes.c_uint32 * 3), ("v_raw", ctypes.c_uint32 * 4),
     ("v_pad", ctypes.c_uint32), *[(n, ctypes.c_uint64) for n in ("w_lo", "w_hi", "w_alo", "w_ahi", "w_count")], ("w_first", WatchRec),
     ("w_last", WatchRec), ("lds_rd", ctypes.c_uint64), ("lds_wr", ctypes.c_uint64)]
+
+def poison() -> int:
+  """EmuArgs.poison from $MOCKGPU_EMU_POISON (a byte, e.g. 0xa5; unset or empty: off): every handler's pseudocode state
+  starts filled with that byte (docs/emu.md, "Pseudocode state")."""
+  v = os.environ.get("MOCKGPU_EMU_POISON", "")
+  if not v: return 0
+  try: b = int(v, 0)
+  except ValueError: b = -1
+  if not 0 <= b <= 255: raise UnsupportedDispatch(f"MOCKGPU_EMU_POISON={v!r}: give one byte (0..255, e.g. 0xa5), or unset it")
+  return 0x100 | b
 
 @functools.cache
 def load(arch: ArchSpec) -> tuple[ctypes.CDLL, Library]:
@@ -73,7 +83,7 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   a.user_sgprs[:len(us)] = us
   a.nuser, a.rsrc1, a.rsrc2, a.rsrc3, a.mode = len(us), d.rsrc1, d.rsrc2, d.rsrc3, arch.initial_mode(d.rsrc1)
   a.wave_size, a.lds_bytes, a.scratch_per_lane, a.tgid_in_ttmp = d.wave_size, d.lds_size, d.scratch_bytes_per_lane, int(arch.tgid_in_ttmp)
-  a.budget, a.timeout, a.resident = budget, float(timeout or 0.0), min(resident, 1 << 31)
+  a.budget, a.timeout, a.resident, a.poison = budget, float(timeout or 0.0), min(resident, 1 << 31), poison()
   counts = (ctypes.c_uint64 * len(lib.handlers))() if op_counts else None
   if counts is not None: a.op_counts = counts
   if capture:

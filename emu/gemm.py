@@ -11,7 +11,9 @@ import dataclasses, importlib, importlib.util, json, pathlib, struct
 from dataclasses import dataclass, field
 from typing import Callable
 import numpy as np
-from mockgpu.emu.api import DEFAULT_RSRC1, StoreRecord
+from tinygrad.runtime.autogen import amdgpu_kd as kd
+from mockgpu.emu.api import StoreRecord
+from mockgpu.emu.arch import get_arch
 from mockgpu.emu.errors import EmuError
 
 __all__ = ["GemmKernel", "GemmLaunch", "Branch", "assemble", "DTYPES", "error_bound", "sweep_shapes", "ShapeResult", "validate_one",
@@ -213,13 +215,18 @@ def _kernargs(names: tuple[str, ...], vals: dict[str, int]) -> list[int]:
   raw = raw.ljust(-(-len(raw) // 4) * 4, b"\0")
   return list(struct.unpack(f"<{len(raw) // 4}I", raw))
 
+def raw_rsrc1(arch: str) -> int:
+  """RSRC1 of a kernel given as raw code: the float mode tinygrad's LLVM kernels run in, the arch's assembler default
+  (ArchSpec.default_rsrc1) with f32 denormals kept (MODE 0x3f0 on gfx9-gfx11, 0xf0 on gfx12)."""
+  return get_arch(arch).default_rsrc1 | 3 << kd.COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_32_SHIFT
+
 def _prepare(k: GemmKernel, L: GemmLaunch, mem, addrs: dict[str, int], M: int, N: int, K: int):
   """The code object and its kernel arguments placed in `mem`: an emu.launch.Launch to run (more than once)."""
   from mockgpu.emu.codeobj import CodeObject, load_elf
   from mockgpu.emu.launch import prepare
   vals = {**addrs, "M": M, "N": N, "K": K, "lda": K, "ldb": K if k.b_layout == "nk" else N, "ldc": N}
   if L.code[:4] == b"\x7fELF": co = load_elf(L.code)
-  else: co = CodeObject(L.code, 0, DEFAULT_RSRC1, L.rsrc2, 0, L.lds_bytes, 0, 0, not L.wave64 and k.arch != "gfx950", False)
+  else: co = CodeObject(L.code, 0, raw_rsrc1(k.arch), L.rsrc2, 0, L.lds_bytes, 0, 0, not L.wave64 and k.arch != "gfx950", False)
   return prepare(co, k.arch, L.grid, L.block, [], _kernargs(L.args, vals), memory=mem)
 
 def inputs(M: int, N: int, K: int, dt: str, seed: int) -> tuple[np.ndarray, np.ndarray]:

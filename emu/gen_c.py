@@ -2,19 +2,20 @@
 handler per (format, opcode) that sets up PcState, calls pcode's generated `pc_<EnumClass>_<MEMBER>` and writes results
 back, and the handler tables. The hand-written parts live in csrc/ (machine state, operands, scheduler, prose ops)."""
 from __future__ import annotations
-import re
+import functools, pathlib, re
 from dataclasses import dataclass
 from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer, bvh
 from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.pcinfo import Usage, usage
-from mockgpu.pcode.state import MODE_VIEWS
+from mockgpu.pcode.state import MODE_VIEWS, WIDE
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS, vinterp, image
 from mockgpu.emu.image import c_defs as image_defs, c_aliases as image_aliases, alias_members as image_members
 
-__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "INT_CLAMP", "MODS_ON_BITS", "SEMANTICS_ALIAS", "D16_PRESERVE", "SGPR_DST",
-           "dst_sgpr", "f16_half", "handler_names", "int_clamp", "acc_rules", "semantics_entry", "zero_hi16"]
+__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "UNMODELLED", "STATE_ZERO", "SALU_RAW", "INT_CLAMP", "MODS_ON_BITS",
+           "SEMANTICS_ALIAS", "D16_PRESERVE", "SGPR_DST", "dst_sgpr", "ds_writes_vdst", "pc_reads", "zero_unset", "f16_half", "handler_names",
+           "int_clamp", "acc_rules", "semantics_entry", "zero_hi16"]
 
 GEN_VERSION = "1"
 
@@ -46,7 +47,18 @@ PROSE_C = {
   "DS_GWS_SEMA_RELEASE_ALL": "h_gws_release_all", "DS_GWS_BARRIER": "h_gws_barrier", "DS_ORDERED_COUNT": "h_ds_ordered",
   "S_ENDPGM_SAVED": "h_endpgm", "S_SLEEP_VAR": "h_sleep", "S_ENDPGM_ORDERED_PS_DONE": "h_ps_done", "DS_ADD_GS_REG_RTN": "h_gs_reg", "DS_SUB_GS_REG_RTN": "h_gs_reg",
   "S_SUBVECTOR_LOOP_BEGIN": "h_subvec_begin", "S_SUBVECTOR_LOOP_END": "h_subvec_end",
+  "S_PREFETCH_INST": "h_nop", "S_PREFETCH_INST_PC_REL": "h_nop", "S_PREFETCH_DATA": "h_nop", "S_PREFETCH_DATA_PC_REL": "h_nop",
+  "S_BUFFER_PREFETCH_DATA": "h_nop",
 }
+# Ops with pseudocode that must not run it: it would silently leave out wave state the emulator does not model. Both backends
+# raise InvalidInstruction("unsupported") with the reason (C: generated handlers `hu_<NAME>`).
+_GPR_IDX = "VGPR indexing mode (S_SET_GPR_IDX_*: MODE.GPR_IDX_EN, M0-indexed VALU operands) is not modelled"
+_FORK = "the fork/join stack (S_CBRANCH_G_FORK/I_FORK/JOIN: MODE.CSP and its SGPR entries) is not modelled; compilers do not emit it"
+_BLOCK = ("block loads/stores (up to 32 VGPRs selected by M0) are not modelled: the wheel's pseudocode addresses memory through "
+          "VGPR[lane][ADDR], not the instruction's address")
+UNMODELLED = {**dict.fromkeys(("S_SET_GPR_IDX_ON", "S_SET_GPR_IDX_OFF", "S_SET_GPR_IDX_IDX", "S_SET_GPR_IDX_MODE"), _GPR_IDX),
+              **dict.fromkeys(("S_CBRANCH_G_FORK", "S_CBRANCH_I_FORK", "S_CBRANCH_JOIN"), _FORK),
+              **dict.fromkeys(("GLOBAL_LOAD_BLOCK", "GLOBAL_STORE_BLOCK", "SCRATCH_LOAD_BLOCK", "SCRATCH_STORE_BLOCK"), _BLOCK)}
 # DS_READ_*_TR_* (gfx950 transposing LDS reads): element bits and dwords per lane (csrc/emu_prose.h ds_read_tr)
 DS_READ_TR = {"DS_READ_B64_TR_B4": (4, 2), "DS_READ_B64_TR_B8": (8, 2), "DS_READ_B64_TR_B16": (16, 2), "DS_READ_B96_TR_B6": (6, 3)}
 # Integer clamp (prose in the ISA: the clamp bit saturates an integer result to its type's range), for the VOP3/VOP3SD/VOP3P
@@ -65,6 +77,8 @@ INT_CLAMP = {"V_ADD_NC_U32": "+", "V_ADD_NC_I32": "+", "V_SUB_NC_U32": "-", "V_S
                                        "MAD_U16", "MAD_I16", "MAD_U32_U16", "MAD_I32_I16", "PK_MAD_U16", "PK_MAD_I16")},
              "V_DOT4_I32_IU8": "d", "V_DOT4_U32_U8": "d", "V_DOT8_I32_IU4": "d", "V_DOT8_U32_U4": "d",
              "V_SAD_U8": "s", "V_SAD_U16": "s", "V_SAD_U32": "s", "V_SAD_HI_U8": "h", "V_MSAD_U8": "M"}
+# Pseudocode names for an SALU op's raw register fields (S_MOVRELS/MOVRELD/MOVRELSD_2: "raw value from instruction")
+SALU_RAW = {"SRC0": "src0", "SRC1": "src1", "DST": "sdst"}
 # Ops with untyped (B16/B32) sources whose abs/neg input modifiers act as on floats of that width (ISA: V_CNDMASK takes
 # input modifiers; LLVM folds a float negation of a select into them, e.g. the sign of tinygrad's sin).
 MODS_ON_BITS = ("V_CNDMASK_B32", "V_CNDMASK_B16")
@@ -101,6 +115,7 @@ class Generated:
   handlers: tuple[str, ...]           # hid -> "FORMAT OPNAME"
   hbase: dict[str, int]               # format -> first hid
   missing: dict[str, str]             # "FORMAT OPNAME" -> why it has no semantics
+  zeroed: dict[str, tuple[str, ...]]  # handler -> PcState members it zeroes (read by its entries, fed by no machine state: STATE_ZERO)
 
 def _fw(fmt) -> int:
   n = fmt.name.removeprefix("FMT_NUM_")
@@ -226,7 +241,7 @@ _PLAIN_SET = "s.MODE = PC_MODE_DEFAULT | (w->mode & ~0xffu);"
 
 def _salu(f: Format, h: str, fn: str, u: Usage, ops: dict) -> str:
   sb, sf, db, _ = _opinfo(ops, f.name, h)
-  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0; s.MODE = w->mode;"]
+  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PC_STATE(s, w);"]
   if f.name == "SOPK":   # D0 is SDST; RDNA names the immediate SIMM16 (S0 = SDST), CDNA calls it S0 (S_CMPK_*: S0 = SDST, S1 = imm)
     db = ops.get("sdst", (None, 32))[1]
     L.append(f"  s.D0.q[0] = scalar_src(w, in, in->sdst, {db}, 0);")
@@ -237,6 +252,8 @@ def _salu(f: Format, h: str, fn: str, u: Usage, ops: dict) -> str:
       if sb[i]: L.append(f"  s.S{i}.q[0] = scalar_src(w, in, {e}, {sb[i]}, {sf[i]});")
     if "D0" in u.reads and db: L.append(f"  s.D0.q[0] = scalar_src(w, in, in->sdst, {db}, 0);")
   L += ["  " + x for x in _set_scalars(u, "salu")]
+  for nm, fld in SALU_RAW.items():   # S_MOVREL*: SGPR numbers from the encoding
+    if nm in u.reads: L.append(f"  s.{nm} = (uint64_t)in->{fld};")
   if "VCC" in u.reads | u.writes: L.append("  s.VCC = rd_vcc(w);")
   L += [f"  {fn}(&s);", f"  {_CHECK}"]
   if "D0" in u.writes and db: L.append(f"  sdst_write(w, in->sdst, s.D0.q[0], {db});" if db <= 64 else f"  sdst_write_reg(w, in->sdst, &s.D0, {db});")
@@ -264,12 +281,13 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   vcc_src2 = fmt in ("VOP3", "VOP3SD") and "src2" in ops and ops["src2"][0].name == "FMT_NUM_M64"
   if vcc_src2: sb[2] = 0
   dsts = dst_sgpr(ops, name)
+  carry = fmt == "VOP3SD" and "D1" in u.writes   # V_MAD_U64_U32 / V_MAD_I64_I32: { D1.u1, D0.u64 } = ..., D1 is the lane's SDST bit
   e = {"VOP1": ("in->src0", "0", "0"), "VOP2": ("in->src0", "in->src1", "0"), "VOPC": ("in->src0", "in->src1", "0")}.get(fmt, ("in->src0", "in->src1", "in->src2"))
   mods = "0, 0, 0, 0, 0" if enc32 else "in->opsel, in->neg, in->abs, in->neg_hi, (in->opsel_hi | in->opsel_hi2 << 2)"
   p32 = pk32(fmt, ops, u)
   oi = f"static const OpInfo OI_{h} = {{{{{sb[0]}, {sb[1]}, {sb[2]}}}, {{{sf[0]}, {sf[1]}, {sf[2]}}}, {db if not cmp else 0}, {dfw}, {t16}, {packed}, {mix}, {p32}}};\n"
   if (ic := int_clamp(fmt, ops, name)): oi += f"static const IClamp IC_{h} = {{'{ic[0]}', {', '.join(map(str, ic[1:]))}}};\n"
-  L = [f"void {h}(Wave *w, const Inst *in) {{", "  VOps o; PcState s; s.user = w; s.fault = 0; s.MODE = w->mode;"]
+  L = [f"void {h}(Wave *w, const Inst *in) {{", "  VOps o; PC_STATE(s, w);"]
   edst = "in->vdst" if not (cmp or dsts) and "vdst" in ops else "0"
   fastok = all(b in (0, 32, 64) for b in sb) and db != 16 and not packed and not p32 and not mix and not (u.wave_vgpr or dsts)
   fmods = "0" if enc32 else "(in->opsel | in->neg | in->abs | in->neg_hi | in->omod | in->clmp)"
@@ -283,7 +301,8 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   if "VCC" in u.reads | u.writes:
     L.append(f"  s.VCC = {'scalar_src(w, in, in->src2, 64, 0) & w->c->wave_mask' if vcc_src2 else 'rd_vcc(w)'};")
   if cmp: L.append(("  s.D0.q[0] = 0;" if "D0" in u.writes else "") + (" s.EXEC = 0;" if "EXEC" in u.writes else ""))
-  if mix or "OPSEL" in u.reads: L.append("  s.OPSEL = in->opsel; s.OPSEL_HI = in->opsel_hi | in->opsel_hi2 << 2; s.NEG = in->neg;")
+  if mix or "OPSEL" in u.reads: L.append("  s.OPSEL = in->opsel; s.OPSEL_HI = in->opsel_hi | in->opsel_hi2 << 2;")
+  if mix or "NEG" in u.reads: L.append("  s.NEG = in->neg;")   # V_DOT*_IU*: NEG[0]/NEG[1] make S0/S1 signed
   for nm, ex in (("SRC0", "in->src0 - 256"), ("SRC1", "in->src1 - 256"), ("SRC2", "in->src2 - 256"), ("DST", "in->vdst - 256"), ("VDST", "in->vdst - 256")):
     if nm in u.reads: L.append(f"  s.{nm} = (uint64_t)({ex});")
   if u.wave_vgpr or dsts:   # wave-wide: evaluated once, sources are scalars or register numbers
@@ -295,6 +314,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   else:
     for i in range(3):
       if sb[i]: L.append(f"  SRCLOCALS(o, {i})")
+    if carry: L.append("  uint64_t cout = 0; s.D1.q[0] = 0;")
     dm = {16: "32" if zh else "16", 32: "32", 64: "64"}.get(db, "32")
     has_dst = "D0" in u.writes and not cmp and edst != "0"
     L.append("  DSTLOCALS(o)")
@@ -311,6 +331,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
       srcs = ", ".join(f"s.S{i}.q[0]" if sb[i] else "0" for i in range(3))
       body.append(f"uint64_t icv = o.clamp ? iclamp(&IC_{h}, {srcs}, {'(uint32_t)(s.VCC >> L) & 1' if ic[0] in 'cbB' else '0'}, in->neg) : 0;")
     body.append(f"{fn}(&s);")
+    if carry: body.append("cout |= (s.D1.q[0] & 1) << L;")
     if ic: body.append(f"if (o.clamp) s.D0.q[0] = icv;" if db == 64 else "if (o.clamp) s.D0.d[0] = (uint32_t)icv;")
     fast = not ("S0" in u.writes and sb[0]) and not u.lane_vgpr and not cmp   # compares: one loop (build time)
     if fast:   # all lanes active, no output modifiers: a straight loop into a local buffer, then one write-back pass
@@ -342,6 +363,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   cdst = ("(in->dpp_kind == 4 && in->sd ? in->sdst : 106)" if sdwa else "106") if fmt == "VOPC" else "in->vdst - 256"
   if cmp and "D0" in u.writes: L.append(f"  sdst_write(w, {cdst}, s.D0.q[0] & w->c->wave_mask, w->c->wave_size);")
   if cmp and "EXEC" in u.writes: L.append("  wr_exec(w, s.EXEC);")
+  if carry: L.append("  sdst_write(w, in->sdst, cout & o.exec & w->c->wave_mask, w->c->wave_size);")
   if "VCC" in u.writes:   # a lane mask written by a VALU op: bits of inactive lanes are 0 (LLVM tests a carry mask with s_cmp)
     if fmt == "VOP3SD": L.append("  sdst_write(w, in->sdst, s.VCC & o.exec & w->c->wave_mask, w->c->wave_size);")
     else: L.append("  wr_vcc(w, s.VCC & o.exec);")
@@ -390,7 +412,7 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, text: str =
   A, D = ("vaddr" if "vaddr" in names else "addr"), ("vsrc" if "vsrc" in names else "data0")
   OFF, OFFW = ("ioffset", 24) if "ioffset" in names else ("offset", 21 if fmt == "SMEM" else 13)
   RET = "(in->th & 1)" if "th" in names else "in->sc0" if "sc0" in names else "in->glc"   # gfx9: sc0 is GLC
-  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PcState s; s.user = w; s.fault = 0; s.MODE = w->mode;",
+  L = [f"void {h}(Wave *w, const Inst *in) {{", "  PC_STATE(s, w);",
        f"  w->c->atomic = {int(bool(atomic))};",
        "  uint32_t *const VV = w->v; (void)VV;" + ("" if fmt == "SMEM" else f" const int r_vdst = in->vdst - 256, r_data0 = in->{D} - 256; (void)r_vdst; (void)r_data0;")
        + (" const int r_data1 = in->data1 - 256; (void)r_data1;" if fmt == "DS" else "")]
@@ -433,7 +455,7 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, text: str =
     if u.reads & {"DATA2", "DATA1"}: L.append("    " + _vgpr_in("DATA2", "in->data1", d1) + " s.DATA1 = s.DATA2;")
     if "RETURN_DATA" in u.reads: L.append("    " + _vgpr_in("RETURN_DATA", "in->vdst", dbits))
     L += [f"    {fn}(&s);", f"    {_CHECK}"]
-    if "RETURN_DATA" in u.writes: L.append("    " + _vgpr_out("RETURN_DATA", "in->vdst", dbits))
+    if ds_writes_vdst(name, u): L.append("    " + _vgpr_out("RETURN_DATA", "in->vdst", dbits))
     if "ADDR" in u.writes: L.append("    w->v[(in->addr - 256) * MAXLANES + L] = (uint32_t)s.ADDR;")   # DS_BVH_STACK: the updated stack address
     L.append("  }")
   else:
@@ -442,6 +464,8 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, text: str =
     L.append("  int sa = in->saddr != ENC_NULL && in->saddr != 0x7f;")
     L.append("  uint64_t sbase = sa ? ((uint64_t)w->s[in->saddr + 1] << 32 | w->s[in->saddr]) : 0;")
     L.append(f"  int64_t off = sext((uint64_t)in->{OFF}, {OFFW});")
+    if "SGPR_ADDR" in u.reads: L.append("  s.SGPR_ADDR = sbase;")   # *_ADDTID_B32: SGPR base + INST_OFFSET + lane * 4
+    if "INST_OFFSET" in u.reads: L.append(f"  s.INST_OFFSET = (uint32_t)in->{OFF};")
     L.append("  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L;")
     L.insert(-1, f"  const uint32_t *va = w->v + (in->{A} - 256) * MAXLANES, *vah = w->v + ((in->{A} - 255) & (NVREG - 1)) * MAXLANES;"
                  " const uint32_t ssa = sa ? w->s[in->saddr] : 0, sve = in->sve;")
@@ -459,10 +483,16 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, text: str =
     elif "D16" in name and "VDATA" in u.writes: L.append("    " + _vgpr_in("VDATA", "in->vdst", dbits))   # the other half is preserved
     L += [f"    {fn}(&s);", f"    {_CHECK}"]
     if "VDATA" in u.writes and "STORE" not in name: L.append("    " + _vgpr_out("VDATA", "in->vdst", dbits))
-    if "RETURN_DATA" in u.writes: L.append(f"    if ({RET}) {{ " + _vgpr_out("RETURN_DATA", "in->vdst", dbits) + " }")
+    if "RETURN_DATA" in u.writes:   # atomics return with GLC / th[0] / sc0; GLOBAL_LOAD_ADDTID_B32 loads into RETURN_DATA
+      L.append(f"    if ({RET if atomic else 1}) {{ " + _vgpr_out("RETURN_DATA", "in->vdst", dbits) + " }")
     L.append("  }")
   L.append("  w->c->atomic = 0;")
   return "\n".join(L) + "\n}\n"
+
+def ds_writes_vdst(name: str, u: Usage) -> bool:
+  """Whether a DS op writes VDST: loads and the _RTN atomics do; an atomic without _RTN never does, whatever the encoding's
+  VDST field holds (hardware, issue 10; the wheel's pseudocode assigns RETURN_DATA in both forms)."""
+  return "RETURN_DATA" in u.writes and ("_RTN" in name or "MEM" not in u.writes)
 
 def smem_align(name: str) -> int:
   """The alignment an SMEM access's address is forced to: its size for the RDNA4 byte/short loads (S_[BUFFER_]LOAD_U8/I8/
@@ -482,7 +512,7 @@ def _vopd_ops(ops: dict) -> dict:
 def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   sb, sf, db, dfw = _opinfo(ops, "VOP2", name)
   L = [f"void {h}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec) {{",
-       "  PcState s; s.user = w; s.fault = 0; s.MODE = w->mode; VOps o;",
+       "  PC_STATE(s, w); VOps o;",
        f"  static const OpInfo oi = {{{{{sb[0]}, {sb[1]}, 0}}, {{{sf[0]}, {sf[1]}, 0}}, 32, {dfw}, 0, 0, 0}};",
        "  int e0 = y ? in->srcy0 : in->srcx0, e1 = y ? in->vsrcy1 : in->vsrcx1, ed = y ? in->vdsty : in->vdstx;",
        "  if (!(valu_fast(w, in, &oi, &o, e0, e1, 0, ed, 0) || valu_setup(w, in, &oi, &o, e0, e1, 0, ed, 0, 0, 0, 0, 0))) return;"]
@@ -631,6 +661,60 @@ def handler_names(arch: ArchSpec) -> tuple[tuple[str, ...], dict[str, int]]:
       names.append(f"{f.name} {nm}")
   return tuple(names), base
 
+# Pseudocode state no machine state feeds. Every PcState member an entry reads is set by its handler from the wave (operands,
+# encoding fields, registers), or zeroed by zero_unset (the Python backend's State starts at 0 too); each member that can be
+# zeroed is listed here with the reason it reads as 0 (tests/isa/test_hw_emu_paths.py checks every arch against this table).
+STATE_ZERO = {
+  "D0": "partial results (a 16-bit half, D0[hi : lo]) read the rest of D0, which the handler never writes back",
+  "ADDR0": "DS_CONDXCHG32_RTN_B64 assigns it before reading it", "ADDR1": "DS_CONDXCHG32_RTN_B64 assigns it before reading it",
+  "WAVE_STATUS_COND_DBG_SYS": "conditional-debug status: no debugger sets it, so S_CBRANCH_CDBG* fall through",
+  "WAVE_STATUS_COND_DBG_USER": "conditional-debug status: no debugger sets it, so S_CBRANCH_CDBG* fall through",
+  "WAVE_STATUS_PRIV": "S_RFE_B64 clears it (a 1-bit write); nothing reads it: no trap handler runs",
+  "TRAPSTS_INVALID": "exception status the float min/max entries set on a signalling NaN (a 1-bit write); no trap handler reads it",
+  "SDWA_SRC0_SEL": "gfx9 V_CVT_*_FP8/BF8 byte select: the SDWA operand fetch has already moved src0_sel's byte to bits 7:0 "
+                   "(the VOP3 form converts byte 0: its op_sel byte select is not modelled)",
+  "OFFSET": "an argument of CalcScalarScratchAddr (gfx9 S_SCRATCH_*), which no backend provides: they raise unsupported",
+  "SBASE": "an argument of CalcScalarScratchAddr (gfx9 S_SCRATCH_*), which no backend provides: they raise unsupported",
+  "SOFFSET": "an argument of CalcScalarScratchAddr (gfx9 S_SCRATCH_*), which no backend provides: they raise unsupported",
+}
+_PC_FN = re.compile(r"^static inline void (pc_\w+)\(PcState \*s\) \{\n(.*?)^\}", re.S | re.M)
+_PC_ACCESS = re.compile(r"s->(\w+)(\.[dq]\[\d+\])?\s*(=(?!=))?")
+_HANDLER_SETS = re.compile(r"\bs\.(\w+)(?:\.[dq]\[[^\]]*\])?\s*=(?!=)")
+_PC_CALL = re.compile(r"\b(pc_\w+)\(&s\)")
+_STATE_FIXED = frozenset({"user", "fault", "fault_msg", "MODE"})   # PC_STATE sets these
+
+@functools.cache
+def _discarding_hooks() -> frozenset[str]:
+  """The PC_EXT_ hooks whose macro in csrc/ ignores its arguments (`#define PC_EXT_X(s, ...)` without __VA_ARGS__: the RDNA4/CDNA
+  address built-ins return the handler's ADDR), so what the pseudocode passes them is never read."""
+  src = "".join(p.read_text() for p in sorted((pathlib.Path(__file__).parent / "csrc").glob("*.h")))
+  return frozenset(m[1] for m in re.finditer(r"#define PC_EXT_(\w+)\(s, \.\.\.\)(.*)", src) if "__VA_ARGS__" not in m[2])
+
+def _drop_hook_args(body: str) -> str:
+  out, i, hooks = [], 0, _discarding_hooks()
+  for m in re.finditer(r"PC_EXT_(\w+)\(s", body):
+    if m.start() < i or m[1] not in hooks: continue
+    depth, j = 1, m.end()
+    while depth: depth += {"(": 1, ")": -1}.get(body[j], 0); j += 1
+    out += [body[i:m.end()], ")"]; i = j
+  return "".join(out) + body[i:]
+
+def pc_reads(pcode_c: str) -> dict[str, frozenset[str]]:
+  """The PcState members each emitted `pc_*` function reads: every `s->X` that is not the whole target of an assignment
+  (`s->X = ...`, `s->X.d[k] = ...`) nor an argument of a hook that ignores it (_discarding_hooks); a partial write reads its
+  member (read-modify-write), and so does a read after the function's own assignment (not flow-sensitive: conservative)."""
+  return {m[1]: frozenset(x[1] for x in _PC_ACCESS.finditer(_drop_hook_args(m[2])) if not x[3]) - _STATE_FIXED
+          for m in _PC_FN.finditer(pcode_c)}
+
+def zero_unset(text: str, reads: dict[str, frozenset[str]]) -> tuple[str, tuple[str, ...]]:
+  """A handler's C with the PcState members its `pc_*` calls read but it never sets zeroed right after PC_STATE (so no
+  member is read uninitialised, and each reads as the Python backend's State default, 0), and those members."""
+  need = frozenset().union(*(reads.get(f, frozenset()) for f in _PC_CALL.findall(text)))
+  zero = tuple(sorted(need - set(_HANDLER_SETS.findall(text))))
+  if not zero or "PC_STATE(s, w);" not in text: return text, ()
+  fill = " ".join(f"memset(&s.{m}, 0, sizeof(s.{m}));" if m in WIDE else f"s.{m} = 0;" for m in zero)
+  return text.replace("PC_STATE(s, w);", f"PC_STATE(s, w); {fill}", 1), zero
+
 def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2) -> Generated:
   """The C sources for `arch` given pcode's emitted C and the set of `pc_*` functions it defines: the main translation
   unit and `chunks` units of handlers, compiled in parallel and linked into one library."""
@@ -640,7 +724,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   mat_c, mat_h = matrix.c_source(arch.family)
   fields_def, decoder = _decoder(arch, fmts)
   names, hbase = handler_names(arch)
-  handlers, tables, missing, decls = [], [], {}, []
+  handlers, tables, missing, decls, unmod = [], [], {}, [], set()
   for f in fmts:
     n = 1 << (f.op_field[1] if f.op_field else 5)
     row = []
@@ -659,6 +743,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
           row.append(f"VH_{name}"); decls.append(f"void VH_{name}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);")
         else: row.append("0"); missing[key] = f"VOPD target {tgt or base_name} has no compiled pseudocode"
         continue
+      if base_name in UNMODELLED: row.append(f"hu_{base_name}"); missing[key] = UNMODELLED[base_name]; unmod.add(base_name); continue
       if base_name in mat_h: row.append(mat_h[base_name]); continue
       if base_name.startswith(("V_WMMA_", "V_SWMMAC_", "V_MFMA_", "V_SMFMAC_")) and base_name not in PROSE_C:
         row.append("h_unsupported"); missing[key] = f"matrix op {base_name} of {arch.name} is not modelled (mockgpu.emu.matrix)"; continue
@@ -691,12 +776,16 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);")
     if f.name == "VOPD": tables.append(f"static const VHalf VOPD_HALF[{n}] = {{{', '.join(row)}}};"); row = ["h_vopd" if i in f.valid else "0" for i in range(n)]
     tables.append(f"static const Handler HT_{f.name}[{n}] = {{{', '.join(row)}}};")
+  reads, zeroed = pc_reads(pcode_c), {}
+  for i, text in enumerate(handlers):
+    handlers[i], z = zero_unset(text, reads)
+    if z: zeroed[re.search(r"void (\w+)\(", text)[1]] = z
   tables.append(f"static const Handler *const HANDLERS[{len(fmts)}] = {{{', '.join(f'HT_{f.name}' for f in fmts)}}};")
   tables.append(f"static const int32_t HBASE[{len(fmts)}] = {{{', '.join(str(hbase[f.name]) for f in fmts)}}};")
   tables.append(f"#define EMU_NHANDLERS {len(names)}")
   head = [f"/* generated by mockgpu.emu.gen_c v{GEN_VERSION} for {arch.name} ({arch.family}) from the tinygrad wheel's tables and mockgpu.pcode */",
           f"#define NVREG {arch.nvregs}\n#define NAGPR {arch.num_agprs}\n#define ENC_M0 {arch.enc_m0}\n#define ENC_NULL {arch.enc_null}\n"
-          f"#define DPP_GFX9 {int(arch.dpp_gfx9)}",
+          f"#define DPP_GFX9 {int(arch.dpp_gfx9)}\n#define DPP_BCAST_ROW0 {int(arch.dpp_bcast_row0)}",
           fields_def, *(f"#define EMU_HWREG_{r} {hwreg(arch.family, r)}" for r in HWREGS), f"#define EMU_HWREG_MODE {mode_hwreg(arch.family)}",
           f"#define EMU_OMOD(mode, omod) (((mode) >> {MODE_IEEE_BIT} & 1) ? 0 : (omod))   /* gen_c.omod_of */", f"#define EMU_DS_COUNTER_M0 {int(ds_counter_m0(ents))}",
           "#include \"emu_pre.h\"", "#include \"pcode_rt.h\"", "#include \"emu_core.h\"", "#include \"emu_ops.h\"", buffer.c_defines(arch),
@@ -708,7 +797,8 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   vopd = any(f.name == "VOPD" for f in fmts)
   ds_tr = [f"static void {PROSE_C[n]}(Wave *w, const Inst *in) {{ ds_read_tr(w, in, {wd}, {nd}); }}" for n, (wd, nd) in DS_READ_TR.items()
            if any(f.name == "DS" and n in f.enum.__members__ for f in fmts)]
-  main = "\n".join([*head, *decls, *ds_tr, mat_c, decoder, f"#define HAS_VOPD {int(vopd)}", "static void h_vopd(Wave *w, const Inst *in);" if vopd else "",
-                     *tables, "#include \"emu_sched.c\""])
+  hu = [f'static void hu_{n}(Wave *w, const Inst *in) {{ (void)in; set_status(w, ST_UNSUPPORTED, "{n}: {UNMODELLED[n]}"); }}' for n in sorted(unmod)]
+  main = "\n".join([*head, *decls, *ds_tr, *hu, mat_c, decoder, f"#define HAS_VOPD {int(vopd)}",
+                    "static void h_vopd(Wave *w, const Inst *in);" if vopd else "", *tables, "#include \"emu_sched.c\""])
   parts = ["\n".join([*head, pcode_c, *handlers[k::chunks]]) for k in range(chunks)]
-  return Generated((main, *parts), names, hbase, missing)
+  return Generated((main, *parts), names, hbase, missing, zeroed)

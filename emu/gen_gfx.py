@@ -6,12 +6,14 @@ import re
 from mockgpu.emu.image import sample_flags
 from mockgpu.emu.pcinfo import Usage
 
-__all__ = ["GFX_PROSE", "EXPORT_FORMATS", "IMAGE_FORMATS", "vinterp_shadows", "vinterp", "image_kind", "image"]
+__all__ = ["GFX_PROSE", "EXPORT_FORMATS", "IMAGE_FORMATS", "VINTERP_VGPRS", "vinterp_shadows", "vinterp", "image_kind", "image"]
 
 # member name -> C handler, for ops whose pseudocode is prose or absent (same role as gen_c.PROSE_C)
 GFX_PROSE = {"LDS_DIRECT_LOAD": "h_lds_direct_load", "DS_DIRECT_LOAD": "h_lds_direct_load",
              "LDS_PARAM_LOAD": "h_lds_param_load", "DS_PARAM_LOAD": "h_lds_param_load"}
 EXPORT_FORMATS = ("EXP", "VEXPORT")   # no opcode field: every encoding is one export (h_export)
+# S0 (and P10's S2) are read as other lanes' VGPRs; S1 may be an SGPR or another scalar source (hardware, issue 10)
+VINTERP_VGPRS = "VINTERP S0 and S2 must be VGPRs (S1 may be scalar)"
 IMAGE_FORMATS = ("MIMG", "VIMAGE")   # RDNA3, RDNA4: one core, the fields mapped by image.ALIASES; RDNA4 VSAMPLE is not modelled
 
 def image_kind(name: str) -> tuple[str, int, int] | None:
@@ -42,20 +44,21 @@ def vinterp_shadows(ops: dict, u: Usage) -> tuple[tuple[str, int, int], ...]:
 
 def vinterp(h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   """C handler of one VINTERP opcode. Every lane reads its quad's VGPRs before any lane's result is written (the results are
-  buffered), S1/S2 are f32 VGPRs with neg, RTZ variants convert with MODE's f16 rounding set toward zero, clamp applies to the result and
-  op_sel[3] selects the f16 destination half."""
+  buffered), S1 (a VGPR or a scalar read for all lanes) and S2 (a VGPR) are f32 with neg, RTZ variants convert with MODE's
+  f16 rounding set toward zero, clamp applies to the result and op_sel[3] selects the f16 destination half."""
   d16 = ops["vdst"][1] == 16
   L = [f"void {h}(Wave *w, const Inst *in) {{",
-       '  if (in->src0 < 256 || in->src1 < 256 || in->src2 < 256) { set_status(w, ST_INVALID, "VINTERP sources must be VGPRs"); return; }',
-       "  PcState s; s.user = w; s.fault = 0; Ctx *c = w->c; uint32_t out[MAXLANES]; uint64_t ex = rd_exec(w), e = ex;",
+       f'  if (in->src0 < 256 || in->src2 < 256) {{ set_status(w, ST_INVALID, "{VINTERP_VGPRS}"); return; }}',
+       "  PC_STATE(s, w); Ctx *c = w->c; uint32_t out[MAXLANES]; uint64_t ex = rd_exec(w), e = ex;",
        f"  s.SRC0 = NVREG; s.SRC2 = NVREG + 1; s.MODE = {'(w->mode & ~0xcu) | 0xcu' if '_RTZ_' in name else 'w->mode'};",
-       "  const uint32_t *v1 = w->v + (in->src1 - 256) * MAXLANES, *v2 = w->v + (in->src2 - 256) * MAXLANES; (void)v2;"]
+       "  const uint32_t *v1 = in->src1 >= 256 ? w->v + (in->src1 - 256) * MAXLANES : NULL, *v2 = w->v + (in->src2 - 256) * MAXLANES; (void)v2;",
+       "  const uint32_t s1 = v1 ? 0 : (uint32_t)scalar_src(w, in, in->src1, 32, 32);   /* S1 may be scalar: the same value in every lane */"]
   for j, (k, i, bits) in enumerate(vinterp_shadows(ops, u)):
     sh = f"(in->opsel >> {i} & 1) * 16" if bits == 16 else "0"
     L.append(f"  {{ const uint32_t *r = w->v + (in->{k} - 256) * MAXLANES, sh = {sh}, x = (uint32_t)(in->neg >> {i} & 1) << {bits - 1};"
              f" for (int L = 0; L < MAXLANES; L++) c->vshadow[{j}][L] = (r[L] >> sh) ^ x; }}")
   L.append(f"  c->vshadow_n = {len(vinterp_shadows(ops, u))};")
-  body = ["s.laneId = (uint64_t)L;", "s.S1.d[0] = v1[L] ^ (in->neg >> 1 & 1) << 31; s.S1.d[1] = 0;"]
+  body = ["s.laneId = (uint64_t)L;", "s.S1.d[0] = (v1 ? v1[L] : s1) ^ (in->neg >> 1 & 1) << 31; s.S1.d[1] = 0;"]
   if "S2" in u.reads: body.append("s.S2.d[0] = v2[L] ^ (in->neg >> 2 & 1) << 31; s.S2.d[1] = 0;")
   L += ["  while (e) {", "    int L = __builtin_ctzll(e); e &= e - 1;", *("    " + b for b in body), f"    {fn}(&s);",
         "    if (UNLIKELY(s.fault)) { c->vshadow_n = 0; pc_fault(w, &s); return; }", "    out[L] = s.D0.d[0];", "  }", "  c->vshadow_n = 0;",

@@ -11,7 +11,8 @@ from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
 from mockgpu.emu.gen_c import PROSE_C, omod_of, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, \
-  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR, smem_align, dst_sgpr, plain_dwords
+  f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR, smem_align, dst_sgpr, plain_dwords, ds_writes_vdst, UNMODELLED, \
+  SALU_RAW
 from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS
 from mockgpu.emu.pygfx import exec_vinterp, lds_direct_load, lds_param_load, export
@@ -255,8 +256,9 @@ def sdst_write(w: Wave, e: int, v: int, bits: int):
 _DPP_GFX9 = {0x130: lambda L: (L + 1, L + 1 < 64), 0x134: lambda L: ((L + 1) & 63, True), 0x138: lambda L: (L - 1, L > 0),
              0x13c: lambda L: ((L - 1) & 63, True), 0x142: lambda L: ((L & ~15) - 1, L >= 16), 0x143: lambda L: (31, L >= 32)}
 
-def dpp16_src(ctl: int, L: int, gfx9: bool = False):
+def dpp16_src(ctl: int, L: int, gfx9: bool = False, bcast_row0: bool = False):
   row, r = L & ~15, L & 15
+  if bcast_row0 and ctl in (0x142, 0x143): return row, True   # ArchSpec.dpp_bcast_row0 (gfx11)
   if gfx9 and ctl in _DPP_GFX9: sl, ok = _DPP_GFX9[ctl](L); return (sl, True) if ok else (L, False)
   if gfx9 and ctl >= 0x160: raise Stop(ST_UNSUPPORTED, msg="DPP16 control not supported on this arch")
   if ctl <= 0xff: return (L & ~3) | ((ctl >> ((L & 3) * 2)) & 3), True
@@ -278,6 +280,7 @@ def pyrun(c: Ctx, w: Wave, ename: str, space: str = "global", **kw):
   # RDNA4 and CDNA address built-ins return the effective address the caller put in ADDR (as csrc/emu_pre.h does)
   st.hooks = {n: (lambda *a, st=st: st.ADDR) for n in ("CalcGlobalAddr", "CalcScratchAddr", "CalcFlatAddr", "CalcDsAddr", "CalcScalarGlobalAddr",
                                                            "CalcImageAddr")}
+  st.hooks["s_nop"] = lambda *a: 0   # V_PERMLANE64_B32 in wave32 (csrc/emu_pre.h)
   if space in ("buffer", "sbuffer"): st.hooks["CalcBufferAddr"] = st.hooks["CalcScalarBufferAddr"] = lambda *a, st=st: st.ADDR
   try: return prun(c.arch.family, ename, st)
   except PcodeRuntimeError as e:   # a built-in this emulator does not provide: unsupported, named as the C backend names it
@@ -340,7 +343,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
     vals, wmask = {}, 0
     for L in range(c.wave_size):
       if f["dpp_kind"] == 1:
-        sl, valid = dpp16_src(f["dpp"], L, c.arch.dpp_gfx9)
+        sl, valid = dpp16_src(f["dpp"], L, c.arch.dpp_gfx9, c.arch.dpp_bcast_row0)
         if not (f["row_mask"] >> (L >> 4) & 1) or not (f["bank_mask"] >> ((L >> 2) & 3) & 1): continue
         if valid and not f.get("fi", 0) and not (exe >> sl & 1): valid = False
         if not valid and not f.get("bc", 0): continue
@@ -387,7 +390,8 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
           if exe >> L & 1: w.v[dr][L] = st.D0 & M32
     if "EXEC" in u.writes: w.exec = st.EXEC
     return
-  d0mask, vcc, execw, ic = 0, kw["VCC"], 0, int_clamp(fm.name, ops, name)
+  d0mask, vcc, execw, ic, cout = 0, kw["VCC"], 0, int_clamp(fm.name, ops, name), 0
+  carry = fm.name == "VOP3SD" and "D1" in u.writes   # as gen_c._valu: D1 is the lane's SDST bit
   for L in range(c.wave_size):
     if not exe >> L & 1: continue
     for i in range(3):
@@ -397,7 +401,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
       kw["D0"] = ((w.v[dr][L] >> dsh) & 0xffff) if db == 16 else (w.v[dr][L] | w.v[(dr + 1) & (len(w.v) - 1)][L] << 32 if db == 64 else w.v[dr][L])
     cin = vcc >> L & 1   # the carry-in, before the pseudocode updates the lane's VCC bit
     st = pyrun(c, w, ename, **kw)
-    vcc = st.VCC
+    vcc, cout = st.VCC, cout | (st.D1 & 1) << L if carry else cout
     if cmp: d0mask, execw = st.D0 & M64, st.EXEC
     if "D0" in u.writes and not cmp and edst:
       val = st.D0
@@ -415,6 +419,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
   if cmp and "D0" in u.writes:
     sdst_write(w, (f["sdst"] if sdwa and f.get("sd") else 106) if fm.name == "VOPC" else f.get("vdst", 0) - 256, d0mask & c.wave_mask, c.wave_size)
   if cmp and "EXEC" in u.writes: w.exec = execw
+  if carry: sdst_write(w, f["sdst"], cout & exe & c.wave_mask, c.wave_size)
   if "VCC" in u.writes:
     if fm.name == "VOP3SD": sdst_write(w, f["sdst"], vcc & exe & c.wave_mask, c.wave_size)
     else: w.vcc = vcc & exe
@@ -476,6 +481,7 @@ def exec_salu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
     for i, k in enumerate(("src0", "src1")):
       if sb[i]: kw[f"S{i}"] = scalar_src(w, f, f[k], sb[i], sf[i])
     if "D0" in u.reads and db: kw["D0"] = scalar_src(w, f, f["sdst"], db, 0)
+  kw.update({nm: f.get(fld, 0) for nm, fld in SALU_RAW.items() if nm in u.reads})   # S_MOVREL*: SGPR numbers (gen_c._salu)
   st = pyrun(c, w, ename, **kw)
   if "D0" in u.writes and db:
     if db <= 64: sdst_write(w, f["sdst"], st.D0, db)
@@ -538,7 +544,7 @@ def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: d
                   DATA=_vget(w, f["data0"] - 256, L, d0), DATA2=_vget(w, f["data1"] - 256, L, d1), RETURN_DATA=_vget(w, f["vdst"] - 256, L, dbits))
         kw["DATA0"], kw["DATA1"] = kw["DATA"], kw["DATA2"]
         st = pyrun(c, w, ename, space, **kw)
-        if "RETURN_DATA" in u.writes: _vput(w, f["vdst"] - 256, L, dbits, st.RETURN_DATA)
+        if ds_writes_vdst(name, u): _vput(w, f["vdst"] - 256, L, dbits, st.RETURN_DATA)
         if "ADDR" in u.writes: w.v[f["addr"] - 256][L] = st.ADDR & M32   # DS_BVH_STACK: the updated stack address
       return
     data = (ops.get("data") or ops.get("vsrc") or (None, 32))[1]
@@ -553,11 +559,11 @@ def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: d
       if space == "scratch": addr = ((w.s[f["saddr"]] if sa else 0) + (w.v[a][L] if f.get("sve") else 0) + off) & M32
       else: addr = ((sbase + w.v[a][L]) if sa else (w.v[a][L] | w.v[(a + 1) & (len(w.v) - 1)][L] << 32)) + off & M64
       for k in range(whole): _Mem(w, flat_space(addr) if fm.name in _FLAT else space, [L])._check((addr + 4 * k) & M64, 4, 2)
-      kw = dict(base, laneId=L, ADDR=addr, DATA=_vget(w, f[D] - 256, L, data),
+      kw = dict(base, laneId=L, ADDR=addr, SGPR_ADDR=sbase, INST_OFFSET=f[OFF] & M32, DATA=_vget(w, f[D] - 256, L, data),
                 VDATA=_vget(w, f[D] - 256, L, data) if "STORE" in name else _vget(w, f["vdst"] - 256, L, dbits))
       st = pyrun(c, w, ename, flat_space(addr) if fm.name in _FLAT else space, **kw)
       if "VDATA" in u.writes and "STORE" not in name: _vput(w, f["vdst"] - 256, L, dbits, st.VDATA)
-      if "RETURN_DATA" in u.writes and ret: _vput(w, f["vdst"] - 256, L, dbits, st.RETURN_DATA)
+      if "RETURN_DATA" in u.writes and (ret or not w.atomic): _vput(w, f["vdst"] - 256, L, dbits, st.RETURN_DATA)   # as gen_c._mem
   finally: w.atomic = False
 
 def exec_buffer(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: dict, u):
@@ -664,6 +670,7 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
   if name in GFX_PROSE: return lds_direct_load(c, w, f, Stop) if GFX_PROSE[name] == "h_lds_direct_load" else lds_param_load(Stop)
   if fm.name in BVH_FORMATS and name in BVH_OPS: return exec_bvh(c, w, fm.name, f, name)
   if fm.name in IMAGE_FORMATS: return exec_mimg(c, w, f, name, f"{type(member).__name__}_{member.name}", pyrun)
+  if name in UNMODELLED: raise Stop(ST_UNSUPPORTED, msg=f"{name}: {UNMODELLED[name]}")
   if name in PROSE_C:
     h = PROSE_C[name]
     if h == "h_endpgm": w.state = "done"; _capture(c, w)
@@ -726,7 +733,7 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
   ops, u = c.ops.get(member, {}), _usage(c.arch.family, c.ents, ename)
   if fm.name in _SALU: return exec_salu(c, w, fm, f, name, ename, ops, u)
   if fm.name in _VALU: return exec_valu(c, w, fm, f, name, ename, ops, u)
-  if fm.name == "VINTERP": return exec_vinterp(c, w, f, name, ename, ops, u, pyrun, _post, Stop)
+  if fm.name == "VINTERP": return exec_vinterp(c, w, f, name, ename, ops, u, pyrun, _post, Stop, scalar_src)
   if (fm.name in _VMEM or fm.name in ("DS", "SMEM")) and not ("LDS" in member.name and fm.name != "DS"): return exec_mem(c, w, fm, f, name, ename, ops, u)
   if fm.name in buffer.BUFFER_FORMATS and "LDS" not in name: return exec_buffer(c, w, fm, f, name, ename, ops, u)
   raise Stop(ST_UNSUPPORTED, msg="instruction has no semantics in the python backend")

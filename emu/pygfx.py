@@ -1,15 +1,16 @@
 """Python-backend mirror of the graphics-flavoured encodings (gen_gfx.py, csrc/emu_gfx.h): VINTERP, LDS direct loads and
 exports; images are in pyimage.py. Same results, faults and messages as the C handlers."""
 from __future__ import annotations
-from mockgpu.emu.gen_gfx import vinterp_shadows
+from mockgpu.emu.gen_gfx import VINTERP_VGPRS, vinterp_shadows
 from mockgpu.emu.report import ST_FAULT, ST_INVALID, ST_UNSUPPORTED
 
 __all__ = ["exec_vinterp", "lds_direct_load", "lds_param_load", "export"]
 
 M32 = 0xffffffff
 
-def exec_vinterp(c, w, f: dict, name: str, ename: str, ops: dict, u, pyrun, post, Stop):
-  if min(f["src0"], f["src1"], f["src2"]) < 256: raise Stop(ST_INVALID, msg="VINTERP sources must be VGPRs")
+def exec_vinterp(c, w, f: dict, name: str, ename: str, ops: dict, u, pyrun, post, Stop, scalar_src):
+  if min(f["src0"], f["src2"]) < 256: raise Stop(ST_INVALID, msg=VINTERP_VGPRS)
+  s1 = scalar_src(w, f, f["src1"], 32, 32) if f["src1"] < 256 else None   # S1 may be scalar: the same value in every lane
   neg, opsel, exe = f["neg"], f["opsel"], w.exec
   w.vshadow = [[(x >> ((opsel >> i & 1) * 16 if bits == 16 else 0)) ^ (neg >> i & 1) << (bits - 1) for x in w.v[f[k] - 256]]
                for k, i, bits in vinterp_shadows(ops, u)]
@@ -18,7 +19,7 @@ def exec_vinterp(c, w, f: dict, name: str, ename: str, ops: dict, u, pyrun, post
     for L in range(c.wave_size):
       if not exe >> L & 1: continue
       kw = dict(laneId=L, SRC0=len(w.v), SRC2=len(w.v) + 1, MODE=(w.mode & ~0xc) | 0xc if "_RTZ_" in name else w.mode,
-                S1=w.v[f["src1"] - 256][L] ^ (neg >> 1 & 1) << 31)
+                S1=(w.v[f["src1"] - 256][L] if s1 is None else s1) ^ (neg >> 1 & 1) << 31)
       if "S2" in u.reads: kw["S2"] = w.v[f["src2"] - 256][L] ^ (neg >> 2 & 1) << 31
       out[L] = pyrun(c, w, ename, **kw).D0
   finally: w.vshadow = []

@@ -51,7 +51,8 @@ typedef struct {
   uint32_t grid[3], block[3];
   uint32_t user_sgprs[32]; uint32_t nuser;
   uint32_t rsrc1, rsrc2, rsrc3, mode;   /* mode: the MODE register every wave starts with (ArchSpec.initial_mode of RSRC1) */
-  uint32_t wave_size, lds_bytes, scratch_per_lane, tgid_in_ttmp, resident, pad0;   /* resident: max workgroups resident at once */
+  uint32_t wave_size, lds_bytes, scratch_per_lane, tgid_in_ttmp, resident;   /* resident: max workgroups resident at once */
+  uint32_t poison;              /* 0, or 0x100 | b: every handler's PcState starts as byte b before its set-up (PC_STATE) */
   uint64_t budget; double timeout;
   uint64_t *op_counts;          /* NULL or [EMU_NHANDLERS] */
   uint32_t *cap_sgpr;           /* NULL or [128]: wg 0 / wave 0 at S_ENDPGM */
@@ -101,6 +102,7 @@ struct Ctx {
                                      * the widest operand, VGPR[] writes; scratch writes): zeroed in each launched wave */
   uint64_t wave_mask;
   int acc_off;                      /* unified slot of AccVGPR 0: (RSRC3.ACCUM_OFFSET + 1) * 4 when the arch has AccVGPRs */
+  int poison;                       /* EmuArgs.poison: PC_STATE fills each PcState with this byte first (0x100 | b), 0: off */
   int atomic;                       /* set by atomic handlers: faults are reported as "atomic" */
   int space;                        /* SP_GLOBAL / SP_LDS / SP_SCRATCH / SP_BUFFER: where the pseudocode's MEM goes */
   Buf *buf;                         /* the executing buffer instruction's descriptor and lane (SP_BUFFER) */
@@ -131,6 +133,14 @@ struct Wave {
   uint64_t wait_pc;   /* the blocked instruction (it has completed its issue: pc is past it) */
   uint64_t ordinal, released;   /* creation order in the dispatch; ordered-count indices whose turn this wave released */
 };
+
+/* Every handler's pseudocode state: declared and set up here, then each generated handler sets the members its entry reads
+ * (gen_c.py; the members no machine state feeds are zeroed there, gen_c.STATE_ZERO). Poison mode (MOCKGPU_EMU_POISON, docs/emu.md
+ * "Pseudocode state") first fills the whole state with a byte, so a member read before anything set it changes results. The fill
+ * is a call: a memset in the handler would keep gcc from holding the state in registers, and the fast lane loops stop vectorising. */
+static __attribute__((noinline, cold)) void pc_poison(PcState *s, int b) { memset(s, b, sizeof(*s)); }
+#define PC_STATE(s, w) PcState s; if (UNLIKELY((w)->c->poison)) pc_poison(&s, (w)->c->poison & 0xff); \
+  s.user = (w); s.fault = 0; s.MODE = (w)->mode
 
 static inline uint64_t rd_exec(const Wave *w) { return ((uint64_t)w->s[127] << 32 | w->s[126]) & w->c->wave_mask; }
 static inline void wr_exec(Wave *w, uint64_t v) { w->s[126] = (uint32_t)v; w->s[127] = w->c->wave_size == 64 ? (uint32_t)(v >> 32) : 0; }

@@ -10,7 +10,7 @@ static void h_lds_direct_load(Wave *w, const Inst *in) {
   uint32_t m0 = w->s[125], ty = (m0 >> 16) & 7; int n = LDS_DIRECT_BYTES[ty];
   uint64_t ex = rd_exec(w);
   if (!n) { set_status(w, ST_INVALID, "LDS_DIRECT_LOAD: M0[18:16] holds a reserved data type (3, 6 or 7)"); return; }
-  PcState s; s.user = w; s.fault = 0; s.laneId = ex ? (uint64_t)__builtin_ctzll(ex) : 0;
+  PC_STATE(s, w); s.laneId = ex ? (uint64_t)__builtin_ctzll(ex) : 0;
   uint64_t v = l_rd(&s, m0 & 0xffff, n);
   if (s.fault) return;
   if (ty >= 4) v = (uint64_t)(int64_t)sext(v, 8 * n);

@@ -167,7 +167,7 @@ static void img_atomic(Wave *w, const Inst *in, void (*fn)(PcState *)) {
   if (t.f->bpp != 4) { img_fail(w, ST_UNSUPPORTED, "image atomics need a 32-bit format; the T# has FORMAT=%d", t.fmt); return; }
   int nc = DIM_COORDS[in->dim], nd = __builtin_popcount(in->dmask & 15);
   uint64_t ex = rd_exec(w);
-  PcState s; s.user = w; s.fault = 0; s.MODE = w->mode;   /* the float atomics round as MODE says */
+  PC_STATE(s, w);   /* MODE: the float atomics round as it says */
   w->c->space = SP_GLOBAL; w->c->atomic = 1;
   while (ex) {
     int L = __builtin_ctzll(ex); ex &= ex - 1;

@@ -95,6 +95,9 @@ static inline int dpp16_src(int ctl, int L, int *valid) {
   }
   if (ctl >= 0x160) { *valid = -1; return L; }
 #endif
+#if DPP_BCAST_ROW0   /* gfx11 runs gfx9's row_bcast:15 / row_bcast:31 encodings as a broadcast of each row's lane 0 (hardware) */
+  if (ctl == 0x142 || ctl == 0x143) return row;
+#endif
   if (ctl <= 0xff) return (L & ~3) | ((ctl >> ((L & 3) * 2)) & 3);                         /* quad_perm */
   if (ctl >= 0x101 && ctl <= 0x10f) { int s = r + (ctl & 15); if (s > 15) { *valid = 0; return L; } return row | s; }  /* row_shl */
   if (ctl >= 0x111 && ctl <= 0x11f) { int s = r - (ctl & 15); if (s < 0) { *valid = 0; return L; } return row | s; }  /* row_shr */

@@ -15,3 +15,5 @@
 #define PC_EXT_CalcDsAddr(s, ...) ((s)->ADDR)
 #define PC_EXT_CalcScalarGlobalAddr(s, ...) ((s)->ADDR)
 #define PC_EXT_CalcImageAddr(s, ...) ((s)->ADDR)
+/* V_PERMLANE64_B32 in wave32: "treated as scalar NOP" */
+#define PC_EXT_s_nop(s, ...) 0

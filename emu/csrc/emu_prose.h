@@ -122,7 +122,7 @@ static void h_ds_swizzle(Wave *w, const Inst *in) {
 static void ds_counter(Wave *w, const Inst *in, int sign) {
   uint64_t ex = rd_exec(w);
   if (!ex) return;
-  Ctx *c = w->c; PcState s; s.user = w; s.fault = 0; s.laneId = (uint64_t)__builtin_ctzll(ex);
+  Ctx *c = w->c; PC_STATE(s, w); s.laneId = (uint64_t)__builtin_ctzll(ex);
   uint64_t addr = (uint64_t)(in->offset0 | in->offset1 << 8) + (EMU_DS_COUNTER_M0 ? (w->s[ENC_M0] & 0xffff) : 0);
   c->space = SP_LDS; c->atomic = 1;
   uint32_t old = (uint32_t)l_rd(&s, addr, 4);
@@ -141,7 +141,7 @@ static void ds_read_tr(Wave *w, const Inst *in, int width, int ndw) {
   const int E = ndw * 32 / width, R = 16 / E;
   uint32_t src[MAXLANES][4], off = (uint32_t)(in->offset0 | in->offset1 << 8);
   uint64_t ex = rd_exec(w);
-  PcState s; s.user = w; s.fault = 0; w->c->space = SP_LDS; w->c->atomic = 0;
+  PC_STATE(s, w); w->c->space = SP_LDS; w->c->atomic = 0;
   memset(src, 0, sizeof(src));
   for (uint64_t e = ex; e; e &= e - 1) {
     int L = __builtin_ctzll(e); uint32_t a = w->v[((in->addr - 256) & (NVREG - 1)) * MAXLANES + L] + off; s.laneId = (uint64_t)L;

@@ -237,6 +237,7 @@ int emu_run(EmuArgs *a, uint64_t code_end) {
   c.a = a; c.code_addr = a->code_addr; c.code_end = code_end; c.budget = a->budget;
   c.wave_size = a->wave_size; c.wave_mask = a->wave_size == 64 ? ~0ull : 0xffffffffull;
   c.lds_bytes = a->lds_bytes; c.scratch_lane = a->scratch_per_lane; c.next_time_check = 1u << 20; c.space = SP_GLOBAL;
+  c.poison = (int)a->poison;
   clock_gettime(CLOCK_MONOTONIC, &c.t0);
   uint32_t nt = a->block[0] * a->block[1] * a->block[2];
   uint64_t total = (uint64_t)a->grid[0] * a->grid[1] * a->grid[2];
