@@ -1,6 +1,7 @@
 """Kernels end to end on the mock AMD GPU: tinygrad compiles with LLVM, the PM4 queue dispatches into mockgpu.emu.
 numpy is the oracle. One interpreter per group of checks keeps the suite fast."""
 import pytest
+from oob_kernel import PRELUDE
 
 @pytest.mark.parametrize("dev", ["MOCKKFD+AMD", "MOCK+AMD", "MOCKKFD+AMD:LLVM"])
 def test_plus_one(run, dev):
@@ -81,25 +82,7 @@ def test_profile_times_kernels(run):
     out({"n": len(evs), "ok": all(e.en is not None and e.en >= e.st for e in evs)})""", PROFILE="1").result
   assert r["n"] >= 1 and r["ok"], r
 
-OOB = '''
-from tinygrad import Device, Tensor
-from tinygrad.device import TinyELF
-from tinygrad.helpers import DEV
-dev = Device["AMD"]
-src = """
-define amdgpu_kernel void @oob(ptr addrspace(1) noalias align 4 %p) {
-  %t = call i32 @llvm.amdgcn.workitem.id.x()
-  %o = add i32 %t, 268435456
-  %i = zext i32 %o to i64
-  %q = getelementptr i32, ptr addrspace(1) %p, i64 %i
-  store i32 1, ptr addrspace(1) %q
-  ret void
-}
-declare i32 @llvm.amdgcn.workitem.id.x()
-"""
-buf = Tensor.zeros(16, dtype="int32").contiguous().realize()
-prg = dev.runtime(TinyELF(dev.compiler.compile(src), "oob", DEV.target("AMD"), ()))
-try:
+OOB = PRELUDE + '''try:
   prg(buf.uop.buffer._buf, global_size=(1, 1, 1), local_size=(4, 1, 1), wait=True)
   err = None
 except RuntimeError as e: err = str(e)

@@ -3,6 +3,7 @@
 
 Firmware source: $MOCKGPU_FIRMWARE_DEB (a firmware-amd-graphics .deb, what CI downloads), else the installed
 firmware-amd-graphics package or /lib/firmware. Without one the tests skip and say so (the `fw_env` fixture, conftest.py)."""
+from oob_kernel import PRELUDE
 
 def test_boot_and_one_liner_on_mockpci_gfx950(run, fw_env):
   r = run("""
@@ -48,25 +49,7 @@ def test_two_gpus_copy_peer_to_peer_and_compute_on_each(run, fw_env):
   np.testing.assert_allclose(res["s1"], x @ x, rtol=1e-5)
   np.testing.assert_array_equal(res["back"], x - 3)
 
-OOB = '''
-import numpy as np
-from tinygrad import Device, Tensor
-from tinygrad.device import TinyELF
-from tinygrad.helpers import DEV
-dev = Device["AMD"]
-src = """
-define amdgpu_kernel void @oob(ptr addrspace(1) noalias align 4 %p) {
-  %t = call i32 @llvm.amdgcn.workitem.id.x()
-  %o = add i32 %t, 268435456
-  %i = zext i32 %o to i64
-  %q = getelementptr i32, ptr addrspace(1) %p, i64 %i
-  store i32 1, ptr addrspace(1) %q
-  ret void
-}
-declare i32 @llvm.amdgcn.workitem.id.x()
-"""
-buf = Tensor.zeros(16, dtype="int32").contiguous().realize()
-prg = dev.runtime(TinyELF(dev.compiler.compile(src), "oob", DEV.target("AMD"), ()))
+OOB = PRELUDE + '''import numpy as np
 print("@@launch", flush=True)
 try:
   prg(buf.uop.buffer._buf, global_size=(1, 1, 1), local_size=(4, 1, 1), wait=True)
