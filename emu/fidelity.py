@@ -82,7 +82,7 @@ def implementations(arch: str) -> dict[str, tuple[Impl, ...]]:
   """{mnemonic: Impl per encoding} for every valid opcode of `arch` (a GPU name or family), decided as gen_c.generate
   decides which handler an opcode gets (tests/unit/test_fidelity.py checks that the unsupported ones are its `missing`)."""
   from mockgpu.emu import buffer, bvh, matrix
-  from mockgpu.emu.gen_c import PROSE_C, semantics_entry, _vopd_target, _SALU, _VALU, _VMEM
+  from mockgpu.emu.gen_c import PROSE_C, UNMODELLED, semantics_entry, _vopd_target, _SALU, _VALU, _VMEM
   from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS, image_kind
   from mockgpu.emu.isa import formats
   from mockgpu.pcode.cemit import _emit_all
@@ -113,6 +113,7 @@ def implementations(arch: str) -> dict[str, tuple[Impl, ...]]:
       if f.name == "VOPD":
         tgt = _vopd_target(fam, name, ents)
         im = pcode(I, tgt, f"runs {tgt}") if tgt else I("unsupported", None, f"VOPD target of {name} has no pseudocode")
+      elif base in UNMODELLED: im = I("unsupported", None, UNMODELLED[base])
       elif base in mat: im = I("prose", None, "matrix op: D = A*B + C from mockgpu.emu.matrix's layout tables (the pseudocode is the formula)")
       elif base.startswith(("V_WMMA_", "V_SWMMAC_", "V_MFMA_", "V_SMFMAC_")) and base not in PROSE_C:
         im = I("unsupported", None, f"matrix op {base} is not modelled (mockgpu.emu.matrix)")
