@@ -6,7 +6,9 @@ What is recorded comes from what the command processor sees: the Dispatch; the a
 each code object in its own); the kernel descriptor in it, found by its entry offset, names the user SGPRs (ABI order, as
 the CP loads them), so the kernarg segment (the descriptor's kernarg_size bytes), the dispatch packet and the amd_queue_t
 are recorded as the windows they point to. Every u64 of the kernarg segment and the dispatch packet that points into a
-mapped allocation is a pointer, and that whole allocation is a buffer, recorded before and after the launch. The kernel's
+mapped allocation is a pointer, and that whole allocation is a buffer, recorded before and after the launch (a region that
+holds the code or a window as well gets its after state too: on MOCKPCI a mapped span can hold the code object and small
+buffers next to it, since tinygrad's AM driver sub-allocates VRAM and the page walker maps contiguous pages as one). The kernel's
 name and ELF come from tinygrad's runtime cache (`tinygrad.engine.realize.runtime_cache`, only read) when the program is there."""
 from __future__ import annotations
 import ctypes, dataclasses, importlib.metadata, os, platform, sys, threading
@@ -53,15 +55,17 @@ def _version(dist:str) -> str | None:
 
 class _Pending:
   """A launch between `Recorder.begin` and `end`: regions with their before states."""
-  def __init__(self, rec:Recorder, queue, d:Dispatch, regions:list[Region], pointers:list[Pointer], name:str | None, elf:str | None):
+  def __init__(self, rec:Recorder, queue, d:Dispatch, regions:list[Region], pointers:list[Pointer], name:str | None, elf:str | None,
+               outs:set[int]):
     self.rec, self.queue, self.d, self.regions, self.pointers, self.name, self.elf = rec, queue, d, regions, pointers, name, elf
+    self.outs = outs   # indices of the regions a kernel argument points into: their after states are recorded
 
   def end(self, error:BaseException | None = None):
-    """Record the launch: after states of the buffers, or the error that stopped it."""
+    """Record the launch: after states of the regions kernel arguments point into, or the error that stopped it."""
     gpu, w = self.queue.gpu, self.rec.w
     if error is None:
-      self.regions = [dataclasses.replace(r, after=w.blob(bytes(gpu.read(r.addr, r.size, "capture", "buffer after")))) if r.role == "buffer" else r
-                      for r in self.regions]
+      self.regions = [dataclasses.replace(r, after=w.blob(bytes(gpu.read(r.addr, r.size, "capture", "buffer after")))) if i in self.outs else r
+                      for i, r in enumerate(self.regions)]
     w.record(Launch(-1, os.getpid(), gpu.node.node, self.queue.engine, self.name, self.d, tuple(self.regions), tuple(self.pointers), self.elf,
                     None if error is None else f"{type(error).__name__}: {error}").to_json())
 
@@ -93,14 +97,16 @@ class Recorder:
                      "mockgpu": _version("mockgpu"), "python": platform.python_version()})
     if (code:=mem.find(d.code_addr)) is None: return None
     image = bytes(gpu.read(code.start, code.size, "capture", "code object"))
-    spans, ptrs = [["code", code.start, code.end, code.granule, None]], []   # [role, start, end, granule, arg]; (where, value)
+    spans, ptrs = [["code", code.start, code.end, code.granule, None, False]], []   # [role, start, end, granule, arg, out]; (where, value)
 
     def point(where, value:int, role:str, size:int | None, arg:int | None = None):
-      if any(s[1] <= value < s[2] for s in spans): ptrs.append((where, value))
+      if (s:=next((s for s in spans if s[1] <= value < s[2]), None)) is not None:
+        s[5] |= role == "buffer"
+        ptrs.append((where, value))
       elif (r:=mem.find(value)) is not None:
         end = r.end if size is None else min(value + size, r.end)
         if end > value:
-          spans.append([role, r.start if size is None else value, end, r.granule, arg])
+          spans.append([role, r.start if size is None else value, end, r.granule, arg, role == "buffer"])
           ptrs.append((where, value))
 
     if (desc:=_descriptor(image, code.start, d.code_addr)) is None:
@@ -113,7 +119,7 @@ class Recorder:
           role, size = WINDOWS[name]
           point((SGPRS, i), d.user_sgprs[i] | d.user_sgprs[i + 1] << 32, role, desc.kernarg_size if size is None else size)
         i += n
-      for role, start, end, _, _ in [s for s in spans if s[0] in SCANNED]:
+      for role, start, end, *_ in [s for s in spans if s[0] in SCANNED]:
         data = gpu.read(start, end - start, "capture", role)
         for off in SCANNED[role] or range(-start % 8, end - start - 7, 8):
           if off + 8 > len(data): continue
@@ -123,13 +129,13 @@ class Recorder:
     for s in sorted(spans, key=lambda s: s[1]):
       if merged and s[1] < merged[-1][2]:
         m = merged[-1]
-        m[2], m[4] = max(m[2], s[2]), m[4] if m[4] is not None else s[4]
+        m[2], m[4], m[5] = max(m[2], s[2]), m[4] if m[4] is not None else s[4], m[5] or s[5]
         if s[0] == "buffer": m[0] = "buffer"
       else: merged.append(list(s))
     merged.sort(key=lambda m: (m[0] != "code", m[0] == "buffer", -1 if m[4] is None else m[4], m[1]))   # code, windows, buffers by argument
     def at(addr:int) -> tuple[int, int]: return next((i, addr - m[1]) for i, m in enumerate(merged) if m[1] <= addr < m[2])
     def contents(role:str, start:int, end:int) -> bytes: return image if start == code.start else bytes(gpu.read(start, end - start, "capture", role))
-    regions = [Region(role, start, end - start, gran, self.w.blob(contents(role, start, end)), arg=arg) for role, start, end, gran, arg in merged]
+    regions = [Region(role, start, end - start, gran, self.w.blob(contents(role, start, end)), arg=arg) for role, start, end, gran, arg, _ in merged]
     pointers = [Pointer(where[0], where[1], *at(value)) if isinstance(where, tuple) else Pointer(*at(where), *at(value)) for where, value in ptrs]
     name, elf = self._program(code.start)
-    return _Pending(self, queue, d, regions, pointers, name, None if elf is None else self.w.blob(elf))
+    return _Pending(self, queue, d, regions, pointers, name, None if elf is None else self.w.blob(elf), {i for i, m in enumerate(merged) if m[5]})

@@ -176,3 +176,18 @@ def test_capture_usage_errors(tmp_path, capsys):
   assert Capture(tmp_path / "none").launches == []
   rc, _, err = _cli(capsys, "run", tmp_path / "none")
   assert rc == 1 and "holds no launches: nothing to replay" in err
+
+def test_mockpci_capture_compares_outputs_that_share_a_span_with_the_code(tmp_path, capsys, fw_env):
+  # tinygrad's AM driver sub-allocates VRAM, so the page walker's mapped span of the code object also holds the small
+  # buffers: that region must get an after state, or a replay would compare nothing and always "match"
+  _done(_capture(tmp_path / "pci", tmp_path, SMALL="1", DEV="MOCKPCI+AMD", **fw_env))
+  cap = Capture(tmp_path / "pci")
+  want = np.arange(8, dtype=np.float32) * np.float32(2.5)
+  l = cap.launches[0]
+  outs = [(i, r) for i, r in enumerate(l.regions) if r.after is not None and want.tobytes() in cap.blob(r.after)]
+  assert cap.manifest["archs"] == ["gfx950"] and len(outs) == 1 and want.tobytes() not in cap.blob(outs[0][1].before), l.regions
+  assert _cli(capsys, "run", tmp_path / "pci")[0] == 0
+  i, r = outs[0]
+  bad = _edit(tmp_path / "pci", tmp_path / "bad", 0, i, "after", lambda b: b.replace(want.tobytes(), (want + 1).tobytes()))
+  rc, out, _ = _cli(capsys, "run", bad, "--launch", 0)
+  assert rc == 1 and "MISMATCH launch 0" in out, out
