@@ -54,7 +54,8 @@ def test_dedup_over_jobs_keeps_the_first_case(tmp_path):
   assert [p.name for p in (tmp_path / "2").iterdir()] == [f"bugs-s3-i{one.failures[0].index}"]
 
 def test_signature_ignores_values():
-  assert signature(Failure("mismatch", "at x=5: expected -3, got 0x1f (1.5e3)\nmore")) == "mismatch|at x=#: expected #, got # (#)"
+  assert signature(Failure("mismatch", "at x=5: expected -3, got 0x1f (1.5e3, -inf)\nmore")) == "mismatch|at x=#: expected #, got # (#, #)"
+  assert signature(Failure("mismatch:CLANG", "CLANG out0[1] (int8) = 5, reference 4")) == "mismatch:CLANG|CLANG out0[#] (int8) = #, reference #"
   assert signature(Failure("mismatch", "at x=5")) != signature(Failure("bounds", "at x=5"))
 
 def test_cli_exit_codes_known_new_strict(tmp_path, monkeypatch, capsys):

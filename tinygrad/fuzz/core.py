@@ -80,10 +80,10 @@ def safe_check(fuzzer:Fuzzer, case:Case) -> Failure|None:
     tb = traceback.format_exception(type(e), e, e.__traceback__)
     return Failure(f"exception:{type(e).__name__}", "".join(tb[-3:]).strip())
 
-_NUM = re.compile(r"0x[0-9a-fA-F]+|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\b(?:nan|inf)\b")
+_NUM = re.compile(r"(?<![\w.])(?:0x[0-9a-fA-F]+|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b)")
 def signature(failure:Failure) -> str:
   """Returns: the deduplication key of a failure: its class and the first line of its message with every number replaced by
-  `#` (so the same bug at other values is one failure of the campaign, counted)."""
+  `#` (so the same bug at other values is one failure of the campaign, counted); digits inside names (`v0`, `int8`) stay."""
   return f"{failure.cls}|{_NUM.sub('#', failure.message.splitlines()[0] if failure.message else '')}"
 
 def shrink_int(v:int, lo:int|None=None, hi:int|None=None) -> Iterator[int]:
