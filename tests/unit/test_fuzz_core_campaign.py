@@ -113,8 +113,15 @@ def test_replay_runs_repro_script(tmp_path, capsys):
   assert (res.reproduced, res.returncode, res.expected_cls) == (False, 0, "mismatch") and 'case {"a": 0, "b": 900}' in res.output
   assert cli.main(["--replay", str(tmp_path / "passes")]) == 0 and "passes now" in capsys.readouterr().out
   run_campaign(Bugs(repro_exit=1), _cfg(tmp_path / "fails"))
-  assert [r.reproduced for r in replay(tmp_path / "fails")] == [True]
+  assert [(r.reproduced, r.state) for r in replay(tmp_path / "fails")] == [(True, "REPRODUCED")]
   assert cli.main(["--replay", str(tmp_path / "fails")]) == 1 and "REPRODUCED" in capsys.readouterr().out
+  # a script that dies of an exception its failure class does not name still fails, but differently
+  run_campaign(Bugs(repro_exit="int(None)"), _cfg(tmp_path / "crashes"))
+  assert [(r.reproduced, r.raised, r.state) for r in replay(tmp_path / "crashes")] == [(True, "TypeError", "fails differently (repro.py raised TypeError)")]
+  assert cli.main(["--replay", str(tmp_path / "crashes")]) == 1 and "fails differently" in capsys.readouterr().out
+  run_campaign(Bugs(new=False), _cfg(tmp_path / "known", known=None))  # the known bug as a failure: its repro raises what it names
+  (d:=next((tmp_path / "known").iterdir()) / "repro.py").write_text("raise ZeroDivisionError('a is 13')\n")
+  assert [(r.raised, r.state) for r in replay(d.parent)] == [("ZeroDivisionError", "REPRODUCED")]
 
 def test_undecided_cases_are_unknown_not_passes(tmp_path):
   rep = run_campaign(Bugs(new=False, undecided=True), _cfg(tmp_path))

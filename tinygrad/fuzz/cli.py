@@ -69,9 +69,8 @@ def main(argv:list[str]|None=None) -> int:
     if args.replay is not None:
       res = replay(args.replay, timeout=args.replay_timeout)
       for r in res:
-        state = "passes now" if not r.reproduced else "REPRODUCED" if r.returncode is not None else "REPRODUCED (timed out)"
         tail = [ln for ln in r.output.splitlines() if ln.strip()][-1:] or [""]
-        print(f"{state:22s} {r.kind} [{r.expected_cls}] {r.path} (repro.py exit {r.returncode})\n  {tail[0][:200]}")
+        print(f"{r.state:22s} {r.kind} [{r.expected_cls}] {r.path} (repro.py exit {r.returncode})\n  {tail[0][:200]}")
       print(f"replay: {len(res)} failures, {sum(r.reproduced for r in res)} still failing")
       return int(any(r.reproduced for r in res))
     if args.kind is None:

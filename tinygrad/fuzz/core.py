@@ -359,16 +359,31 @@ def run_campaign(fuzzer:Fuzzer, cfg:CampaignConfig) -> Report:
 
 @dataclasses.dataclass
 class ReplayResult:
-  """The rerun of one saved failure's repro.py: `returncode` None when it timed out; `output` is the tail of its stdout+stderr."""
+  """The run of one saved failure's repro.py: `returncode` (None: timed out), the tail of its output, and `raised`, the type of
+  the exception whose traceback ended its stderr (None: it exited on its own, e.g. `sys.exit(1)` after printing a mismatch)."""
   path: str
   kind: str
   expected_cls: str
   returncode: int|None
   output: str
+  raised: str|None = None
   @property
   def reproduced(self) -> bool:
-    """Whether the failure still reproduces: repro.py exited non-zero (or hung)."""
+    """Whether the failure still shows: repro.py exited non-zero (or hung)."""
     return self.returncode != 0
+  @property
+  def state(self) -> str:
+    """Returns: `passes now`, `REPRODUCED`, `REPRODUCED (timed out)`, or `fails differently (...)` when the script died of an
+    exception its failure class does not name (a crash elsewhere, e.g. tinygrad failing earlier on the minimised case)."""
+    if self.returncode == 0: return "passes now"
+    if self.returncode is None: return "REPRODUCED (timed out)"
+    if self.raised is not None and self.raised != self.expected_cls.rsplit(":", 1)[-1]: return f"fails differently (repro.py raised {self.raised})"
+    return "REPRODUCED"
+
+def _raised(stderr:str) -> str|None:
+  if (i:=stderr.rfind("Traceback (most recent call last):")) < 0: return None
+  line = next((ln for ln in stderr[i:].splitlines()[1:] if ln and not ln[0].isspace()), "")
+  return line.split(":", 1)[0].rsplit(".", 1)[-1] or None
 
 def failure_dirs(path:str|Path) -> list[Path]:
   """Returns: `path` itself if it is a failure directory, else its failure subdirectories (sorted).
@@ -398,8 +413,8 @@ def replay(path:str|Path, timeout:float=600.0) -> list[ReplayResult]:
     if not (d / "repro.py").is_file(): raise BadFailureDir(str(d), "no repro.py")
     try:
       r = subprocess.run([sys.executable, "repro.py"], cwd=d, capture_output=True, text=True, timeout=timeout)
-      rc, text = r.returncode, r.stdout + r.stderr
+      rc, text, raised = r.returncode, r.stdout + r.stderr, _raised(r.stderr)
     except subprocess.TimeoutExpired as e:
-      rc, text = None, f"timed out after {timeout:.0f}s\n" + (e.stdout or b"").decode(errors="replace")[-2000:]
-    out.append(ReplayResult(str(d), meta.get("kind", "?"), meta.get("minimised_class", "?"), rc, text[-4000:]))
+      rc, text, raised = None, f"timed out after {timeout:.0f}s\n" + (e.stdout or b"").decode(errors="replace")[-2000:], None
+    out.append(ReplayResult(str(d), meta.get("kind", "?"), meta.get("minimised_class", "?"), rc, text[-4000:], raised))
   return out
