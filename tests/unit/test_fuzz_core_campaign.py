@@ -1,8 +1,7 @@
 """The fuzz framework's campaign logic on toy fuzzers: known findings vs new failures (exit codes, --strict), deduplication,
 canonical minimisation with `shrink_int`, the minimisation budget apart from --time, replay through repro.py, undecided
 (`unknown`) cases. Toy cases are {"a": int, "b": int}; a classifier stands in for `known.classify`."""
-import json, sys, types
-import pytest
+import json, types
 from mockgpu.tinygrad.fuzz import cli, core, known
 from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure, CampaignConfig, run_campaign, minimise, replay, shrink_int, safe_check, signature
 from mockgpu.tinygrad.fuzz.errors import Inconclusive
@@ -24,7 +23,8 @@ class Bugs(Fuzzer):
 
 def classify(kind, f, case): return "K13" if kind == "bugs" and f.cls == "exception:ZeroDivisionError" and case["a"] == 13 else None
 
-def _cfg(tmp_path, **kw): return CampaignConfig(**{"seed": 3, "time": None, "cases": 200, "out": tmp_path, "max_failures": 2, "known": classify, **kw})
+def _cfg(tmp_path, **kw):
+  return CampaignConfig(**{"seed": 3, "time": None, "cases": 200, "out": tmp_path, "max_failures": 2, "known": classify, **kw})
 def _cases(n=200, seed=3): return [Bugs().generate(core.case_rng(seed, i)) for i in range(n)]
 
 def test_known_findings_are_counted_not_failures(tmp_path):
@@ -117,7 +117,8 @@ def test_replay_runs_repro_script(tmp_path, capsys):
   assert cli.main(["--replay", str(tmp_path / "fails")]) == 1 and "REPRODUCED" in capsys.readouterr().out
   # a script that dies of an exception its failure class does not name still fails, but differently
   run_campaign(Bugs(repro_exit="int(None)"), _cfg(tmp_path / "crashes"))
-  assert [(r.reproduced, r.raised, r.state) for r in replay(tmp_path / "crashes")] == [(True, "TypeError", "fails differently (repro.py raised TypeError)")]
+  assert [(r.reproduced, r.raised, r.state) for r in replay(tmp_path / "crashes")] == \
+         [(True, "TypeError", "fails differently (repro.py raised TypeError)")]
   assert cli.main(["--replay", str(tmp_path / "crashes")]) == 1 and "fails differently" in capsys.readouterr().out
   run_campaign(Bugs(new=False), _cfg(tmp_path / "known", known=None))  # the known bug as a failure: its repro raises what it names
   (d:=next((tmp_path / "known").iterdir()) / "repro.py").write_text("raise ZeroDivisionError('a is 13')\n")

@@ -213,9 +213,10 @@ class Report:
              f"known={sum(h.count for h in self.known.values())} unknown={self.unknown}" + (f" ignored={self.ignored}" if self.ignored else "")]
     if self.stats: lines.append("  stats: " + " ".join(f"{k}={v}" for k, v in sorted(self.stats.items())))
     for h in sorted(self.known.values(), key=lambda h: h.index):
-      lines.append(f"  known [{h.id}] x{h.count} first index={h.index} [{h.failure.cls}]" + (f": {titles[h.id]}" if titles and h.id in titles else ""))
+      lines.append(f"  known [{h.id}] x{h.count} first index={h.index} [{h.failure.cls}]" + (f": {titles[h.id]}" if h.id in (titles or {}) else ""))
     for r in self.failures:
-      lines.append(f"  FAIL [{r.minimised_failure.cls}] index={r.index} x{r.count} {r.minimised_failure.message.splitlines()[0][:160] if r.minimised_failure.message else ''}")
+      msg = r.minimised_failure.message.splitlines()[0][:160] if r.minimised_failure.message else ""
+      lines.append(f"  FAIL [{r.minimised_failure.cls}] index={r.index} x{r.count} {msg}")
       if r.path: lines.append(f"       saved in {r.path} (repro: python {os.path.join(r.path, 'repro.py')})")
     return "\n".join(lines)
 
