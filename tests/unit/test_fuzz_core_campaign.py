@@ -47,6 +47,14 @@ def test_new_failure_deduplicated_and_minimised(tmp_path):
   assert [p.name for p in tmp_path.iterdir()] == [f"bugs-s3-i{new[0]}"]
   assert "failures=1 known=" in rep.summary() and f"x{len(new)} at b=900" in rep.summary()
 
+def test_new_failure_does_not_minimise_into_a_known_one():
+  class Crash(Bugs):  # a new bug of the known bug's class: a == 26 raises ZeroDivisionError too
+    def check(self, case):
+      if case["a"] in (13, 26): raise ZeroDivisionError(f"a is {case['a']}")
+  f = safe_check(Crash(), {"a": 26, "b": 0})
+  assert minimise(Crash(), {"a": 26, "b": 0}, f)[0] == {"a": 13, "b": 0}  # shrink_int(26) bisects to 13: the known bug
+  assert minimise(Crash(), {"a": 26, "b": 0}, f, accept=lambda f, c: classify("bugs", f, c) is None)[0] == {"a": 26, "b": 0}
+
 def test_dedup_over_jobs_keeps_the_first_case(tmp_path):
   one, two = run_campaign(Bugs(), _cfg(tmp_path / "1")), run_campaign(Bugs(), _cfg(tmp_path / "2", jobs=2))
   key = lambda rep: ([(r.index, r.count, r.minimised) for r in rep.failures], {k: (h.count, h.index) for k, h in rep.known.items()})

@@ -107,13 +107,16 @@ def shrink_int(v:int, lo:int|None=None, hi:int|None=None) -> Iterator[int]:
     if ok(x:=v - d if v > t else v + d): yield x
   if v != t and ok(x:=v - 1 if v > t else v + 1): yield x
 
-def minimise(fuzzer:Fuzzer, case:Case, failure:Failure, time_limit:float=20.0, max_checks:int|None=None) -> tuple[Case, Failure, int]:
+def minimise(fuzzer:Fuzzer, case:Case, failure:Failure, time_limit:float=20.0, max_checks:int|None=None,
+             accept:Callable[[Failure, Case], bool]|None=None) -> tuple[Case, Failure, int]:
   """Greedy delta debugging: repeatedly replace the case by the first `shrink` candidate that fails with the same class.
 
   Args:
     fuzzer: supplies `shrink` and `check`.
     case, failure: a failing case and its failure.
     time_limit, max_checks: budget (seconds, candidate checks: None is unlimited); the best case so far is returned when it runs out.
+    accept: a further condition on (failure, candidate); campaigns reject candidates that are known findings, so a new bug
+      does not minimise into a known one of the same class.
   Returns:
     (minimised case, its failure, number of candidates checked).
   """
@@ -127,7 +130,7 @@ def minimise(fuzzer:Fuzzer, case:Case, failure:Failure, time_limit:float=20.0, m
       if (key:=json.dumps(cand, sort_keys=True)) in seen: continue
       seen.add(key)
       checks += 1
-      if (f:=safe_check(fuzzer, cand)) is not None and f.cls == failure.cls:
+      if (f:=safe_check(fuzzer, cand)) is not None and f.cls == failure.cls and (accept is None or accept(f, cand)):
         case, failure, improved = cand, f, True
         break
   return case, failure, checks
@@ -273,7 +276,8 @@ def _worker(fuzzer:Fuzzer, cfg:CampaignConfig, job:int, report:Callable[[tuple],
     elif f is not None and (sig:=signature(f)) in seen: report(("dup", job, sig))
     elif f is not None:
       t1 = time.monotonic()
-      mcase, mf, n = minimise(fuzzer, case, f, time_limit=cfg.minimise_time)
+      new = None if cfg.known is None else lambda f, c: cfg.known(fuzzer.name, f, c) is None
+      mcase, mf, n = minimise(fuzzer, case, f, time_limit=cfg.minimise_time, accept=new)
       seen.update((sig, msig:=signature(mf)))
       rec = FailureRecord(fuzzer.name, cfg.seed, index, case, f, mcase, mf, n)
       if cfg.out is not None: rec.path = save_failure(fuzzer, rec, cfg.out)
