@@ -34,14 +34,14 @@ def parser() -> argparse.ArgumentParser:
                               epilog="kinds:\n" + "\n".join(f"  {k:9s} {h}" for k, (_, h) in KINDS.items()),
                               formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument("kind", nargs="?", help="fuzzer kind")
-  p.add_argument("--time", type=positive_float, default=None, help="time budget in seconds (default 60 unless --cases is given)")
+  p.add_argument("--time", type=positive_float, default=None, help="seconds of fuzzing, minimisation not counted (default 60 unless --cases is given)")
   p.add_argument("--cases", type=positive_int, default=None, help="number of cases of this shard (deterministic campaigns)")
   p.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
   p.add_argument("--jobs", type=positive_int, default=1, help="worker processes (default 1)")
   p.add_argument("--shard", type=_shard, default=(0, 1), help="run shard i of n of the case space, e.g. 2/8")
   p.add_argument("--out", type=Path, default=Path("fuzz-failures"), help="failure directory (default fuzz-failures/)")
   p.add_argument("--max-failures", type=positive_int, default=5, help="stop after this many distinct new failures (default 5)")
-  p.add_argument("--minimise-time", "--shrink-time", dest="minimise_time", type=nonnegative_float, default=20.0,
+  p.add_argument("--minimise-time", type=nonnegative_float, default=20.0,
                  help="seconds of minimisation per new failure, not counted in --time (default 20)")
   p.add_argument("--strict", action="store_true", help="exit 1 on known findings too (docs/findings.md, `known.KNOWN`)")
   p.add_argument("--opt", type=_opt, action="append", default=[], help="fuzzer option key=value (see docs/fuzz.md)")
