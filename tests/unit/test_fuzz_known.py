@@ -47,6 +47,8 @@ MATCH = [
            outs=[6, 5, 2], axis="GLOBAL")),
   ("F5", "render", _mm("LLVM", "float32", "= inf, reference nan"),
    _render([["in", "float32", 0], ["SQRT", "float32", 0]], [("float32", [0xff800000])])),
+  ("F5", "render", _mm("LLVM-A64", "float32", "= inf, reference nan"),
+   _render([["in", "float32", 0], ["SQRT", "float32", 0]], [("float32", [0xff800000])])),
   ("F6", "render", _mm("CLANG", "float64"), _render([["in", "float64", 0], ["SIN", "float64", 0]], [("float64", [0x4159bb5063339a81])])),
   ("F7", "render", Failure("cast-nonfinite:PYTHON", "PYTHON cannot cast a non-finite float to an integer: cannot convert float infinity to integer"),
    _render([["in", "float32", 0], ["CAST", "int32", 0]], [("float32", [0x7f800000])])),
@@ -91,6 +93,8 @@ NEW = [
   ("idiv", Failure("mismatch", "int8 x in [1, 1] cdiv -1: at x=1 expected -1, lowered graph gives 1"), {"mode": "uop", "d": -1}),
   ("render", _mm("CLANG", "int32"), _render([["in", "int32", 0], ["const", "int32", 3], ["ADD", "int32", 0, 1]], [("int32", [5])])),
   ("render", _mm("LLVM", "float32"), _render([["in", "float32", 0], ["EXP2", "float32", 0]], [("float32", [0])])),
+  # a test-injected renderer named after CLANG is not the C renderer of F2
+  ("render", _mm("CLANG-XORFLIP", "float32"), _render([["in", "int8", 0], ["MUL", "int8", 0, 0], ["CAST", "float32", 1]], [("int8", [191])])),
   ("render", _mm("AMD", "uint32"), _render([["const", "uint32", 100], ["in", "uint32", 0], ["const", "uint32", 15], ["AND", "uint32", 1, 2],
                                             ["CDIV", "uint32", 0, 3]], [("uint32", [1])])),
   ("render", Failure("crash:CLANG", "CLANG raised CompileError: something else"),
