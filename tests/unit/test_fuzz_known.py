@@ -41,6 +41,8 @@ MATCH = [
            [("float32", [1065353216, 0]), ("bool", [1, 0]), ("float32", [1065353216, 1065353216])], n=2, axis="GLOBAL")),
   ("F2", "render", _mm("CLANG", "float32", "= 4225.0, reference -127.0"),
    _render([["in", "int8", 0], ["MUL", "int8", 0, 0], ["CAST", "float32", 1]], [("int8", [191])])),
+  ("F2", "render", _mm("CLANG-A64", "float32", "= 36481.0, reference 129.0"),
+   _render([["in", "uint8", 0], ["MUL", "uint8", 0, 0], ["CAST", "float32", 1]], [("uint8", [191])])),
   ("F3", "render", _mm("X86", "int64"), _render([["idx", "int64", 0], ["const", "int64", 32], ["SHR", "int64", 0, 1]], n=2)),
   ("F4", "render", _mm("X86", "int8"), _render([["in", "int8", 0], ["const", "int8", 0], ["MAX", "int8", 0, 1], ["const", "int8", 0],
            ["in", "bool", 1], ["WHERE", "int8", 4, 3, 0], ["const", "int8", 0]], [("int8", [1, 1, 1, 0, 1]), ("bool", [1, 1, 0, 0, 0])], n=5,
@@ -93,8 +95,8 @@ NEW = [
   ("idiv", Failure("mismatch", "int8 x in [1, 1] cdiv -1: at x=1 expected -1, lowered graph gives 1"), {"mode": "uop", "d": -1}),
   ("render", _mm("CLANG", "int32"), _render([["in", "int32", 0], ["const", "int32", 3], ["ADD", "int32", 0, 1]], [("int32", [5])])),
   ("render", _mm("LLVM", "float32"), _render([["in", "float32", 0], ["EXP2", "float32", 0]], [("float32", [0])])),
-  # a test-injected renderer named after CLANG is not the C renderer of F2
-  ("render", _mm("CLANG-XORFLIP", "float32"), _render([["in", "int8", 0], ["MUL", "int8", 0, 0], ["CAST", "float32", 1]], [("int8", [191])])),
+  # a test-injected renderer named after CLANG is not the C renderer of F2 (uint8: no signed overflow, so not F8 either)
+  ("render", _mm("CLANG-XORFLIP", "float32"), _render([["in", "uint8", 0], ["MUL", "uint8", 0, 0], ["CAST", "float32", 1]], [("uint8", [191])])),
   ("render", _mm("AMD", "uint32"), _render([["const", "uint32", 100], ["in", "uint32", 0], ["const", "uint32", 15], ["AND", "uint32", 1, 2],
                                             ["CDIV", "uint32", 0, 3]], [("uint32", [1])])),
   ("render", Failure("crash:CLANG", "CLANG raised CompileError: something else"),
