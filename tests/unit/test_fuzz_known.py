@@ -44,6 +44,7 @@ MATCH = [
   ("F2", "render", _mm("CLANG-A64", "float32", "= 36481.0, reference 129.0"),
    _render([["in", "uint8", 0], ["MUL", "uint8", 0, 0], ["CAST", "float32", 1]], [("uint8", [191])])),
   ("F3", "render", _mm("X86", "int64"), _render([["idx", "int64", 0], ["const", "int64", 32], ["SHR", "int64", 0, 1]], n=2)),
+  ("F3", "render", _mm("LLVM", "uint64"), _render([["idx", "int32", 0], ["CAST", "uint64", 0], ["const", "uint64", 40], ["SHL", "uint64", 1, 2]], n=2)),
   ("F4", "render", _mm("X86", "int8"), _render([["in", "int8", 0], ["const", "int8", 0], ["MAX", "int8", 0, 1], ["const", "int8", 0],
            ["in", "bool", 1], ["WHERE", "int8", 4, 3, 0], ["const", "int8", 0]], [("int8", [1, 1, 1, 0, 1]), ("bool", [1, 1, 0, 0, 0])], n=5,
            outs=[6, 5, 2], axis="GLOBAL")),
@@ -99,6 +100,7 @@ NEW = [
   ("render", _mm("CLANG-XORFLIP", "float32"), _render([["in", "uint8", 0], ["MUL", "uint8", 0, 0], ["CAST", "float32", 1]], [("uint8", [191])])),
   ("render", _mm("AMD", "uint32"), _render([["const", "uint32", 100], ["in", "uint32", 0], ["const", "uint32", 15], ["AND", "uint32", 1, 2],
                                             ["CDIV", "uint32", 0, 3]], [("uint32", [1])])),
+  ("render", _mm("X86", "int64"), _render([["idx", "int64", 0], ["const", "int64", 31], ["SHR", "int64", 0, 1]], n=2)),  # F3 needs >= 32
   ("render", Failure("crash:CLANG", "CLANG raised CompileError: something else"),
    _render([["in", "int32", 0], ["NEG", "int32", 0]], [("int32", [1])])),
   ("oob", Failure("static-miss", "truth=OOB static=False PYTHON=fault"), {"dims": [8], "size": 7}),
