@@ -1,8 +1,8 @@
 """Errors of the fuzz framework (`mockgpu fuzz`). A fuzzer *finding* a bug is not an error: it is a `Failure` record."""
 from mockgpu.errors import MockGPUError
 
-__all__ = ["FuzzError", "UnknownKind", "KindUnavailable", "MissingExtra", "BadFailureDir", "FuzzerCrashed", "Inconclusive", "ExecFault", "ParamSlotCollision",
-           "ExecutorUnavailable", "ExecutorCrashed"]
+__all__ = ["FuzzError", "UnknownKind", "KindUnavailable", "MissingExtra", "BadFailureDir", "FuzzerCrashed", "Inconclusive", "ExecFault",
+           "ParamSlotCollision", "ExecutorUnavailable", "ExecutorCrashed"]
 
 class FuzzError(MockGPUError):
   """Base class of errors raised by the fuzz framework and its fuzzers."""
