@@ -1,5 +1,5 @@
 """The fuzz framework on a toy fuzzer with a known bug: determinism, sharding, jobs, minimisation, failure dirs, replay, CLI."""
-import io, json, subprocess, sys
+import json, subprocess, sys
 import pytest
 from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure, CampaignConfig, case_rng, minimise, run_campaign, replay, safe_check
 from mockgpu.tinygrad.fuzz.errors import BadFailureDir, UnknownKind, KindUnavailable, FuzzError
@@ -18,8 +18,6 @@ class Toy(Fuzzer):
       if x: yield case[:i] + [x // 2] + case[i+1:]
       if x: yield case[:i] + [x - 1] + case[i+1:]
   def repro(self, case): return f"import sys\ncase = {case!r}\nsys.exit(1 if len(case) >= 9 or any(x >= 97 and x % 2 for x in case) else 0)\n"
-
-def loader(kind, options): return Toy()
 
 def test_case_rng_is_deterministic_and_distinct():
   assert [case_rng(3, 7).random() for _ in range(2)] == [case_rng(3, 7).random()] * 2
@@ -44,9 +42,12 @@ def test_campaign_deterministic_over_jobs_and_shards(tmp_path):
   key = lambda rep: [(r.index, r.case, r.minimised, r.minimised_failure.cls) for r in rep.failures]
   assert key(one) == key(two)
   # shards 0/2 and 1/2 of 20 cases each together cover the first 40 indices
+  # (failures are deduplicated per campaign: each shard keeps its own first case of each failure, the counts add up)
   sh = [run_campaign(Toy(), _cfg(tmp_path / f"s{i}", cases=20, shard=(i, 2))) for i in range(2)]
-  assert sorted(sum((key(s) for s in sh), [])) == key(one)
+  classes = lambda reps: sorted(r.minimised_failure.cls for rep in reps for r in rep.failures)
+  assert classes(sh) == sorted(2 * classes([one])) and sum(r.count for s in sh for r in s.failures) == sum(r.count for r in one.failures)
   assert all(r.index % 2 == i for i, s in enumerate(sh) for r in s.failures)
+  assert [r.count for r in one.failures] == [r.count for r in two.failures]
 
 def test_failure_dir_and_replay(tmp_path):
   rep = run_campaign(Toy(), _cfg(tmp_path, max_failures=1))
@@ -57,15 +58,15 @@ def test_failure_dir_and_replay(tmp_path):
   assert json.loads(open(f"{r.path}/case.json").read()) == r.case
   assert json.loads(open(f"{r.path}/minimised.json").read()) == r.minimised
   assert subprocess.run([sys.executable, f"{r.path}/repro.py"]).returncode == 1
-  res = replay(tmp_path, loader)
-  assert [x.reproduced for x in res] == [True]
-  with pytest.raises(BadFailureDir): replay(tmp_path / "nothing", loader)
+  res = replay(tmp_path)
+  assert [(x.reproduced, x.returncode) for x in res] == [(True, 1)]
+  with pytest.raises(BadFailureDir): replay(tmp_path / "nothing")
 
 def test_ignored_classes_are_counted_not_reported(tmp_path):
   rep = run_campaign(Toy(), _cfg(tmp_path, ignore=("exception:",)))
   assert rep.failures and {r.failure.cls for r in rep.failures} == {"mismatch"} and rep.ignored > 0
   everything = run_campaign(Toy(), _cfg(tmp_path / "all"))
-  assert len(everything.failures) == len(rep.failures) + rep.ignored and f"ignored={rep.ignored}" in rep.summary()
+  assert sum(r.count for r in everything.failures) == sum(r.count for r in rep.failures) + rep.ignored and f"ignored={rep.ignored}" in rep.summary()
 
 def test_campaign_without_failures_and_bad_config(tmp_path):
   class Fine(Toy):
@@ -75,10 +76,12 @@ def test_campaign_without_failures_and_bad_config(tmp_path):
   with pytest.raises(ValueError): run_campaign(Fine(), _cfg(tmp_path, cases=None))
   with pytest.raises(ValueError): run_campaign(Fine(), _cfg(tmp_path, shard=(2, 2)))
 
-def test_progress_line_shows_rate(tmp_path):
-  stream = io.StringIO()
-  run_campaign(Toy(), _cfg(tmp_path, max_failures=1, progress=stream))
-  assert "\rtoy:" in stream.getvalue() and "/s  failures 1" in stream.getvalue()
+def test_progress_bar_shows_rate(tmp_path, capsys):
+  run_campaign(Toy(), _cfg(tmp_path, max_failures=1, progress=True))
+  err = capsys.readouterr().err
+  assert "\rtoy failures=1 known=0 unknown=0: " in err and " cases/s]" in err
+  run_campaign(Toy(), _cfg(tmp_path, max_failures=1, progress=None))  # auto: stderr is not a terminal under pytest
+  assert capsys.readouterr().err == ""
 
 def test_cli_rejects_bad_shard(capsys):
   with pytest.raises(SystemExit): cli.main(["symbolic", "--shard", "4/4"])

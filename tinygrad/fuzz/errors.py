@@ -1,8 +1,8 @@
 """Errors of the fuzz framework (`mockgpu fuzz`). A fuzzer *finding* a bug is not an error: it is a `Failure` record."""
 from mockgpu.errors import MockGPUError
 
-__all__ = ["FuzzError", "UnknownKind", "KindUnavailable", "MissingExtra", "BadFailureDir", "FuzzerCrashed", "ExecFault", "ParamSlotCollision",
-           "ExecutorUnavailable", "ExecutorCrashed"]
+__all__ = ["FuzzError", "UnknownKind", "KindUnavailable", "MissingExtra", "BadFailureDir", "FuzzerCrashed", "Inconclusive", "ExecFault",
+           "ParamSlotCollision", "ExecutorUnavailable", "ExecutorCrashed"]
 
 class FuzzError(MockGPUError):
   """Base class of errors raised by the fuzz framework and its fuzzers."""
@@ -36,6 +36,10 @@ class FuzzerCrashed(FuzzError):
   def __init__(self, kind:str, index:int, detail:str):
     self.kind, self.index = kind, index
     super().__init__(f"fuzzer kind={kind!r} crashed at case index={index}: {detail}")
+
+class Inconclusive(FuzzError):
+  """An oracle could not decide a case (e.g. z3 answered `unknown`: a timeout). Raised from `Fuzzer.check`, it makes the case
+  count as `unknown` in the campaign's report: neither a pass nor a failure. Raise the check's z3 timeout to decide more."""
 
 class ExecFault(FuzzError):
   """A kernel faulted while running on an executor (an out-of-bounds access reported by the PYTHON emulator, a unicorn memory

@@ -10,7 +10,7 @@ import dataclasses
 import z3
 from tinygrad.uop.ops import UOp, Ops
 from tinygrad.dtype import dtypes
-from mockgpu.tinygrad.fuzz.errors import FuzzError
+from mockgpu.tinygrad.fuzz.errors import FuzzError, Inconclusive
 from mockgpu.tinygrad.fuzz.uopeval import nodes, is_var, var_name
 
 __all__ = ["Z3Oracle", "Z3Result", "Z3Unsupported"]
@@ -70,7 +70,8 @@ def uop_to_z3(root:UOp, env:dict):
 
 @dataclasses.dataclass
 class Z3Result:
-  """status: `unsat` (proved), `sat` (counterexamples found) or `unknown` (timeout). Points map var names to ints."""
+  """status: `unsat` (proved) or `sat` (counterexamples found; `Z3Oracle.check` raises Inconclusive for `unknown`). Points map var
+  names to ints."""
   status: str
   mismatch_points: list[dict]
   bounds_points: list[dict]
@@ -80,8 +81,10 @@ class Z3Oracle:
   def __init__(self, timeout_ms:int=2000):
     self.solver = z3.Solver()
     self.solver.set("timeout", timeout_ms)
+    self.timeout_ms = timeout_ms
   def check(self, case:dict, simp:UOp) -> Z3Result:
-    """Args: case: a symtree case. simp: its simplified graph. Returns: a Z3Result. Raises: Z3Unsupported."""
+    """Args: case: a symtree case. simp: its simplified graph. Returns: a Z3Result.
+    Raises: Z3Unsupported. Inconclusive: z3 answered `unknown` (timeout) and found no counterexample: never a pass."""
     vs = [z3.Int(f"v{i}") for i in range(len(case["vars"]))]
     ref, got = tree_to_z3(case["expr"], vs), uop_to_z3(simp, {f"v{i}": v for i, v in enumerate(vs)})
     if z3.is_bool(ref) != z3.is_bool(got): ref, got = _as_int(ref), _as_int(got)
@@ -97,4 +100,5 @@ class Z3Oracle:
       out.append([{f"v{i}": self.solver.model().eval(v, model_completion=True).as_long() for i, v in enumerate(vs)}] if r == z3.sat else [])
       self.solver.pop()
     status = "sat" if "sat" in statuses else "unknown" if "unknown" in statuses else "unsat"
+    if status == "unknown": raise Inconclusive(f"z3 answered unknown (timeout={self.timeout_ms}ms) on {case['dtype']} {case['vars']}")
     return Z3Result(status, out[0], out[1] if len(out) > 1 else [])
