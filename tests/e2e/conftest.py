@@ -2,7 +2,7 @@
 The timeout is generous because the first kernel of a fresh machine waits for the emulator's one-time C build."""
 import json, os, subprocess, sys, textwrap
 import pytest
-from mockgpu.emu.libcache import cache_dir
+from mockgpu.cbuild import cache_dir
 from mockgpu.tinygrad.checks import find_libllvm
 
 MARK = "@@mockgpu-result@@ "
