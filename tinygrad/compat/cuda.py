@@ -18,7 +18,7 @@ from tinygrad.runtime.autogen import libc
 from mockgpu.emu.errors import EmuError, WatchdogExpired
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.mock.errors import PTXError
-from mockgpu.mock.gpu import host_mmap
+from mockgpu.mock.device import host_mmap
 from mockgpu.mock.ptx import engine
 from mockgpu.usage import timed
 
