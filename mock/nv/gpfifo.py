@@ -1,5 +1,5 @@
 """GPFIFO channels of the mock NVIDIA GPU: the device thread polls each channel's GPPut in USERD and runs the pushbuffer
-segments the ring entries point at like the host's PBDMA (contract-pci-usb-nv-cuda.md sections 4.6 and 4.7): a dword
+segments the ring entries point at like the host's PBDMA (docs/contracts/pci-usb-nv-cuda.md sections 4.6 and 4.7): a dword
 stream of method headers (every form the NVC56F_DMA_* encoding defines) and their data, delivered one method at a time to
 the host (methods below 0x100 on any subchannel) or to the engine object SET_OBJECT bound to the subchannel (compute:
 QMD launches into the PTX engine; copy: pitch copies). A semaphore acquire that is not satisfied keeps its place and is

@@ -1,4 +1,4 @@
-"""The NVIDIA kernel driver as tinygrad's NVKIface uses it under `DEV=MOCK+NV` (contract-pci-usb-nv-cuda.md section 4):
+"""The NVIDIA kernel driver as tinygrad's NVKIface uses it under `DEV=MOCK+NV` (docs/contracts/pci-usb-nv-cuda.md section 4):
 `/dev/nvidiactl`, `/dev/nvidia0` and `/dev/nvidia-uvm`, their ioctls (RM objects, controls, memory maps, UVM) and mmaps.
 
 GPU VA == host address: device memory gets an anonymous mapping at its VA on UVM_CREATE_EXTERNAL_RANGE (unless the range

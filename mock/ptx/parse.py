@@ -1,4 +1,4 @@
-"""PTX text -> kernels: the subset tinygrad's PTXRenderer emits (contract-pci-usb-nv-cuda.md section 6), kept general where
+"""PTX text -> kernels: the subset tinygrad's PTXRenderer emits (docs/contracts/pci-usb-nv-cuda.md section 6), kept general where
 it costs nothing (any number of entries, labels anywhere, vector operands, predicates). Only structure is checked here;
 whether an instruction form is executable is decided by `mockgpu.mock.ptx.cgen`, which names the line that it cannot run."""
 from __future__ import annotations
