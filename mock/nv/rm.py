@@ -11,7 +11,7 @@ Every caller pointer (the ioctl argument when it is an address, RM_ALLOC's `pAll
 arrays inside them, e.g. `classList`, `grInfoList`) is read and written through `mockgpu.mock.uaccess`, never dereferenced:
 a bad pointer is `OSError(EFAULT, "<IOCTL>: <field>=0x.. ...")`, never a SIGSEGV of the host."""
 from __future__ import annotations
-import ctypes, errno, itertools, mmap, os, sys, threading
+import ctypes, errno, itertools, os, sys, threading
 from tinygrad.runtime.autogen import nv_570 as nv, libc
 from mockgpu.emu.errors import EmuError, GPUFault
 from mockgpu.emu.memory import PAGE

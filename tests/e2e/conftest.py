@@ -21,7 +21,8 @@ def tinygrad(code:str, dev:str="MOCKKFD+AMD", timeout:float=900, check:bool=True
 def run(): return tinygrad
 
 def _libllvm() -> str:
-  assert (p := find_libllvm(20)), "no libLLVM >= 20: gfx950 needs it; apt-get install libllvm22 (./dev.sh does)"
+  p = find_libllvm(20)
+  assert p, "no libLLVM >= 20: gfx950 needs it; apt-get install libllvm22 (./dev.sh does)"
   return p
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 finalizers of what it frees on the thread whose allocation started it; tinygrad's (HCQGraph.__del__, buffer frees) wait for
 the GPU, so one started on the device thread deadlocked it (tinygrad's test_multitensor_jit_input: a 30 s wait timeout, then
 every later test of the process failed)."""
-import ctypes, gc, threading, time
+import gc, threading, time
 from mockgpu.mock.device import DeviceThread
 from test_pm4 import release
 
