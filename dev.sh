@@ -6,6 +6,7 @@
 #   ./dev.sh ci           tinygrad's whole mock-GPU CI matrix on MOCKGPU_TINYGRAD_TESTS (slow; installs torch, as tinygrad's CI has it)
 #   ./dev.sh slow         the slow suites (long fuzz campaigns, full-size workloads)
 #   ./dev.sh bench        benchmarks (emulator throughput, full-stack ratios)
+#   ./dev.sh lint         ruff (settings in pyproject.toml) and the line budget per package (.ci/line_budget.py); CI runs it first
 # Installs system packages (LLVM 19 for tinygrad's AMD compiler, LLVM 22 for gfx950, a C compiler, clang for tinygrad's CPU backend) and a
 # virtualenv in .venv with mockgpu installed editable (pip, setuptools and the test tools come from PyPI, nothing from the
 # system's Python but the interpreter), then runs the command.
@@ -28,7 +29,7 @@ fi
 # tinygrad's CPU backend runs $CC or `clang`
 command -v clang >/dev/null || export CC="${CC:-clang-19}"
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
-if ! .venv/bin/python -c 'import mockgpu, pytest, xdist, build' 2>/dev/null || [ pyproject.toml -nt .venv/.installed ] || [ setup.py -nt .venv/.installed ]; then
+if ! .venv/bin/python -c 'import mockgpu, pytest, xdist, build, ruff' 2>/dev/null || [ pyproject.toml -nt .venv/.installed ] || [ setup.py -nt .venv/.installed ]; then
   .venv/bin/pip install -q --upgrade pip >/dev/null
   .venv/bin/pip install -q -e ".[test]"
   touch .venv/.installed
@@ -70,5 +71,6 @@ case "$cmd" in
     exec mockgpu ci -n 2 --tests "${MOCKGPU_TINYGRAD_TESTS:?set MOCKGPU_TINYGRAD_TESTS to the tinygrad test tree or a tinygrad checkout}" "$@" ;;
   slow)  exec python -m pytest -n 2 -q -m slow "$@" ;;
   bench) exec mockgpu bench "$@" ;;
-  *) echo "usage: ./dev.sh demo|test|ci|slow|bench [args]" >&2; exit 2 ;;
+  lint)  rc=0; ruff check "$@" . || rc=$?; python .ci/line_budget.py || rc=$?; exit $rc ;;
+  *) echo "usage: ./dev.sh demo|test|ci|slow|bench|lint [args]" >&2; exit 2 ;;
 esac

@@ -26,7 +26,7 @@ OP_HOOKS: list[Callable[[str, dict[str, int]], None]] = []
 
 @dataclass(frozen=True)
 class Dispatch:
-  """The state a command processor has at DISPATCH_DIRECT (contract-kfd.md section 6).
+  """The state a command processor has at DISPATCH_DIRECT (docs/contracts/kfd.md section 6).
 
   arch: "gfx1100" | "gfx1201" | "gfx950". code_addr: host address of the first instruction (must lie in the MemoryMap).
   grid: workgroups (x, y, z). block: threads per workgroup (x, y, z). user_sgprs: COMPUTE_USER_DATA_0.. as u32, loaded

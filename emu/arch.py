@@ -1,5 +1,5 @@
 """Every arch-specific fact the emulator uses, as one frozen dataclass per target. Code branches on these fields, never
-on arch-name strings."""
+on arch-name strings. Rows name every field (the dataclass is keyword-only), so a row reads as the table it is."""
 from __future__ import annotations
 from dataclasses import dataclass
 from tinygrad.runtime.autogen import amdgpu_kd as kd
@@ -7,7 +7,7 @@ from mockgpu.emu.errors import UnsupportedDispatch
 
 __all__ = ["ArchSpec", "ARCHS", "get_arch"]
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ArchSpec:
   name: str                 # LLVM target name, e.g. "gfx1100"
   family: str               # tinygrad autogen folder: tinygrad.runtime.autogen.amd.<family>
@@ -56,11 +56,14 @@ class ArchSpec:
       m |= (rsrc1 >> kd.COMPUTE_PGM_RSRC1_GFX6_GFX11_ENABLE_DX10_CLAMP_SHIFT & 1) << 8 | (rsrc1 >> kd.COMPUTE_PGM_RSRC1_GFX6_GFX11_ENABLE_IEEE_MODE_SHIFT & 1) << 9
     return m
 
+_RDNA = dict(wave_sizes=(32, 64), num_sgprs=106, num_vgprs=256, num_agprs=0, max_lds=65536, max_threads=1024,
+             enc_m0=125, enc_null=124, enc_dpp8=233, enc_dpp16=250, enc_sdwa=-1)
 ARCHS: dict[str, ArchSpec] = {a.name: a for a in (
-  ArchSpec("gfx1100", "rdna3", (32, 64), 106, 256, 0, 65536, 1024, False, 125, 124, 233, 250, -1, dpp_bcast_row0=True),
-  ArchSpec("gfx1201", "rdna4", (32, 64), 106, 256, 0, 65536, 1024, True, 125, 124, 233, 250, -1, vsharp=("_GFX11", "_GFX12"), rsrc1_dx10_ieee=False,
+  ArchSpec(name="gfx1100", family="rdna3", **_RDNA, tgid_in_ttmp=False, dpp_bcast_row0=True),
+  ArchSpec(name="gfx1201", family="rdna4", **_RDNA, tgid_in_ttmp=True, vsharp=("_GFX11", "_GFX12"), rsrc1_dx10_ieee=False,
            notes="RDNA4: VSAMPLE, VIMAGE BVH_DUAL/BVH8 not modelled (docs/emu.md)"),
-  ArchSpec("gfx950", "cdna", (64,), 102, 256, 256, 163840, 1024, False, 124, -1, -1, 250, 249, vsharp=("", ""), true16=False,
+  ArchSpec(name="gfx950", family="cdna", wave_sizes=(64,), num_sgprs=102, num_vgprs=256, num_agprs=256, max_lds=163840, max_threads=1024,
+           tgid_in_ttmp=False, enc_m0=124, enc_null=-1, enc_dpp8=-1, enc_dpp16=250, enc_sdwa=249, vsharp=("", ""), true16=False,
            d16_zero_hi=True, dpp_gfx9=True, notes="CDNA gfx950, wave64 only (what is not modelled: docs/emu.md)"),
 )}
 

@@ -1,14 +1,15 @@
 """Build the generated-C library of one arch: pcode's emitted C + the generated handlers/decoder + the hand-written core,
-compiled with the system C compiler (`cc`, or $MOCKGPU_CC) into one shared library per arch, kept in the library cache
-(`libcache.py`: $MOCKGPU_CACHE, $XDG_CACHE_HOME/mockgpu or ~/.cache/mockgpu; verified before use, built under a lock)
-and keyed by arch, pcode source hash, emitter and generator versions, compiler and host CPU features."""
+compiled by the one compile-and-cache service (`mockgpu.cbuild`: $MOCKGPU_CC or `cc`; $MOCKGPU_CACHE, $XDG_CACHE_HOME/mockgpu
+or ~/.cache/mockgpu; verified before use, built under a lock) into one shared library per arch, keyed by arch, pcode source
+hash, emitter and generator versions, compiler and host CPU features."""
 from __future__ import annotations
 import hashlib, os, pathlib, re, time
 from dataclasses import dataclass
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu.errors import BackendUnavailable
-from mockgpu.emu import libcache
-from mockgpu.emu.libcache import cache_dir, compiler
+from mockgpu.errors import BuildError
+from mockgpu import cbuild
+from mockgpu.cbuild import cache_dir, compiler
 
 __all__ = ["Library", "cache_dir", "compiler", "build", "prune", "CFLAGS", "KEEP", "BUILD_SECONDS"]
 
@@ -35,7 +36,7 @@ KEEP = 12   # libraries kept per arch: several checkouts or versions of mockgpu 
 def prune(arch_name: str, keep: int = KEEP) -> list[pathlib.Path]:
   """Delete all but the `keep` most recently used libraries of `arch_name` (with their sources, metadata and lock files)
   from the cache; a library another process holds open stays valid for it (unlinked files live on). Returns what was removed."""
-  return libcache.prune(f"emu-{arch_name}-", keep)
+  return cbuild.prune(f"emu-{arch_name}-", keep)
 
 def _files_hash(paths) -> str:
   h = hashlib.sha256()
@@ -49,13 +50,12 @@ def _pcode_emitter():
     raise BackendUnavailable(f"mockgpu.pcode's C emitter is not available ({e}); the C backend needs it (docs/emu.md)") from e
   return cemit, tables
 
-def _key(arch: ArchSpec) -> str:
+def _key_parts(arch: ArchSpec) -> list[str]:
   cemit, tables = _pcode_emitter()
   from importlib.metadata import version
   own = [*CSRC.glob("*.[ch]"), *(HERE / n for n in ("gen_c.py", "isa.py", "pcinfo.py", "build.py", "buffer.py", "arch.py", "matrix.py", "gen_gfx.py", "image.py", "bvh.py"))]
-  parts = [arch.name, arch.family, tables.source_hash(arch.family), cemit.EMITTER_VERSION, cemit.cache_key(arch.family),
-           _files_hash(own), compiler()[1], " ".join(CFLAGS), version("tinygrad")]
-  return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
+  return [arch.name, arch.family, tables.source_hash(arch.family), cemit.EMITTER_VERSION, cemit.cache_key(arch.family), _files_hash(own),
+          version("tinygrad")]
 
 def _emit(arch: ArchSpec) -> str:
   cemit, _ = _pcode_emitter()
@@ -67,28 +67,17 @@ def build(arch: ArchSpec, force: bool = False) -> Library:
 
   Raises: BackendUnavailable (no compiler, no emitter, compile error with the compiler's first lines of output)."""
   if not arch.c_backend: raise BackendUnavailable(f"arch={arch.name}: the C backend does not support it yet ({arch.notes})")
-  stem, t0 = f"emu-{arch.name}-{_key(arch)}", time.perf_counter()
-  def produce(out: pathlib.Path) -> dict:
+  t0 = time.perf_counter()
+  def generate() -> tuple[list[str], dict]:
     from mockgpu.emu.gen_c import generate
-    d, pc = cache_dir(), _emit(arch)
+    pc = _emit(arch)
     fns = set(re.findall(r"\bvoid\s+(pc_\w+)\s*\(\s*PcState\s*\*", pc))
     gen = generate(arch, pc, fns, chunks=max(2, os.cpu_count() or 2))
-    cmd, _ = compiler()
-    srcs = []
-    for i, text in enumerate(gen.sources):
-      srcs.append(d / f"{stem}.{i}.c"); srcs[-1].write_text(text)
-    objs = [p.with_suffix(".o") for p in srcs]
-    inc = ["-I", str(CSRC), "-I", str(PCODE_DIR)]
-    outs = libcache.run_all([cmd + list(CFLAGS) + inc + ["-c", "-o", str(o), str(c)] for c, o in zip(srcs, objs)])
-    if all(rc == 0 for rc, _ in outs): outs.append(libcache.run(cmd + ["-shared", "-o", str(out), *map(str, objs), "-lm"]))
-    for o in objs: o.unlink(missing_ok=True)
-    if any(rc != 0 for rc, _ in outs):
-      raise BackendUnavailable(f"compiling the {arch.name} emulator failed ({' '.join(cmd)}): {next(t for rc, t in outs if rc)[:3000]}\n"
-                               f"generated sources kept in {d}; report them with the compiler output")
-    if not os.environ.get("MOCKGPU_KEEP_SOURCES"):
-      for c in srcs: c.unlink()
-    return {"arch": arch.name, "handlers": gen.handlers, "hbase": gen.hbase, "missing": gen.missing}
-  path, m, built = libcache.library(stem, produce, force=force, announce=f"building the {arch.name} emulator (one-time, "
-                                    f"~{BUILD_SECONDS} s; cached in {cache_dir()})...")
-  if built: prune(arch.name)
+    return gen.sources, {"arch": arch.name, "handlers": gen.handlers, "hbase": gen.hbase, "missing": gen.missing}
+  try:
+    path, m, built = cbuild.shared_library(f"emu-{arch.name}-", _key_parts(arch), CFLAGS, generate, KEEP, include=(CSRC, PCODE_DIR),
+                                           what=f"the {arch.name} emulator", force=force, announce=f"building the {arch.name} emulator "
+                                           f"(one-time, ~{BUILD_SECONDS} s; cached in {cache_dir()})...")
+  except BackendUnavailable: raise
+  except BuildError as e: raise BackendUnavailable(str(e)) from e
   return Library(path, tuple(m["handlers"]), m["hbase"], m["missing"], built, time.perf_counter() - t0 if built else 0.0)

@@ -1,5 +1,5 @@
 """AMD code objects (ELF, as LLVM emits them for tinygrad): load the image, apply R_AMDGPU_REL64 relocations the way
-tinygrad's AMDProgram does, and read the kernel descriptor (contract-kfd.md section 6.2)."""
+tinygrad's AMDProgram does, and read the kernel descriptor (docs/contracts/kfd.md section 6.2)."""
 from __future__ import annotations
 import struct
 from dataclasses import dataclass

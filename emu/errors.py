@@ -3,7 +3,7 @@
 Faults carry a structured `FaultReport` so callers (the KFD model, tests) can read the fields instead of parsing text."""
 from __future__ import annotations
 from dataclasses import dataclass, field
-from mockgpu.errors import MockGPUError
+from mockgpu.errors import MockGPUError, BuildError
 
 __all__ = ["EmuError", "GPUFault", "FaultReport", "InvalidInstruction", "WaveTrap", "WatchdogExpired", "Deadlock", "UnsupportedDispatch", "BackendUnavailable", "CaptureError"]
 
@@ -121,8 +121,9 @@ class Deadlock(EmuError):
 class UnsupportedDispatch(EmuError):
   """The dispatch asks for something this emulator does not model (unknown arch, zero-sized grid, too many threads...)."""
 
-class BackendUnavailable(EmuError):
-  """The requested execution backend cannot run here (no C compiler, build failure, unsupported arch for the backend)."""
+class BackendUnavailable(EmuError, BuildError):
+  """The requested execution backend cannot run here (no C compiler, build failure, unsupported arch for the backend). A
+  `BuildError` too: the emulator raises it where `mockgpu.cbuild` could not build its library."""
 
 class CaptureError(EmuError):
   """A capture directory (mockgpu.emu.capture) that cannot be read or written: no or a malformed manifest, a format version

@@ -332,7 +332,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
       body.append(f"uint64_t icv = o.clamp ? iclamp(&IC_{h}, {srcs}, {'(uint32_t)(s.VCC >> L) & 1' if ic[0] in 'cbB' else '0'}, in->neg) : 0;")
     body.append(f"{fn}(&s);")
     if carry: body.append("cout |= (s.D1.q[0] & 1) << L;")
-    if ic: body.append(f"if (o.clamp) s.D0.q[0] = icv;" if db == 64 else "if (o.clamp) s.D0.d[0] = (uint32_t)icv;")
+    if ic: body.append("if (o.clamp) s.D0.q[0] = icv;" if db == 64 else "if (o.clamp) s.D0.d[0] = (uint32_t)icv;")
     fast = not ("S0" in u.writes and sb[0]) and not u.lane_vgpr and not cmp   # compares: one loop (build time)
     if fast:   # all lanes active, no output modifiers: a straight loop into a local buffer, then one write-back pass
       n = _fast_lanes(wave)
@@ -576,7 +576,7 @@ def _decoder(arch: ArchSpec, fmts: tuple[Format, ...]) -> tuple[str, list[str]]:
     if f.op_field: D.append("    in->op = (int32_t)op;")
     else:
       D.append("    if (!VALID_VOPD[in->opx] || !VALID_VOPD[in->opy]) return 0;" if f.name == "VOPD" else "    in->op = 0;")
-    srcs = [s for s in f.src_fields]
+    srcs = list(f.src_fields)
     if f.mfma_ops:
       D.append(f"    if (MFMA_{f.name}[op]) {{")
       D += ["      " + x for x in _fields_c(f, f.variants["_MFMA"][1])]

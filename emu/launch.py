@@ -1,4 +1,4 @@
-"""Launch a code object the way tinygrad's AMD runtime does (contract-kfd.md 6.3/6.4): buffers' addresses as u64 kernel
+"""Launch a code object the way tinygrad's AMD runtime does (docs/contracts/kfd.md 6.3/6.4): buffers' addresses as u64 kernel
 arguments, s[0:1] = kernarg pointer (after the dispatch packet pointer when the descriptor enables it). Used by the CLI,
 the benchmark and tests; the KFD model builds Dispatch itself from the PM4 registers."""
 from __future__ import annotations

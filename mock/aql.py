@@ -1,4 +1,4 @@
-"""AQL compute queue (KFD queue type COMPUTE_AQL: `AMD_AQL=1`, contract-kfd section 5.5): a ring of 64-byte HSA packets.
+"""AQL compute queue (KFD queue type COMPUTE_AQL: `AMD_AQL=1`, docs/contracts/kfd.md section 5.5): a ring of 64-byte HSA packets.
 
 tinygrad emits two packet types: KERNEL_DISPATCH (the CP builds the wave state from the kernel descriptor and the
 packet) and VENDOR_SPECIFIC with AMD's PM4-IB format (one INDIRECT_BUFFER packet whose IB runs on the PM4 machinery of

@@ -11,7 +11,8 @@ from mockgpu.emu.errors import EmuError, GPUFault
 from mockgpu.emu.memory import PAGE
 from mockgpu.mock import uaccess
 from mockgpu.mock.errors import QueueFault
-from mockgpu.mock.gpu import GPU, DeviceThread, DOORBELL_PAGE, MAP_FIXED, host_mmap
+from mockgpu.mock.device import DeviceThread, MAP_FIXED, host_mmap
+from mockgpu.mock.gpu import GPU, DOORBELL_PAGE
 from mockgpu.mock.aql import AQLQueue
 from mockgpu.mock.pm4 import PM4Queue
 from mockgpu.mock.profiles import GPUProfile, profile_for
@@ -311,7 +312,7 @@ class KFD:
                           *((a.write_pointer_address,) if cls is AQLQueue else ())))
     a.queue_id = sum(len(g.queues) for g in self.gpus.values()) - 1
     a.doorbell_offset = MMAP_TYPE_DOORBELL | gpu.gpu_id << MMAP_GPU_ID_SHIFT | slot * 8
-    if self.thread is None and self.autorun: self.thread = DeviceThread(self)
+    if self.thread is None and self.autorun: self.thread = DeviceThread(self, warm_up=self.profile.arch)
 
   # *** the GPU side: scheduling, interrupts and errors ***
   def run_once(self) -> bool:

@@ -9,7 +9,7 @@ __all__ = ["GPUProfile", "PROFILES", "profile_for", "mock_arch", "PCI_DEFAULT_AR
 
 @dataclass(frozen=True)
 class GPUProfile:
-  """One emulated GPU model. `props` are the KFD topology `properties` lines (contract-kfd section 2.1)."""
+  """One emulated GPU model. `props` are the KFD topology `properties` lines (docs/contracts/kfd.md section 2.1)."""
   arch: str                                   # gfx1100, gfx1201, gfx950 (what code is compiled for)
   name: str                                   # marketing name, for reports
   gfx_target_version: int                     # topology value; tinygrad derives its arch from it

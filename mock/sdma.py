@@ -8,7 +8,8 @@ from __future__ import annotations
 import importlib, struct
 from mockgpu.mock import uaccess
 from mockgpu.mock.errors import PacketError, QueueFault
-from mockgpu.mock.gpu import GONE, GPU, TRACE, Queue, gpu_clock
+from mockgpu.mock.device import GONE
+from mockgpu.mock.gpu import GPU, TRACE, Queue, gpu_clock
 from mockgpu.mock.pm4 import COMPARE, poll
 
 __all__ = ["SDMAQueue", "SDMA_PACKETS"]

@@ -88,7 +88,7 @@ _CONDXCHG = Fix(_CONDXCHG_OLD,
                 "a DS entry is LDS), the two return dwords as a declared 2-element array, and re-declares OFFSET0/OFFSET1 as "
                 "locals; in the DS names the same steps are: both dwords at (ADDR + offset) & 0xfff8 and +4 return their old "
                 "value, each is replaced by the low 31 bits of its half of DATA when that half's bit 31 is set ({OFFSET1, OFFSET0} is OFFSET)", ISA_TEXT)
-_DX9 = {acc: Fix(f"// DX9 rules, 0.0 * x = 0.0\nD0.f32 = S2.f32", f"// DX9 rules, 0.0 * x = 0.0\nD0.f32 = 0.0F + {acc}.f32",
+_DX9 = {acc: Fix("// DX9 rules, 0.0 * x = 0.0\nD0.f32 = S2.f32", f"// DX9 rules, 0.0 * x = 0.0\nD0.f32 = 0.0F + {acc}.f32",
                  "with a zero multiplicand the product is +0 (even times INF or NaN) and the accumulator is added to it: "
                  + ("the FMAC form has no S2 (its accumulator is D0, as its `fma(S0.f32, S1.f32, D0.f32)` branch says), so "
                     "taken literally it would read an operand the instruction does not have; " if acc == "D0" else "")

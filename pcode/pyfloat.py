@@ -4,7 +4,7 @@ register: operands pass its input-denormal rule, results are rounded in its roun
 (per format group, softfloat.round_mode / flush_in / flush_out)."""
 import math
 from fractions import Fraction
-from mockgpu.pcode.softfloat import Fmt, decode, encode, encode_sr, is_nan, canon_nan, widen_nan, sign_bit, round_mode, flush_in, flush_out, RNE, RDN
+from mockgpu.pcode.softfloat import Fmt, decode, encode, encode_sr, is_nan, canon_nan, widen_nan, sign_bit, round_mode, flush_in, flush_out, RDN
 from mockgpu.pcode.state import MODE_DEFAULT
 __all__ = ["fbin", "ffma", "fcmp", "fsqrt", "fun1", "fldexp", "fmant", "fexp2", "f2i", "f2norm", "i2f", "scale_from", "scale_to", "sr_to", "fquiet"]
 

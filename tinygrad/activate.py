@@ -11,7 +11,7 @@ __all__ = ["SHIMS", "PACKAGES", "MockGPUFinder", "enabled", "install", "uninstal
 # module tinygrad imports -> (mockgpu module that implements it, names re-exported; "*" = the module's __all__)
 # Before the first shim is served, `mockgpu.tinygrad.checks.run` checks tinygrad's version, DEV and the toolchain DEV needs.
 SHIMS: dict[str, tuple[str, tuple[str, ...]]] = {
-  "test.mockgpu.mockgpu": ("mockgpu.mock.fileio", ("MockFileIOInterface",)),
+  "test.mockgpu.mockgpu": ("mockgpu.tinygrad.compat.fileio", ("MockFileIOInterface",)),
   "test.mockgpu.usb": ("mockgpu.tinygrad.compat.usb", ("MockUSB3",)),
   "test.mockgpu.cuda.cuda": ("mockgpu.tinygrad.compat.cuda", ("*",)),
   "test.mockgpu.amd.emu": ("mockgpu.tinygrad.compat.amd_emu", ("*",)),

@@ -104,10 +104,10 @@ def check_toolchain(t) -> None:
   """Raises ActivationError when a MOCK target of DEV lacks what it needs on this machine: the C compiler mockgpu builds its
   emulators with (AMD, NV, CUDA), and for AMD kernels compiled by LLVM a loadable libLLVM, of version >= MIN_LLVM[arch]."""
   if t.device not in ("AMD", "NV", "CUDA"): return
-  from mockgpu.emu.libcache import compiler
-  from mockgpu.emu.errors import BackendUnavailable
+  from mockgpu.cbuild import compiler
+  from mockgpu.errors import BuildError
   try: compiler()
-  except BackendUnavailable as e:
+  except BuildError as e:
     cc = os.environ.get("MOCKGPU_CC") or "cc"
     _fail(f"{_dev(t)}: mockgpu builds its GPU emulator from generated C and has no C compiler ({cc!r} from "
           f"{'$MOCKGPU_CC' if os.environ.get('MOCKGPU_CC') else 'the default cc'} {'is not found' if 'not found' in str(e) else 'does not run'}): "

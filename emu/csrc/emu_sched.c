@@ -1,4 +1,4 @@
-/* emu_sched.c: instruction fetch and decode cache, wave and workgroup setup (contract-kfd.md 6.5), the scheduler of resident
+/* emu_sched.c: instruction fetch and decode cache, wave and workgroup setup (docs/contracts/kfd.md 6.5), the scheduler of resident
  * workgroups and their waves (see "scheduling" below), watchdog and the entry point called from Python with the GIL released. */
 
 #if HAS_VOPD

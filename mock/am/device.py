@@ -19,7 +19,8 @@ from mockgpu.mock.am.mmu import MMU, HostVA, PageMap
 from mockgpu.mock.am.psp import PSP, SMU
 from mockgpu.mock.am.regs import BAR5_BYTES, RegisterFile
 from mockgpu.mock.errors import MockDeviceError
-from mockgpu.mock.gpu import GPU, DeviceThread, Queue
+from mockgpu.mock.device import DeviceThread
+from mockgpu.mock.gpu import GPU, Queue
 from mockgpu.mock.pm4 import PM4Queue
 from mockgpu.mock.profiles import GPUProfile
 from mockgpu.mock.sdma import SDMAQueue
@@ -79,7 +80,7 @@ class PCIGPU:
     self.pq_key = self.sq_key = None
     self.dirty, self.reported = False, set()
     self.sdma = "regSDMA_GFX" if profile.sdma[:2] == (4,4) else "regSDMA0_QUEUE0"
-    self.thread = DeviceThread(self) if autorun else None
+    self.thread = DeviceThread(self, warm_up=self.profile.arch) if autorun else None
 
   def __repr__(self): return f"PCIGPU({self.index}, {self.profile.arch}, vram={self.vram_size >> 30} GiB)"
 

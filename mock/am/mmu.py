@@ -24,7 +24,8 @@ import bisect, ctypes, mmap, struct, sys, threading
 import numpy as np
 from tinygrad.runtime.autogen import libc
 from tinygrad.runtime.autogen.am import am
-from mockgpu.mock.gpu import GPU, MAP_FIXED
+from mockgpu.mock.device import MAP_FIXED
+from mockgpu.mock.gpu import GPU
 
 __all__ = ["PageMap", "Intervals", "HostVA", "MMU"]
 

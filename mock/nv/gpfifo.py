@@ -1,23 +1,20 @@
 """GPFIFO channels of the mock NVIDIA GPU: the device thread polls each channel's GPPut in USERD and runs the pushbuffer
-segments the ring entries point at like the host's PBDMA (contract-pci-usb-nv-cuda.md sections 4.6 and 4.7): a dword
+segments the ring entries point at like the host's PBDMA (docs/contracts/pci-usb-nv-cuda.md sections 4.6 and 4.7): a dword
 stream of method headers (every form the NVC56F_DMA_* encoding defines) and their data, delivered one method at a time to
 the host (methods below 0x100 on any subchannel) or to the engine object SET_OBJECT bound to the subchannel (compute:
 QMD launches into the PTX engine; copy: pitch copies). A semaphore acquire that is not satisfied keeps its place and is
 re-checked every round, so CPU-written signals and other channels unblock it. A failing channel stops, prints the error,
 and is reported through the debugger controls (tinygrad's on_device_hang)."""
 from __future__ import annotations
-import ctypes, sys, threading, time, traceback, weakref
+import ctypes, time
 from typing import TYPE_CHECKING
 from tinygrad.runtime.autogen import nv_570 as nv
-from mockgpu.emu.errors import EmuError, GPUFault
-from mockgpu.mock.errors import PacketError, QueueFault
-from mockgpu.mock import uaccess
-from mockgpu.mock.gpu import GONE, DeviceThread, WaitWatch, device_work
+from mockgpu.mock.errors import PacketError
+from mockgpu.mock.device import WaitWatch, report_stop
 from mockgpu.mock.nv.engines import ENGINES, Engine, QMD_FIELDS, bits as _bits, method_name
-from mockgpu.usage import timed
 if TYPE_CHECKING: from mockgpu.mock.nv.rm import NVDriver
 
-__all__ = ["Channel", "NVDeviceThread", "QMD_FIELDS", "decode_header"]
+__all__ = ["Channel", "QMD_FIELDS", "decode_header"]
 
 HOST_METHODS_END = 0x100                                # methods below this byte address belong to the host class on any subchannel
 
@@ -62,15 +59,10 @@ class Channel:
 
   def read(self, addr:int, size:int, what:str) -> bytes:
     """The bytes at `[addr, addr+size)`: QueueFault unless they are registered GPU memory (UVM_MAP_EXTERNAL_ALLOCATION) and
-    still host memory of the process (checked copies, never a SIGSEGV)."""
-    if self.drv.memory.find(addr, size) is None: raise QueueFault(repr(self), addr, size, what)
-    try: return bytes(uaccess.copy_from_user(addr, size, what))
-    except OSError: raise QueueFault(repr(self), addr, size, what, GONE) from None
-  def _uint(self, addr:int, size:int, what:str) -> int: return int.from_bytes(self.read(addr, size, what), "little")
-  def write(self, addr:int, data:bytes, what:str):
-    if self.drv.memory.find(addr, len(data)) is None: raise QueueFault(repr(self), addr, len(data), what)
-    try: uaccess.copy_to_user(addr, data, what)
-    except OSError: raise QueueFault(repr(self), addr, len(data), what, GONE) from None
+    still host memory of the process (the driver's checked copies, `DeviceMemory`)."""
+    return bytes(self.drv.read(addr, size, repr(self), what))
+  def _uint(self, addr:int, size:int, what:str) -> int: return self.drv.uint(addr, size, repr(self), what)
+  def write(self, addr:int, data:bytes, what:str): self.drv.write(addr, data, repr(self), what)
 
   def run(self) -> bool:
     """Execute ready work. Returns True if anything progressed. Any error stops this channel only (see `_stop`)."""
@@ -189,16 +181,9 @@ class Channel:
     return ok
 
   def _stop(self, e:BaseException):
-    """Stop this channel for good: remember the first fault for the debugger controls and print the report."""
+    """Stop this channel for good: the driver records the first fault for its debugger controls; print the report."""
     self.error = e
-    rep = getattr(e, "report", None)
-    addr = rep.va if isinstance(e, GPUFault) else getattr(e, "addr", None)
-    if self.drv.fault is None:
-      self.drv.fault = {"address": addr, "write": bool(rep and rep.kind == "write"), "esr": 0x10 if isinstance(e, EmuError) else 0x20,
-                        "pc": getattr(rep, "pc", 0) or 0, "error": e}     # pc: the PTX line of a kernel fault
-    tb = "" if type(e).__module__.startswith("mockgpu.") else "\n" + "".join(traceback.format_exception(e))
-    print(f"mockgpu: NV {self!r} stopped at GPGet={self.get} (tinygrad sees the fault after its wait times out, docs/mock.md; "
-          f"HCQDEV_WAIT_TIMEOUT_MS shortens that): {type(e).__name__}: {e}{tb}", file=sys.stderr)
+    report_stop(self, f"GPGet={self.get}", self.drv.report_channel_error(e), e)
 
 # *** what each class does with a method besides storing its data (anything else stops the channel, naming the method)
 _HOST_STATE = {nv.NVC56F_SEM_ADDR_LO, nv.NVC56F_SEM_ADDR_HI, nv.NVC56F_SEM_PAYLOAD_LO, nv.NVC56F_SEM_PAYLOAD_HI, nv.NVC56F_SEMAPHOREA,
@@ -206,32 +191,3 @@ _HOST_STATE = {nv.NVC56F_SEM_ADDR_LO, nv.NVC56F_SEM_ADDR_HI, nv.NVC56F_SEM_PAYLO
 # no effect in a model that runs every method to completion in order, without caches, TLBs or interrupts to deliver
 _HOST_NOOP = {nv.NVC56F_NOP, nv.NVC56F_NON_STALL_INTERRUPT, nv.NVC56F_FB_FLUSH, nv.NVC56F_WFI, nv.NVC56F_YIELD, nv.NVC56F_MEM_OP_D,
               nv.NVC56F_CLEAR_FAULTED}
-
-class NVDeviceThread:
-  """The daemon thread that runs every channel of the mock NVIDIA GPU (polling GPPut, round-robin, 0.1-0.5 ms idle sleeps).
-  Holds the driver lock while it executes, so ioctls (frees, maps) never change memory under a running kernel. Channel
-  errors stop only their channel (`Channel.run` catches them); a failure outside a channel is printed once per message."""
-  def __init__(self, drv:NVDriver):
-    self.drv, self.reported = weakref.ref(drv), set()
-    if sys.getswitchinterval() == 0.005 and DeviceThread.SWITCH_INTERVAL > 0: sys.setswitchinterval(DeviceThread.SWITCH_INTERVAL)
-    self.thread = threading.Thread(target=self._loop, name="mockgpu-nv-device", daemon=True)
-    self.thread.start()
-
-  def _round(self, drv:NVDriver) -> bool:
-    try:
-      with timed("device_s"), drv.lock: return any([ch.run() for ch in list(drv.channels)])
-    except Exception as e:   # a bug in the model outside any channel: say so once, keep polling
-      if (msg:=f"{type(e).__name__}: {e}") not in self.reported:
-        self.reported.add(msg)
-        print("mockgpu: NV device thread error (channels keep running):\n" + "".join(traceback.format_exception(e)), file=sys.stderr)
-      return False
-
-  def _loop(self):
-    delay = DeviceThread.POLL_MIN
-    while (drv:=self.drv()) is not None:
-      progress = device_work(NVDeviceThread._round, self, drv)   # GC off meanwhile: see device_work
-      del drv
-      if progress: delay = DeviceThread.POLL_MIN
-      else:
-        time.sleep(delay)   # no GC-tracked allocation while idle: see device_work
-        delay = delay * 2 if delay * 2 < DeviceThread.POLL_MAX else DeviceThread.POLL_MAX

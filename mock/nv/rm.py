@@ -1,22 +1,22 @@
-"""The NVIDIA kernel driver as tinygrad's NVKIface uses it under `DEV=MOCK+NV` (contract-pci-usb-nv-cuda.md section 4):
+"""The NVIDIA kernel driver as tinygrad's NVKIface uses it under `DEV=MOCK+NV` (docs/contracts/pci-usb-nv-cuda.md section 4):
 `/dev/nvidiactl`, `/dev/nvidia0` and `/dev/nvidia-uvm`, their ioctls (RM objects, controls, memory maps, UVM) and mmaps.
 
 GPU VA == host address: device memory gets an anonymous mapping at its VA on UVM_CREATE_EXTERNAL_RANGE (unless the range
 is already host memory: an OS-descriptor object or a CPU mapping), and every UVM_MAP_EXTERNAL_ALLOCATION registers the
 range in `memory`, the registry the GPFIFO engines and the PTX engine check every access against. Command execution
-lives in `mockgpu.mock.nv.gpfifo` (device thread). Ioctl failures are what the driver gives: the RM `status` field (tinygrad
+lives in `mockgpu.mock.nv.gpfifo` (run by `mockgpu.mock.device.DeviceThread`). Ioctl failures are what the driver gives: the RM `status` field (tinygrad
 raises its `rm_alloc returned ...` error) with a line on stderr naming the unmodelled class or control.
 
 Every caller pointer (the ioctl argument when it is an address, RM_ALLOC's `pAllocParms`, RM_CONTROL's `params` and the
 arrays inside them, e.g. `classList`, `grInfoList`) is read and written through `mockgpu.mock.uaccess`, never dereferenced:
 a bad pointer is `OSError(EFAULT, "<IOCTL>: <field>=0x.. ...")`, never a SIGSEGV of the host."""
 from __future__ import annotations
-import ctypes, errno, itertools, mmap, os, sys, threading
+import ctypes, errno, itertools, os, sys, threading
 from tinygrad.runtime.autogen import nv_570 as nv, libc
-from mockgpu.emu.errors import EmuError
-from mockgpu.emu.memory import MemoryMap, PAGE
+from mockgpu.emu.errors import EmuError, GPUFault
+from mockgpu.emu.memory import PAGE
 from mockgpu.mock import uaccess
-from mockgpu.mock.gpu import MAP_FIXED, host_mmap
+from mockgpu.mock.device import DeviceMemory, DeviceThread, MAP_FIXED, host_mmap
 from mockgpu.mock.ptx import engine
 
 __all__ = ["NVDriver", "NVFile", "driver", "PATHS", "DRIVER_VERSION", "CLASSES"]
@@ -33,12 +33,13 @@ class NVFile:
   """One open mock device file: `kind` is "ctl", "uvm" or "gpu"; `fd` the virtual descriptor tinygrad passes around."""
   def __init__(self, kind:str, fd:int): self.kind, self.fd, self.mapping = kind, fd, None
 
-class NVDriver:
+class NVDriver(DeviceMemory):
   """Driver state of one process: RM objects by handle, memory objects (VA once DMA-mapped), host-backed ranges, the GPU
-  `memory` registry, channels (`gpfifo.Channel`) and the device thread that runs them."""
+  `memory` registry (`DeviceMemory`: the channels' checked copies), channels (`gpfifo.Channel`) and the device thread that
+  runs them."""
   def __init__(self):
+    super().__init__()
     self.lock, self.pid = threading.RLock(), os.getpid()
-    self.memory = MemoryMap()
     self.objects: dict[int, tuple[int, object]] = {}      # handle -> (class, state)
     self.backed: dict[int, int] = {}                      # host-backed VA -> size (not ours to map or unmap)
     self.ours: dict[int, int] = {}                        # VA -> size of mappings the mock created (munmapped on UVM_FREE)
@@ -196,10 +197,29 @@ class NVDriver:
     if (n:=self.ours.pop(p.base, None)) is not None: libc.munmap(p.base, n)
     self.backed.pop(p.base, None)
 
+  # *** the device
+  def accessible(self, addr:int, size:int) -> bool:
+    """Whether `[addr, addr+size)` lies in one range of UVM_MAP_EXTERNAL_ALLOCATION."""
+    return self.memory.find(addr, size) is not None
+
+  def run_once(self) -> bool:
+    """One round of the device thread over every channel, under the driver lock (ioctls never change memory under a running
+    kernel). Returns True if any channel progressed."""
+    with self.lock: return any([ch.run() for ch in list(self.channels)])
+
+  def report_channel_error(self, e:BaseException) -> str:
+    """A channel stopped with `e`: the first fault is kept for the debugger controls (an MMU fault at a GPU VA, else an SM
+    error whose pc is the PTX line of a kernel fault). Returns what tinygrad's on_device_hang will report."""
+    rep = getattr(e, "report", None)
+    addr = rep.va if isinstance(e, GPUFault) else getattr(e, "addr", None)
+    if self.fault is None:
+      self.fault = {"address": addr, "write": bool(rep and rep.kind == "write"), "esr": 0x10 if isinstance(e, EmuError) else 0x20,
+                    "pc": getattr(rep, "pc", 0) or 0, "error": e}
+    first = self.fault["address"]   # tinygrad reports the first fault only
+    return (f"MMU fault: 0x{first:X}" if first is not None else f"SM 0 fault: esr=1 warp_esr={self.fault['esr']:#x}") + ", once its signal wait times out: HCQDEV_WAIT_TIMEOUT_MS shortens that"
+
   def _start(self):
-    if self.thread is None:
-      from mockgpu.mock.nv.gpfifo import NVDeviceThread
-      self.thread = NVDeviceThread(self)
+    if self.thread is None: self.thread = DeviceThread(self, name="mockgpu-nv-device")
 
 # *** RM controls: cmd -> (params struct, handler(driver, hObject, private copy of the params) returning a status (None = 0))
 def _build_version(d, h, p): p.driverVersionBuffer = DRIVER_VERSION

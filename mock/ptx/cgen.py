@@ -37,7 +37,7 @@ class _Emit:
   # ---- operands
   def bits(self, i:Inst, op:str, t:str) -> str:
     """C expression of the raw bits (width of `t`) of operand `op` read as type `t`."""
-    n, k = bits_of(t), TYPES[t][0]
+    n = bits_of(t)
     if op in self.k.regs:
       rn = bits_of(self.k.regs[op])
       if rn < n and TYPES[self.k.regs[op]][0] == "s": return f"(({utype(n)})(int{n}_t)(int{rn}_t){self.reg(op)})"
@@ -116,7 +116,7 @@ class _Emit:
     return "\n".join([
       f"static int th_{self.idx}(PtxCtx *c, uint32_t tx, uint32_t ty, uint32_t tz, uint32_t bx, uint32_t by, uint32_t bz, int *resume, uint64_t *save) {{",
       f"  uint64_t left = c->left; {decl}",
-      f"  (void)tx; (void)ty; (void)tz; (void)bx; (void)by; (void)bz; (void)save;",
+      "  (void)tx; (void)ty; (void)tz; (void)bx; (void)by; (void)bz; (void)save;",
       f"  switch (*resume) {{ case 0: break; {cases} default: break; }}",
       *body,
       "done: *resume = -1; c->left = left; return 0;",

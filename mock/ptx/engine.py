@@ -1,13 +1,12 @@
 """The PTX engine's public API: `load(ptx)` parses a module, translates every kernel to C (`cgen`), compiles it with the
-system C compiler (`$MOCKGPU_CC` or `cc`) and keeps the shared library in the library cache (`mockgpu.emu.libcache`,
-verified before use) keyed by the PTX text, the generator and the compiler; `Module.launch(...)` runs a whole grid in C with the GIL released and raises `GPUFault`
+system C compiler and keeps the shared library in the library cache (both through `mockgpu.cbuild`, the one
+compile-and-cache service: `$MOCKGPU_CC` or `cc`, verified before use) keyed by the PTX text, the generator and the compiler; `Module.launch(...)` runs a whole grid in C with the GIL released and raises `GPUFault`
 (a structured `FaultReport`) instead of touching memory outside the registered allocations."""
 from __future__ import annotations
-import ctypes, hashlib, os, pathlib, threading
+import ctypes, os, pathlib, threading
 from typing import NamedTuple
-from mockgpu.emu import libcache
-from mockgpu.emu.libcache import cache_dir, compiler
-from mockgpu.emu.errors import BackendUnavailable, FaultReport, GPUFault, WatchdogExpired
+from mockgpu import cbuild
+from mockgpu.emu.errors import FaultReport, GPUFault, WatchdogExpired
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.mock.errors import PTXError
 from mockgpu.mock.ptx import cgen
@@ -23,7 +22,7 @@ def _arch(sm:str) -> str:
 ARCH = _arch(os.environ.get("MOCKGPU_SM", "70"))
 # -march=native makes fmaf a hardware instruction (baseline x86-64 calls libm's software fma: ~10x slower matmuls);
 # -ffp-contract=off keeps the compiler from fusing what PTX rounds twice (gcc's gnu11 default is to fuse)
-CFLAGS = ("-O2", "-march=native", "-mno-avx512f", "-fno-math-errno", "-fPIC", "-shared", "-std=gnu11", "-fno-strict-aliasing", "-fwrapv",
+CFLAGS = ("-O2", "-march=native", "-mno-avx512f", "-fno-math-errno", "-fPIC", "-std=gnu11", "-fno-strict-aliasing", "-fwrapv",
           "-ffp-contract=off", "-fno-fast-math", "-w")
 DEFAULT_BUDGET = int(os.environ.get("MOCKGPU_PTX_BUDGET", str(1 << 40)))   # backward branches per launch (watchdog)
 RT = pathlib.Path(__file__).with_name("ptx_rt.h")
@@ -45,24 +44,13 @@ class LaunchStats(NamedTuple):
 
 _lock, _loaded = threading.Lock(), {}
 
-def _key(src:str) -> str:
-  parts = [src, cgen.GEN_VERSION, RT.read_text(), (pathlib.Path(cgen.__file__)).read_text(), compiler()[1], " ".join(CFLAGS)]
-  return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
-
-KEEP = 2048     # compiled PTX modules kept in the library cache (least recently used go first; emu/libcache.py)
+KEEP = 2048     # compiled PTX modules kept in the library cache (least recently used go first; mockgpu.cbuild)
 
 def _build(src:str, kernels:dict[str, Kernel]) -> pathlib.Path:
-  stem = f"ptx-{_key(src)}"
-  def produce(out:pathlib.Path) -> dict:
-    (c:=cache_dir() / f"{stem}.c").write_text("\n".join([f'#include "{RT}"', *(cgen.emit(k, i) for i, k in enumerate(kernels.values()))]))
-    rc, text = libcache.run(compiler()[0] + list(CFLAGS) + ["-o", str(out), str(c), "-lm"])
-    if rc != 0: raise BackendUnavailable(f"compiling the PTX module ({', '.join(kernels)}) failed with {' '.join(compiler()[0])}: "
-                                         f"{text[:3000]}\ngenerated C kept in {c}; report it with the PTX")
-    c.unlink()
-    return {}
-  so, _, built = libcache.library(stem, produce)
-  if built: libcache.prune("ptx-", KEEP)
-  return so
+  def generate() -> tuple[list[str], dict]:
+    return ["\n".join([f'#include "{RT.name}"', *(cgen.emit(k, i) for i, k in enumerate(kernels.values()))])], {}
+  parts = [src, cgen.GEN_VERSION, RT.read_text(), pathlib.Path(cgen.__file__).read_text()]
+  return cbuild.shared_library("ptx-", parts, CFLAGS, generate, KEEP, include=(RT.parent,), what=f"the PTX module ({', '.join(kernels)})")[0]
 
 class Module:
   """A loaded PTX module. `kernels` maps entry names to their parsed form (parameters in `.param` order)."""
@@ -133,7 +121,7 @@ def load(src:str|bytes, arch:str=ARCH) -> Module:
   """Parse and compile a PTX module (cached in-process by text and on disk by hash).
 
   Args: src: PTX text; bytes may carry trailing NULs. arch: recorded in fault reports.
-  Returns: the Module. Raises: PTXError (malformed or unmodelled PTX, naming the line), BackendUnavailable (no C compiler)."""
+  Returns: the Module. Raises: PTXError (malformed or unmodelled PTX, naming the line), BuildError (no C compiler, compile error)."""
   text = src.decode(errors="replace").rstrip("\0") if isinstance(src, bytes) else src
   with _lock:
     if (m:=_loaded.get((text, arch))) is None: m = _loaded[(text, arch)] = Module(text, arch)

@@ -1,4 +1,4 @@
-"""PTX text -> kernels: the subset tinygrad's PTXRenderer emits (contract-pci-usb-nv-cuda.md section 6), kept general where
+"""PTX text -> kernels: the subset tinygrad's PTXRenderer emits (docs/contracts/pci-usb-nv-cuda.md section 6), kept general where
 it costs nothing (any number of entries, labels anywhere, vector operands, predicates). Only structure is checked here;
 whether an instruction form is executable is decided by `mockgpu.mock.ptx.cgen`, which names the line that it cannot run."""
 from __future__ import annotations
@@ -83,7 +83,7 @@ def parse(src:str|bytes) -> dict[str, Kernel]:
       params.append((pm[2], pm[1]))
     k = kernels[em[1]] = Kernel(em[1], params)
     b0, b1 = _body_span(text, em.end(), em[1])
-    line, pos = text.count("\n", 0, b0) + 1, b0
+    line = text.count("\n", 0, b0) + 1
     for chunk in text[b0:b1].split(";"):
       lead = len(chunk) - len(chunk.lstrip())
       stmt_line = line + chunk.count("\n", 0, lead)

@@ -2,7 +2,7 @@
 The timeout is generous because the first kernel of a fresh machine waits for the emulator's one-time C build."""
 import json, os, subprocess, sys, textwrap
 import pytest
-from mockgpu.emu.libcache import cache_dir
+from mockgpu.cbuild import cache_dir
 from mockgpu.tinygrad.checks import find_libllvm
 
 MARK = "@@mockgpu-result@@ "
@@ -21,7 +21,8 @@ def tinygrad(code:str, dev:str="MOCKKFD+AMD", timeout:float=900, check:bool=True
 def run(): return tinygrad
 
 def _libllvm() -> str:
-  assert (p := find_libllvm(20)), "no libLLVM >= 20: gfx950 needs it; apt-get install libllvm22 (./dev.sh does)"
+  p = find_libllvm(20)
+  assert p, "no libLLVM >= 20: gfx950 needs it; apt-get install libllvm22 (./dev.sh does)"
   return p
 
 @pytest.fixture(scope="module")

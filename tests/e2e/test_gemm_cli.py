@@ -57,7 +57,8 @@ def store_pc(fixture: str, inst, dtypes: str, **bugs) -> int:
   import importlib
   mod = importlib.import_module(f"mockgpu.fixtures.gemm.{fixture}")
   code = mod.build(32, 32, 32, tuple(dtypes.split("/")), **bugs).code
-  assert (pc := code.find(inst.to_bytes())) >= 0 and pc % 4 == 0
+  pc = code.find(inst.to_bytes())
+  assert pc >= 0 and pc % 4 == 0
   return pc
 
 def test_rdna3_off_by_one_tile_names_the_first_wrong_element(tmp_path, capsys):

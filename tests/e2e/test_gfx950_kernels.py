@@ -4,7 +4,8 @@ from mockgpu.tinygrad.checks import find_libllvm
 
 def libllvm_for_gfx950() -> str:
   """Path of the newest installed libLLVM with major version >= 20 (the first that knows gfx950)."""
-  assert (p := find_libllvm(20)), "no libLLVM >= 20: gfx950 needs it; apt-get install libllvm22 (./dev.sh does)"
+  p = find_libllvm(20)
+  assert p, "no libLLVM >= 20: gfx950 needs it; apt-get install libllvm22 (./dev.sh does)"
   return p
 
 def test_kernels_on_gfx950(run):

@@ -6,7 +6,7 @@ import pytest
 from tinygrad.runtime.autogen.amd.cdna import ins as C
 from tinygrad.runtime.autogen.amd.cdna.ins import v, s
 from mockgpu.emu.api import run_code
-from isa_harness import Bufs, f32, f16
+from isa_harness import Bufs
 
 OFF = C.EXEC_HI   # gfx9 FLAT/GLOBAL/SCRATCH saddr "off" is 0x7f (the DSL's default NULL encodes 0x7c, which is M0 on gfx9)
 M0 = C.src[124]   # gfx9 M0 is scalar encoding 124 (the DSL's M0 constant is RDNA's 125)

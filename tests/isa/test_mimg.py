@@ -39,7 +39,7 @@ def test_load_2d_pitch_dst_sel_dmask_oob(backend):
   texels = np.random.default_rng(1).integers(0, 256, (H, P, 4), dtype=np.uint8); im.mem[:texels.size] = texels.reshape(-1)
   T = tsharp(im.base, "8_8_8_8_UNORM", W, 4, depth=P - 1, sel=(6, 5, 1, 4))   # (Z, Y, 1, X); height 4 but only 2 rows written
   # lanes 0..15: rows 0..1; lanes 16..31: x = lane % 8, y = lane // 8 (rows 2, 3 are in range but hold zeros; x + 8 is out)
-  st = im.run(T, _xy(8) + [v_cmp_gt_u32_e32(24, v[0]), v_add_nc_u32_e32(v[3], 8, v[1]),
+  im.run(T, _xy(8) + [v_cmp_gt_u32_e32(24, v[0]), v_add_nc_u32_e32(v[3], 8, v[1]),
                           v_cndmask_b32_e32(v[1], v[3], v[1]), v_mov_b32_e32(v[7], 0x1234),
                           image_load(v[4:7], v[1:4], s[8:15], dmask=0b1101, dim=1, tfe=1)] + _store_out(4, 4), backend)
   o = im.out.reshape(32, 4)
@@ -60,7 +60,7 @@ def test_load_formats_1d(fmt, backend):
   rng = np.random.default_rng(len(fmt))
   im.mem[:] = rng.integers(0, 256, 32 * bpp, dtype=np.uint8)
   if fmt == "16_16_16_16_FLOAT": im.mem[:] = rng.uniform(-9, 9, 32 * 4).astype(np.float16).view(np.uint8)
-  st = im.run(tsharp(im.base, fmt, 32, typ="1D"), [v_mov_b32_e32(v[5], 0), v_mov_b32_e32(v[6], 0), v_mov_b32_e32(v[7], 0),
+  im.run(tsharp(im.base, fmt, 32, typ="1D"), [v_mov_b32_e32(v[5], 0), v_mov_b32_e32(v[6], 0), v_mov_b32_e32(v[7], 0),
               image_load(v[4:7], v[0:3], s[8:15], dmask=(1 << len(bits)) - 1, dim=0)] + _store_out(4, 4), backend)
   word = np.zeros(32, object)
   for i in range(bpp): word += im.mem.reshape(32, bpp)[:, i].astype(object) << (8 * i)
@@ -83,7 +83,7 @@ def test_d16_a16_and_pck(backend):
   pre = [v_and_b32_e32(v[1], 15, v[0]), v_lshrrev_b32_e32(v[2], 4, v[0]), v_mul_u32_u24_e32(v[2], 5, v[2]),
          v_lshl_or_b32(v[3], v[2], 16, v[1])]                           # a16: (x, y) packed in v3
   T = tsharp(im.base, "8_8_8_8_UNORM", 16, 16, depth=15)
-  st = im.run(T, pre + [image_load(v[4:7], v[3:6], s[8:15], dmask=0b0111, dim=1, a16=1, d16=1),
+  im.run(T, pre + [image_load(v[4:7], v[3:6], s[8:15], dmask=0b0111, dim=1, a16=1, d16=1),
                         image_load_pck(v[6:9], v[1:4], s[8:15], dmask=0b1111, dim=1)] + _store_out(4, 4), backend)
   o = im.out.reshape(32, 4)
   tx = t[y, x]
@@ -93,7 +93,7 @@ def test_d16_a16_and_pck(backend):
   np.testing.assert_array_equal(o[:, 2], tx[:, 0].astype(np.uint32) | tx[:, 1].astype(np.uint32) << 16)   # PCK: raw 8-bit in 16-bit halves
   np.testing.assert_array_equal(o[:, 3], tx[:, 2].astype(np.uint32) | tx[:, 3].astype(np.uint32) << 16)
   T = tsharp(im.base, "8_8_8_8_SINT", 16, 16, depth=15)
-  st = im.run(T, pre + [image_load_pck_sgn(v[6:9], v[1:4], s[8:15], dmask=0b0011, dim=1)] + _store_out(6, 1), backend)
+  im.run(T, pre + [image_load_pck_sgn(v[6:9], v[1:4], s[8:15], dmask=0b0011, dim=1)] + _store_out(6, 1), backend)
   sx = tx.astype(np.int8).astype(np.int16).view(np.uint16).astype(np.uint32)
   np.testing.assert_array_equal(im.out.reshape(32, 4)[:, 0], sx[:, 0] | sx[:, 1] << 16)
 
@@ -138,7 +138,7 @@ def test_mips_arrays_3d_and_resinfo(backend):
   T = tsharp(im.base, "32_UINT", 16, 8, typ="2D_ARRAY", depth=2, base_level=1, last_level=2, base_array=1)
   lane = np.arange(32); x, y, sl, mip = lane % 8, lane // 8 % 4, lane // 16 % 2, lane // 8 % 2
   pre = [v_and_b32_e32(v[1], 7, v[0]), v_bfe_u32(v[2], v[0], 3, 2), v_bfe_u32(v[3], v[0], 4, 1), v_bfe_u32(v[4], v[0], 3, 1)]
-  st = im.run(T, pre + [image_load_mip(v[5:8], v[1:4], s[8:15], dmask=1, dim=5), v_mov_b32_e32(v[10], v[0]),
+  im.run(T, pre + [image_load_mip(v[5:8], v[1:4], s[8:15], dmask=1, dim=5), v_mov_b32_e32(v[10], v[0]),
                         image_get_resinfo(v[6:9], v[10], s[8:15], dmask=15, dim=5)] + _store_out(5, 4), backend)
   o = im.out.reshape(32, 4)
   want = np.zeros(32, np.uint32)
@@ -156,7 +156,7 @@ def test_mips_arrays_3d_and_resinfo(backend):
   im3 = Image(4 * 4 * 64 * 4)
   T = tsharp(im3.base, "32_FLOAT", 4, 4, typ="3D", depth=3)
   im3.mem.view(np.float32)[:] = np.arange(im3.mem.size // 4, dtype=np.float32)
-  st = im3.run(T, [v_and_b32_e32(v[1], 3, v[0]), v_bfe_u32(v[2], v[0], 2, 2), v_lshrrev_b32_e32(v[3], 4, v[0]),
+  im3.run(T, [v_and_b32_e32(v[1], 3, v[0]), v_bfe_u32(v[2], v[0], 2, 2), v_lshrrev_b32_e32(v[3], 4, v[0]),
                    image_load(v[5:8], v[1:4], s[8:15], dmask=1, dim=2)] + _store_out(5, 1), backend)
   pitch = 64   # 4 texels of 4 bytes -> a 256-byte row
   np.testing.assert_array_equal(im3.out.reshape(32, 4)[:, 0].view(np.float32), (((lane >> 4) * 4 + (lane >> 2 & 3)) * pitch + (lane & 3)).astype(np.float32))
@@ -167,7 +167,7 @@ def test_atomics(backend):
   T = tsharp(im.base, "32_UINT", 8, 2, depth=63)
   im.mem.view(np.uint32)[:] = 0
   im.mem.view(np.uint32)[5] = 7
-  st = im.run(T, [v_and_b32_e32(v[1], 3, v[0]), v_mov_b32_e32(v[2], 0), v_mov_b32_e32(v[4], 1),
+  im.run(T, [v_and_b32_e32(v[1], 3, v[0]), v_mov_b32_e32(v[2], 0), v_mov_b32_e32(v[4], 1),
                   image_atomic_add(v[4:7], v[1:4], s[8:15], dmask=1, dim=1, glc=1), v_mov_b32_e32(v[6], 99), v_mov_b32_e32(v[7], 7),
                   v_mov_b32_e32(v[8], 5), v_mov_b32_e32(v[9], 0),
                   image_atomic_cmpswap(v[6:9], v[8:11], s[8:15], dmask=3, dim=1, glc=1), v_mov_b32_e32(v[5], 1234), v_mov_b32_e32(v[9], 9),

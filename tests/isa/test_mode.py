@@ -3,7 +3,6 @@ S_SETREG_B32 / S_SETREG_IMM32_B32 (SOPK) and S_ROUND_MODE / S_DENORM_MODE (SOPP)
 backends. Expected values are worked out from the ISA's MODE fields (FP_ROUND [3:0]: f32 [1:0], f16/f64 [3:2], 0 nearest
 even, 1 +inf, 2 -inf, 3 toward zero; FP_DENORM [7:4]: f32 [5:4], f16/f64 [7:6], bit 0 keeps input and bit 1 output
 denormals; DX10_CLAMP [8]; IEEE [9]) and IEEE arithmetic, stated per case."""
-import numpy as np
 import pytest
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
 from isa_harness import run, f32, f16

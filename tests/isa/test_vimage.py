@@ -41,7 +41,7 @@ def test_load_separate_address_vgprs_dst_sel_tfe_oob(backend):
   texels = np.random.default_rng(1).integers(0, 256, (H, P, 4), dtype=np.uint8); im.mem[:texels.size] = texels.reshape(-1)
   T = tsharp(im.base, "8_8_8_8_UNORM", W, 4, depth=P - 1, sel=(6, 5, 1, 4))   # (Z, Y, 1, X); height 4, rows 2..3 zero
   # x in v9, y in v3 (not adjacent, y below x); lanes 24..31 use x + 8 (outside the image: zeros)
-  st = im.run(T, [v_and_b32_e32(v[9], 7, v[0]), v_lshrrev_b32_e32(v[3], 3, v[0]), v_cmp_gt_u32_e32(24, v[0]),
+  im.run(T, [v_and_b32_e32(v[9], 7, v[0]), v_lshrrev_b32_e32(v[3], 3, v[0]), v_cmp_gt_u32_e32(24, v[0]),
                   v_add_nc_u32_e32(v[10], 8, v[9]), v_cndmask_b32_e32(v[9], v[10], v[9]), v_mov_b32_e32(v[7], 0x1234),
                   image_load(vdata=v[4:7], vaddr0=9, vaddr1=3, rsrc=Image.R, dmask=0b1101, dim=1, tfe=1)] + store_out(4, 4), backend)
   o = im.out.reshape(32, 4)

@@ -1,7 +1,7 @@
 """VOP3P: packed f16 math with op_sel/op_sel_hi/neg, dot products and fma_mix against numpy (WMMA: test_wmma.py)."""
 import numpy as np
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
-from isa_harness import lanes, run, Bufs
+from isa_harness import lanes
 
 rng = np.random.default_rng(4)
 def pk(lo, hi): return lo.astype(np.float16).view(np.uint16).astype(np.uint32) | (hi.astype(np.float16).view(np.uint16).astype(np.uint32) << 16)

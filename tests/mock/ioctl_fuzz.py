@@ -44,7 +44,7 @@ def campaign(seed:int, n:int, hang_s:float=30.0, unchecked:bool=False, target:st
   while first < n:
     p = subprocess.Popen([sys.executable, os.path.abspath(__file__), str(seed), str(first), str(n), str(int(unchecked)), target], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, cwd=HERE, text=True)
-    sel, last, out, err, t = selectors.DefaultSelector(), first - 1, "", [], time.monotonic()
+    sel, last, err, t = selectors.DefaultSelector(), first - 1, [], time.monotonic()
     sel.register(p.stdout, selectors.EVENT_READ)
     sel.register(p.stderr, selectors.EVENT_READ)
     done = False
@@ -187,7 +187,7 @@ def _worker(seed:int, first:int, end:int, unchecked:int=0, target:str="kfd"):
       elif k == 2: d.kfd.mmap(d.dev if r.random() < 0.2 else Device("render", d.gpu_ids[0]), vreserve, 0x2000, 3, 0x11, vram.mmap_offset)
       else:
         if (ring_h:=next((a.handle for a in d.kfd.allocs.values() if a.va == pm4.addr), None)) is None: return   # freed already
-        d.io(kfd.AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle=ring_h, device_ids_array_ptr=ctypes.addressof(ids:=(ctypes.c_uint32 * 1)(d.gpu_ids[0])),
+        d.io(kfd.AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle=ring_h, device_ids_array_ptr=ctypes.addressof(_ids:=(ctypes.c_uint32 * 1)(d.gpu_ids[0])),
              n_devices=1)
         d.io(kfd.AMDKFD_IOC_FREE_MEMORY_OF_GPU, handle=ring_h)
     for _ in range(r.randrange(1, 7)):

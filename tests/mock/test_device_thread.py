@@ -2,8 +2,8 @@
 finalizers of what it frees on the thread whose allocation started it; tinygrad's (HCQGraph.__del__, buffer frees) wait for
 the GPU, so one started on the device thread deadlocked it (tinygrad's test_multitensor_jit_input: a 30 s wait timeout, then
 every later test of the process failed)."""
-import ctypes, gc, threading, time
-from mockgpu.mock.gpu import DeviceThread
+import gc, threading, time
+from mockgpu.mock.device import DeviceThread
 from test_pm4 import release
 
 class Cycle:
@@ -13,7 +13,7 @@ class Cycle:
 
 def test_collections_never_start_on_the_device_thread(drv):
   q, (sig, _) = drv.queue(0), drv.userptr(0x1000)
-  DeviceThread(drv.kfd)
+  DeviceThread(drv.kfd, warm_up=drv.kfd.profile.arch)
   old = gc.get_threshold()
   time.sleep(0.3)   # past the threads' start-up (the warm-up thread may run a finalizer: it waits for nothing of its own)
   gc.collect()
@@ -31,3 +31,21 @@ def test_collections_never_start_on_the_device_thread(drv):
   finally: gc.set_threshold(*old)
   gc.collect()
   assert len(Cycle.ran_on) == 40 and "mockgpu-device" not in Cycle.ran_on, Cycle.ran_on
+
+class Broken:
+  """A model whose scheduling round itself fails (a bug outside any queue), as either GPU model's could."""
+  def __init__(self): self.rounds = 0
+  def run_once(self) -> bool:
+    self.rounds += 1
+    raise KeyError("no such queue")
+
+def test_a_failing_round_is_reported_once_and_polling_goes_on(capsys):
+  m = Broken()
+  t = DeviceThread(m, name="mockgpu-test-device")
+  for _ in range(2000):
+    if m.rounds >= 5: break
+    time.sleep(0.001)
+  assert m.rounds >= 5 and t.thread.is_alive()
+  err = capsys.readouterr().err
+  assert err.startswith("mockgpu: mockgpu-test-device error (its queues keep running):\nTraceback (most recent call last):")
+  assert err.count("KeyError: 'no such queue'") == 1

@@ -40,7 +40,7 @@ def test_paths_inside_the_model_are_enoent_and_outside_are_real():
   assert k.lookup("/proc/self/status") is None and k.lookup("/dev/nvidiactl") is None
 
 def test_mock_fileio_interface_serves_model_and_real_paths(tmp_path):
-  from mockgpu.mock.fileio import MockFileIOInterface
+  from mockgpu.tinygrad.compat.fileio import MockFileIOInterface
   assert MockFileIOInterface(TOPOLOGY).listdir()[0] == "0"
   assert int(MockFileIOInterface(f"{TOPOLOGY}/1/gpu_id").read()) != 0
   with pytest.raises(FileNotFoundError): MockFileIOInterface(f"{TOPOLOGY}/42/gpu_id")

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import tinygrad.runtime.support.hcq  # noqa: F401  (tinygrad's import order: hcq before the mock's file layer)
 from tinygrad.runtime.autogen import libc, nv_570 as nv
-from mockgpu.mock.errors import PacketError
-from mockgpu.mock.gpu import host_mmap
-from mockgpu.mock.nv.gpfifo import Channel, NVDeviceThread, QMD_FIELDS
+from mockgpu.mock.errors import PacketError, QueueFault
+from mockgpu.mock.device import DeviceThread, host_mmap
+from mockgpu.mock.nv.gpfifo import Channel, QMD_FIELDS
 from mockgpu.mock.nv.rm import NVDriver
 
 def esc(nr, arg): return (3 << 30) | (ctypes.sizeof(arg) & 0x1FFF) << 16 | ord("F") << 8 | nr
@@ -109,7 +109,7 @@ def test_semaphores_block_until_the_cpu_writes(drv):
   assert r.u64(0x10010) == 0x1_0000_0007 and r.u64(0x10018) > 0             # 64-bit payload and a ns timestamp
 
 def test_a_long_acquire_is_reported_once(drv, monkeypatch, capsys):
-  monkeypatch.setattr("mockgpu.mock.gpu.wait_report_s", lambda: 0)
+  monkeypatch.setattr("mockgpu.mock.device.wait_report_s", lambda: 0)
   r = Rig(drv)
   r.submit(sem(r.base + 0x10000, 5, nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ))
   assert r.ch.run() is False and r.ch.run() is False
@@ -201,6 +201,26 @@ def test_gp_entries_control_nop_bad_put_and_empty_ring(drv, capsys):
   assert empty.ch.run() is False and "GPPut=1 is outside the ring of 0 entries" in str(empty.ch.error)
   assert capsys.readouterr().err.count("stopped at") == 2
 
+def test_a_guest_fault_is_reported_like_on_amd(drv, capsys):
+  """A GP entry pointing at memory no UVM_MAP_EXTERNAL_ALLOCATION mapped: the channel stops with the KFD queues' stop line
+  (mock/device.report_stop: where, what tinygrad sees, the error) and the driver keeps the MMU fault for on_device_hang."""
+  r, bad = Rig(drv), 0xDEAD_0000
+  r.entry(fld(nv.NVC56F_GP_ENTRY0_GET, bad >> 2) | fld(nv.NVC56F_GP_ENTRY1_LENGTH, 4) << 32)
+  assert r.ch.run() is False and isinstance(r.ch.error, QueueFault)
+  assert capsys.readouterr().err == (f"mockgpu: GPFIFO channel 0 (token 1) stopped at GPGet=0 (tinygrad sees: MMU fault: 0x{bad:X}, once its signal "
+    f"wait times out: HCQDEV_WAIT_TIMEOUT_MS shortens that): QueueFault: GPFIFO channel 0 (token 1): pushbuffer segment addr=0x{bad:X} "
+    "size=16 is not mapped to this GPU (MMU fault)\n")
+  assert (drv.fault["address"], drv.fault["write"], drv.fault["error"]) == (bad, False, r.ch.error)
+
+def test_a_model_bug_in_a_channel_prints_its_traceback(drv, capsys, monkeypatch):
+  r = Rig(drv)
+  monkeypatch.setattr(Channel, "_segment", lambda self, addr, words: 1 // 0)
+  r.submit([0])
+  assert r.ch.run() is False and isinstance(r.ch.error, ZeroDivisionError)
+  err = capsys.readouterr().err
+  assert err.startswith("mockgpu: GPFIFO channel 0 (token 1) stopped at GPGet=0 (tinygrad sees: SM 0 fault: esr=1 warp_esr=0x20, once")
+  assert "ZeroDivisionError: integer division or modulo by zero\nTraceback (most recent call last):" in err
+
 def test_device_thread_survives_a_broken_channel(capsys):
   """Errors stop only their channel; the thread keeps running the others and reports once."""
   d = NVDriver()
@@ -208,7 +228,7 @@ def test_device_thread_survives_a_broken_channel(capsys):
   good.ch.idx = 1
   bad.submit([0])
   d.channels += [bad.ch, good.ch]
-  t = NVDeviceThread(d)
+  t = DeviceThread(d, name="mockgpu-nv-device")
   good.submit(sem(good.base + 0x10000, 42, nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE))
   for _ in range(2000):
     if good.u64(0x10000) == 42 and bad.ch.error is not None: break

@@ -45,7 +45,7 @@ def test_wait_reg_mem_blocks_until_a_cpu_write_and_other_gpus_run(drv):
 
 def test_a_long_wait_is_reported_once_naming_the_packet_and_value(drv, monkeypatch, capsys):
   """A wait nothing satisfies is no fault (tinygrad's wait times out and raises an empty RuntimeError): the mock names it."""
-  monkeypatch.setattr("mockgpu.mock.gpu.wait_report_s", lambda: 0.3)
+  monkeypatch.setattr("mockgpu.mock.device.wait_report_s", lambda: 0.3)
   q, (sig, _) = drv.queue(0), drv.userptr(0x1000)
   q.pm4(pm4.PACKET3_NOP, 0).pm4(*wait_geq(sig, 5)).pm4(*release(sig + 8, 1))
   drv.run()
@@ -66,7 +66,7 @@ def test_a_long_wait_is_reported_once_naming_the_packet_and_value(drv, monkeypat
 
 def test_a_packet_published_in_part_waits_and_a_long_such_wait_is_reported(drv, monkeypatch, capsys):
   """A write pointer inside a packet: the queue waits for the rest (tinygrad never publishes less), and says so if it lasts."""
-  monkeypatch.setattr("mockgpu.mock.gpu.wait_report_s", lambda: 0.2)
+  monkeypatch.setattr("mockgpu.mock.device.wait_report_s", lambda: 0.2)
   q, (sig, _) = drv.queue(0), drv.userptr(0x1000)
   q.pm4(*release(sig, 7), ring=False)
   q.doorbell.value = q.put - 2   # publishes all but the last two dwords

@@ -206,7 +206,7 @@ def test_nv_ioctl_pointers_are_efault():
 
 def test_nv_channel_memory_unmapped_by_the_cpu_stops_the_channel():
   out = run_case(prelude=NV_PRELUDE, body="""
-    from mockgpu.mock.gpu import host_mmap
+    from mockgpu.mock.device import host_mmap
     from mockgpu.mock.nv.gpfifo import Channel
     base = host_mmap(0xC1_0000_0000, 0x10000)   # a hint below 2^40: GP entries carry 40-bit addresses
     drv.memory.add(base, 0x10000, "ring+userd")   # registered as UVM_MAP_EXTERNAL_ALLOCATION does

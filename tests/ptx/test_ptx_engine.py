@@ -1,6 +1,6 @@
 """The PTX engine (mockgpu.mock.ptx) on hand-written PTX. Expected values are worked out by hand from the PTX ISA rules (or
 with numpy/struct for IEEE roundings), never by the engine. All kernels live in one module, so the suite compiles once."""
-import math, struct
+import struct
 import numpy as np
 import pytest
 from mockgpu.emu.errors import GPUFault, WatchdogExpired
@@ -293,5 +293,5 @@ def test_unmodelled_ptx_names_the_line(body, match):
   src = f".version 7.5\n.target sm_70\n.address_size 64\n.visible .entry k (.param .u64 p)\n{{ .reg .u32 %r; .reg .u64 %a; .reg .f32 %f;\n{body}\nret; }}"
   with pytest.raises(PTXError, match=match): engine.load(src)
 
-def test_not_ptx(): 
+def test_not_ptx():
   with pytest.raises(PTXError, match="no '.entry' kernel"): engine.load(b"\x7fELF\0\0")

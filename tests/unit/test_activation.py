@@ -45,7 +45,7 @@ def test_hook_wins_over_a_checkouts_test_mockgpu(tmp_path):
     print(getattr(test, "CHECKOUT", False), hcq.FileIOInterface.__module__, usb.USB3.__module__)""",
     tmp_path, DEV="MOCKKFD+AMD", PYTHONPATH=str(tmp_path))
   assert out.returncode == 0, out.stderr
-  assert out.stdout.split() == ["True", "mockgpu.mock.fileio", "mockgpu.tinygrad.compat.usb"]
+  assert out.stdout.split() == ["True", "mockgpu.tinygrad.compat.fileio", "mockgpu.tinygrad.compat.usb"]
 
 def test_served_from_any_directory_over_the_stdlib_test_package(tmp_path):
   out = run_py("import tinygrad.runtime.support.hcq as hcq; print(hcq.FileIOInterface.__name__)", tmp_path, DEV="MOCK+AMD")

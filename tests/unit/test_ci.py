@@ -4,7 +4,7 @@ import json, os, subprocess, sys, textwrap, time
 from pathlib import Path
 import pytest
 from mockgpu.tinygrad import ci
-from mockgpu.tinygrad.ci_jobs import JOBS, SUITES, Job, Step, from_json
+from mockgpu.tinygrad.ci_jobs import JOBS, SUITES, from_json
 
 AMD6 = {f"MOCKKFD+AMD:{c}:{a}" for c in ("", "LLVM") for a in ("gfx1100", "gfx1201", "gfx950")}
 
@@ -269,7 +269,7 @@ def test_ci_baseline_and_selection(tree):
 
 def test_ci_usage_errors(tree, monkeypatch, capsys):
   monkeypatch.chdir(tree)
-  def run(*args) -> tuple[int, str, str]: return (rc := ci.main(["--table", "table.json", *args]), *capsys.readouterr())
+  def run(*args) -> tuple[int, str, str]: return (ci.main(["--table", "table.json", *args]), *capsys.readouterr())
   rc, _, err = run("--tests", ".")
   assert rc == 2 and err.startswith("mockgpu ci: --tests .: no test/ folder there")
   assert run("--tests", "tree", "--job", "nope")[0::2] == \

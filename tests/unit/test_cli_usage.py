@@ -1,6 +1,6 @@
 """The `mockgpu` command line as a user meets it: --version, usage errors (exit 2, one line, no traceback), help text on every
 option of every subcommand, arch names, the fuzz progress line only on a terminal, and the fuzz extra named when missing."""
-import argparse, io, os, pathlib, platform, subprocess, sys
+import argparse, io, os, platform, subprocess, sys
 import pytest
 import mockgpu
 from mockgpu.__main__ import main, COMMANDS

@@ -3,7 +3,7 @@ import pytest
 from dataclasses import replace
 from mockgpu.emu.build import build
 from mockgpu.emu.api import Dispatch, run, check_dispatch
-from mockgpu.emu.arch import ARCHS, get_arch
+from mockgpu.emu.arch import ARCHS, ArchSpec, get_arch
 from mockgpu.emu.errors import UnsupportedDispatch, BackendUnavailable
 from mockgpu.emu.memory import MemoryMap
 
@@ -27,3 +27,11 @@ def test_arch_table_is_the_one_place_for_arch_facts():
   assert get_arch("gfx950").wave_sizes == (64,) and get_arch("gfx950").num_agprs == 256 and get_arch("gfx950").nvregs == 512
   assert get_arch("gfx1100").nvregs == 256 and get_arch("gfx1100").true16 and not get_arch("gfx950").true16
   assert {a.family for a in ARCHS.values()} == {"rdna3", "rdna4", "cdna"}
+
+def test_arch_rows_name_every_field():
+  with pytest.raises(TypeError): ArchSpec("gfx0", "rdna3", (32,), 106, 256, 0, 65536, 1024, False, 125, 124, 233, 250, -1)   # keyword-only
+  r3, r4, cd = get_arch("gfx1100"), get_arch("gfx1201"), get_arch("gfx950")
+  # ISA manuals: RDNA3/4 address s0..s105 and encode M0 as 125, NULL as 124, DPP8 as 233, DPP16 as 250 (no SDWA); CDNA3 has
+  # s0..s101, M0 = 124, SDWA = 249, DPP16 = 250; RDNA4 delivers workgroup ids in TTMP registers
+  assert [(a.wave_sizes, a.num_sgprs, a.enc_m0, a.enc_null, a.enc_dpp8, a.enc_dpp16, a.enc_sdwa, a.tgid_in_ttmp) for a in (r3, r4, cd)] == [
+    ((32, 64), 106, 125, 124, 233, 250, -1, False), ((32, 64), 106, 125, 124, 233, 250, -1, True), ((64,), 102, 124, -1, -1, 250, 249, False)]

@@ -53,7 +53,7 @@ def test_license_and_classifiers():
 def test_nothing_but_fuzz_kinds_imports_the_extra():
   entry = ["tinygrad.runtime.support.hcq", "mockgpu.__main__", "mockgpu.tinygrad.pytest_plugin", "mockgpu.tinygrad.activate",
            "mockgpu.tinygrad.checks", "mockgpu.tinygrad.demo", "mockgpu.tinygrad.bench", "mockgpu.tinygrad.ci", "mockgpu.tinygrad.fuzz.cli",
-           "mockgpu.tinygrad.fuzz.registry", "mockgpu.pcode.cli", "mockgpu.emu.cli", "mockgpu.emu.api", "mockgpu.mock.fileio", "mockgpu.mock.kfd",
+           "mockgpu.tinygrad.fuzz.registry", "mockgpu.pcode.cli", "mockgpu.emu.cli", "mockgpu.emu.api", "mockgpu.tinygrad.compat.fileio", "mockgpu.mock.kfd",
            "mockgpu.tinygrad.compat.cuda", "mockgpu.tinygrad.compat.amd_emu", "mockgpu.mock.ptx.engine"]
   code = f"import importlib, sys\nfor m in {entry!r}: importlib.import_module(m)\nprint(sorted({{m.split('.')[0] for m in sys.modules}} & {{'z3', 'unicorn', 'hypothesis'}}))"
   p = subprocess.run([sys.executable, "-c", code], cwd=ROOT / "tests", capture_output=True, text=True, timeout=300)

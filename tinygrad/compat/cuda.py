@@ -1,4 +1,4 @@
-"""`test.mockgpu.cuda.cuda`: the CUDA driver API tinygrad's ops_cuda.py calls under `DEV=MOCK+CUDA:PTX` (contract section 5).
+"""`test.mockgpu.cuda.cuda`: the CUDA driver API tinygrad's ops_cuda.py calls under `DEV=MOCK+CUDA:PTX` (docs/contracts/pci-usb-nv-cuda.md section 5).
 
 Types and constants are tinygrad's own (`tinygrad.runtime.autogen.cuda`, served through `__getattr__`); the functions below
 model one device: memory is host memory whose address is the device pointer (every allocation is registered in a
@@ -18,7 +18,7 @@ from tinygrad.runtime.autogen import libc
 from mockgpu.emu.errors import EmuError, WatchdogExpired
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.mock.errors import PTXError
-from mockgpu.mock.gpu import host_mmap
+from mockgpu.mock.device import host_mmap
 from mockgpu.mock.ptx import engine
 from mockgpu.usage import timed
 

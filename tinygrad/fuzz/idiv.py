@@ -28,8 +28,8 @@ from mockgpu.tinygrad.fuzz.uopeval import eval_points, eval_exact, nodes
 
 __all__ = ["IdivFuzzer", "lower", "renderer", "kernel_values", "DTYPES", "OPS", "KERNEL_DEVICES"]
 
-DTYPES: dict[str, DType] = {n: d for n, d in [("int8", dtypes.int8), ("int16", dtypes.int16), ("int32", dtypes.int32),
-  ("int64", dtypes.int64), ("uint8", dtypes.uint8), ("uint16", dtypes.uint16), ("uint32", dtypes.uint32), ("uint64", dtypes.uint64)]}
+DTYPES: dict[str, DType] = dict([("int8", dtypes.int8), ("int16", dtypes.int16), ("int32", dtypes.int32),
+  ("int64", dtypes.int64), ("uint8", dtypes.uint8), ("uint16", dtypes.uint16), ("uint32", dtypes.uint32), ("uint64", dtypes.uint64)])
 OPS = {"cdiv": cdiv, "cmod": cmod, "floordiv": floordiv, "floormod": floormod}
 KERNEL_DEVICES = ("AMD",)  # devices besides CPU that run `kernel` cases (the mock AMD GPU, in a worker process)
 KERNEL_SRC_DST = [("uint8", "uint8"), ("uint16", "uint16"), ("uint32", "uint32"), ("uint64", "uint64"), ("uint8", "int16"),

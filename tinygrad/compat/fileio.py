@@ -12,7 +12,7 @@ import errno, os, sys
 from tinygrad.runtime.autogen import libc
 from tinygrad.runtime.support.hcq import FileIOInterface
 from mockgpu.mock.sysfs import Device, Dir
-from mockgpu.tinygrad.errors import NotSupportedYet
+from mockgpu.tinygrad.errors import NotSupportedYet   # this shim raises it: the integration layer's error
 from mockgpu.usage import timed
 
 __all__ = ["MockFileIOInterface"]

@@ -1,10 +1,12 @@
-"""The library cache (emu/libcache.py; the emulator's libraries and the PTX engine's modules): location, verification
+"""The one compile-and-cache service (cbuild.py; the emulator's libraries, the PTX engine's modules, the pcode harness): location, verification
 before load, rebuild of damaged entries, one build under a lock with an atomic rename, compiler output drained while it
 runs, the host's CPU features in the key, bounded size, and `mockgpu warm-up`."""
 import hashlib, json, os, pathlib, stat, subprocess, sys, textwrap
 import numpy as np
 import pytest
-from mockgpu.emu import build, libcache
+from mockgpu import cbuild
+from mockgpu.errors import BuildError
+from mockgpu.emu import build
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
@@ -14,13 +16,13 @@ def cache(tmp_path, monkeypatch):
 def test_cache_dir_order(tmp_path, monkeypatch):
   monkeypatch.setenv("HOME", str(tmp_path / "home"))
   for var in ("MOCKGPU_CACHE", "XDG_CACHE_HOME"): monkeypatch.delenv(var, raising=False)
-  assert libcache.cache_dir() == tmp_path / "home" / ".cache" / "mockgpu"
+  assert cbuild.cache_dir() == tmp_path / "home" / ".cache" / "mockgpu"
   monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")   # the XDG spec: relative paths are invalid
-  assert libcache.cache_dir() == tmp_path / "home" / ".cache" / "mockgpu"
+  assert cbuild.cache_dir() == tmp_path / "home" / ".cache" / "mockgpu"
   monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-  assert libcache.cache_dir() == tmp_path / "xdg" / "mockgpu"
+  assert cbuild.cache_dir() == tmp_path / "xdg" / "mockgpu"
   monkeypatch.setenv("MOCKGPU_CACHE", str(tmp_path / "mine"))
-  assert libcache.cache_dir() == tmp_path / "mine" and (tmp_path / "mine").is_dir()
+  assert cbuild.cache_dir() == tmp_path / "mine" and (tmp_path / "mine").is_dir()
 
 def _producer(calls, payload=b"\x7fELF library bytes"):
   def produce(out):
@@ -32,12 +34,12 @@ def _producer(calls, payload=b"\x7fELF library bytes"):
 
 def test_build_once_announce_and_verify(cache, capsys):
   calls = []
-  so, m, built = libcache.library("lib-a", _producer(calls), announce="building lib-a (one-time)...")
+  so, m, built = cbuild.library("lib-a", _producer(calls), announce="building lib-a (one-time)...")
   assert built and len(calls) == 1 and so == cache / "lib-a.so" and so.read_bytes() == b"\x7fELF library bytes"
   assert capsys.readouterr().err == "mockgpu: building lib-a (one-time)...\n"
   assert m == {"note": "mine", "stem": "lib-a", "size": 18, "sha256": hashlib.sha256(b"\x7fELF library bytes").hexdigest()}
   assert json.loads((cache / "lib-a.json").read_text()) == m
-  assert libcache.library("lib-a", _producer(calls), announce="x") == (so, m, False) and len(calls) == 1
+  assert cbuild.library("lib-a", _producer(calls), announce="x") == (so, m, False) and len(calls) == 1
   assert capsys.readouterr().err == ""   # a cache hit is silent
   assert not list(cache.glob("*.tmp"))
 
@@ -50,43 +52,43 @@ def test_build_once_announce_and_verify(cache, capsys):
   (lambda c: (c / "lib-a.so").unlink(), "missing"),
 ])
 def test_damaged_entry_is_rebuilt_saying_why(cache, capsys, damage, why):
-  libcache.library("lib-b", _producer([], b"\x7fELF other arch"))
-  libcache.library("lib-a", _producer([]))
+  cbuild.library("lib-b", _producer([], b"\x7fELF other arch"))
+  cbuild.library("lib-a", _producer([]))
   damage(cache)
   capsys.readouterr()
-  assert libcache.verify("lib-a") == (None, why)
+  assert cbuild.verify("lib-a") == (None, why)
   calls = []
-  so, m, built = libcache.library("lib-a", _producer(calls))
-  assert built and len(calls) == 1 and so.read_bytes() == b"\x7fELF library bytes" and libcache.verify("lib-a")[0] == m
+  so, m, built = cbuild.library("lib-a", _producer(calls))
+  assert built and len(calls) == 1 and so.read_bytes() == b"\x7fELF library bytes" and cbuild.verify("lib-a")[0] == m
   assert capsys.readouterr().err == f"mockgpu: the cached library {so} is {why}; rebuilding it\n"
 
 def test_failed_build_caches_nothing(cache):
   def produce(out):
     out.write_bytes(b"half")
     raise RuntimeError("compiler said no")
-  with pytest.raises(RuntimeError, match="compiler said no"): libcache.library("lib-c", produce)
+  with pytest.raises(RuntimeError, match="compiler said no"): cbuild.library("lib-c", produce)
   assert sorted(p.name for p in cache.iterdir()) == ["lib-c.lock"]
 
 def test_rebuild_keeps_the_old_file_until_the_new_one_is_complete(cache):
-  libcache.library("lib-a", _producer([], b"\x7fELF old"))
+  cbuild.library("lib-a", _producer([], b"\x7fELF old"))
   seen = []
   def produce(out):
     seen.append((cache / "lib-a.so").read_bytes())   # readers still get the whole old library while this one builds
     out.write_bytes(b"\x7fELF new")
     return {}
-  libcache.library("lib-a", produce, force=True)
+  cbuild.library("lib-a", produce, force=True)
   assert seen == [b"\x7fELF old"] and (cache / "lib-a.so").read_bytes() == b"\x7fELF new"
 
 def test_parallel_processes_build_once(cache):
   script = textwrap.dedent(f"""
     import time
-    from mockgpu.emu import libcache
+    from mockgpu import cbuild
     def produce(out):
       with open({str(cache / "builds")!r}, "a") as f: f.write("x")
       time.sleep(1.0)
       out.write_bytes(b"lib")
       return {{}}
-    print(libcache.library("lib-p", produce)[2])""")
+    print(cbuild.library("lib-p", produce)[2])""")
   procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) for _ in range(3)]
   outs = sorted(p.communicate(timeout=300)[0].strip() for p in procs)
   assert outs == ["False", "False", "True"] and (cache / "builds").read_text() == "x"
@@ -94,7 +96,7 @@ def test_parallel_processes_build_once(cache):
 def test_compiler_output_is_read_while_it_runs():
   # 4 MiB of output each, far more than a pipe holds: a reader that waits for the exit first would hang here
   chatty = [sys.executable, "-c", "import sys; sys.stdout.write('w' * (4 << 20)); sys.exit(3)"]
-  res = subprocess.run([sys.executable, "-c", "from mockgpu.emu import libcache; r = libcache.run_all([%r] * 3); "
+  res = subprocess.run([sys.executable, "-c", "from mockgpu import cbuild; r = cbuild.run_all([%r] * 3); "
                         "print([(rc, len(o)) for rc, o in r])" % (chatty,)], capture_output=True, text=True, timeout=120)
   assert res.stdout.strip() == str([(3, 4 << 20)] * 3)
 
@@ -107,10 +109,72 @@ def test_compiler_identity_holds_the_cpu_features(tmp_path, monkeypatch):
   try:
     for feature in ("AVX2", "AVX2", "AVX512F"):
       monkeypatch.setenv("FAKE_FEATURE", feature)
-      libcache.compiler.cache_clear()
-      ids.append(libcache.compiler()[1])
-  finally: libcache.compiler.cache_clear()
+      cbuild.compiler.cache_clear()
+      ids.append(cbuild.compiler()[1])
+  finally: cbuild.compiler.cache_clear()
   assert ids[0] == ids[1] != ids[2] and all(i.startswith(f"{fake}|fakecc 1.0|") for i in ids)
+
+C_SRC = "int answer(void) { return 42; }\n"
+
+def _shared(cache:pathlib.Path, count:pathlib.Path|None=None, src:str=C_SRC) -> subprocess.CompletedProcess:
+  """shared_library() of a real C source in a fresh process (dlopen keeps a library per path for a process's life);
+  prints the library's path, whether this call built it, and what its function returns."""
+  code = f"""
+import ctypes, time
+from mockgpu import cbuild
+def generate():
+  if {str(count) if count else ''!r}: open({str(count)!r}, "a").write("x"); time.sleep(1.0)
+  return [{src!r}], {{"note": 1}}
+so, m, built = cbuild.shared_library("t-", [{src!r}], ("-O1",), generate, keep=4, what="the test library")
+print(so, built, ctypes.CDLL(str(so)).answer())"""
+  return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env={**os.environ, "MOCKGPU_CACHE": str(cache)})
+
+def test_two_processes_compile_one_library(tmp_path):
+  import concurrent.futures as cf   # the two processes start together; the file lock lets one compile while the other waits
+  with cf.ThreadPoolExecutor(2) as ex: runs = list(ex.map(lambda _: _shared(tmp_path, tmp_path / "builds"), range(2)))
+  assert all(r.returncode == 0 for r in runs), [r.stderr for r in runs]
+  (so,) = tmp_path.glob("t-*.so")
+  assert sorted(r.stdout.strip() for r in runs) == [f"{so} False 42", f"{so} True 42"]
+  assert (tmp_path / "builds").read_text() == "x" and not list(tmp_path.glob("*.c")) and not list(tmp_path.glob("*.tmp"))
+
+def test_corrupted_compiled_library_is_rebuilt_saying_so(tmp_path):
+  assert _shared(tmp_path).returncode == 0
+  (so,) = tmp_path.glob("t-*.so")
+  so.write_bytes(so.read_bytes()[:100])
+  r = _shared(tmp_path)
+  assert r.returncode == 0 and r.stdout.strip() == f"{so} True 42", r.stderr
+  assert r.stderr == f"mockgpu: the cached library {so} is truncated or replaced (100 bytes, {so.stat().st_size} recorded at build); rebuilding it\n"
+
+def test_key_holds_compiler_and_flags(tmp_path, monkeypatch):
+  fake = tmp_path / "fakecc"
+  fake.write_text('#!/bin/sh\ncase "$*" in *--version*) echo "fakecc $FAKE_VERSION";; esac\n')
+  fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+  monkeypatch.setenv("MOCKGPU_CC", str(fake))
+  keys = []
+  try:
+    for ver, flags in (("1.0", ("-O1",)), ("1.0", ("-O1",)), ("1.0", ("-O2",)), ("2.0", ("-O1",))):
+      monkeypatch.setenv("FAKE_VERSION", ver)
+      cbuild.compiler.cache_clear()
+      keys.append(cbuild.key(["src"], flags))
+  finally: cbuild.compiler.cache_clear()
+  assert keys[0] == keys[1] and len(set(keys)) == 3
+
+def test_one_compiler_variable_for_every_user(cache, monkeypatch):
+  from mockgpu.pcode import cabi
+  monkeypatch.setenv("CC", "no-such-cc")   # tinygrad's CPU backend's variable: not ours
+  try:
+    cbuild.compiler.cache_clear()
+    assert cabi.build(C_SRC).answer() == 42 and len(list(cache.glob("pcode-*.so"))) == 1   # the shared cache, not <tmp>
+    monkeypatch.setenv("MOCKGPU_CC", "no-such-cc")
+    cbuild.compiler.cache_clear()
+    with pytest.raises(BuildError, match="C compiler 'no-such-cc' not found; install gcc or clang"): cabi.build(C_SRC + "\n")
+  finally: cbuild.compiler.cache_clear()
+
+def test_compile_error_names_the_library_and_keeps_the_sources(cache):
+  with pytest.raises(BuildError, match=r"(?s)compiling the broken thing failed \(cc\): .*error.*generated sources kept in"):
+    cbuild.shared_library("t-", ["broken"], (), lambda: (["int f(void) { return }\n"], {}), keep=4, what="the broken thing")
+  (c,) = cache.glob("t-*.0.c")
+  assert c.read_text() == "int f(void) { return }\n" and not list(cache.glob("t-*.so"))
 
 def test_prune_keeps_most_recent_per_arch(cache):
   def lib(arch, key, age):
@@ -201,4 +265,4 @@ def test_truncated_emulator_library_is_rebuilt(tmp_path, monkeypatch):
   assert r.returncode == 0 and f"gfx1100: {so} (built in" in r.stdout, r.stderr
   assert f"mockgpu: the cached library {so} is truncated or replaced" in r.stderr and "mockgpu: building the gfx1100 emulator" in r.stderr
   monkeypatch.setenv("MOCKGPU_CACHE", str(tmp_path))
-  assert libcache.verify(so.name.removesuffix(".so"))[0]["arch"] == "gfx1100"
+  assert cbuild.verify(so.name.removesuffix(".so"))[0]["arch"] == "gfx1100"

@@ -1,22 +1,27 @@
-"""The on-disk cache of compiled libraries: the emulator's one library per arch (`build.py`) and the PTX engine's modules
-(`mock/ptx/engine.py`) share this one mechanism.
+"""The one compile-and-cache service for every C library mockgpu generates: the emulator's library per arch
+(`emu/build.py`), the PTX engine's modules (`mock/ptx/engine.py`) and the pcode test harness (`pcode/cabi.py`). It sits at
+the package root, below every layer, so each of them imports it downward.
 
-Location: `$MOCKGPU_CACHE`, else `$XDG_CACHE_HOME/mockgpu`, else `~/.cache/mockgpu`. An entry is `<stem>.so` with
-`<stem>.json` (its stem, size and sha256, plus what the producer returned) and `<stem>.lock`. The stem hashes everything
-that determines the library, including the compiler's identity and the CPU features `-march=native` turns on here
-(`compiler()`), so a cache restored onto another machine never hands it code its CPU cannot run. `library()`:
+Compiler: `$MOCKGPU_CC` (an argv prefix, e.g. `clang-19` or `ccache gcc`), else `cc`; nothing else is read (tinygrad's `$CC`
+is tinygrad's CPU backend's). Location: `$MOCKGPU_CACHE`, else `$XDG_CACHE_HOME/mockgpu`, else `~/.cache/mockgpu`. An entry
+is `<stem>.so` with `<stem>.json` (its stem, size and sha256, plus what the producer returned) and `<stem>.lock`. `key()`
+hashes what the caller names plus the compiler's identity (path, version and the CPU features `-march=native` turns on
+here), the flags and this module's source, so a cache restored onto another machine never hands it code its CPU cannot run.
+`library()`:
 * verifies an entry before anyone loads it (metadata of this stem, size, sha256), so a truncated, corrupt or swapped file
   is rebuilt (with one line on stderr saying why) instead of failing in dlopen forever or killing the process with SIGBUS;
-* builds under the entry's file lock (parallel processes build once) into a temporary file that is renamed over the entry,
-  metadata last, so a reader sees the old library or the new one, never half of one;
-* announces a build with one stderr line when the caller passes `announce` (the emulator: ~30 s; PTX modules are quiet)."""
+* builds under the entry's file lock (parallel processes and xdist workers build once) into a temporary file that is renamed
+  over the entry, metadata last, so a reader sees the old library or the new one, never half of one;
+* announces a build with one stderr line when the caller passes `announce` (the emulator: ~30 s; others are quiet).
+`shared_library()` is the whole path (key, generate, compile in parallel, link, cache, prune) in one call."""
 from __future__ import annotations
 import fcntl, functools, hashlib, json, os, pathlib, platform, shlex, shutil, subprocess, sys, tempfile
-from typing import Callable
-from mockgpu.emu.errors import BackendUnavailable
+from typing import Callable, Sequence
+from mockgpu.errors import BuildError
 
-__all__ = ["cache_dir", "compiler", "run", "run_all", "library", "verify", "prune"]
+__all__ = ["cache_dir", "compiler", "key", "run", "run_all", "compile_c", "library", "shared_library", "verify", "prune", "CC_ENV"]
 
+CC_ENV = "MOCKGPU_CC"   # the one variable that selects the C compiler
 def cache_dir() -> pathlib.Path:
   """$MOCKGPU_CACHE, else $XDG_CACHE_HOME/mockgpu, else ~/.cache/mockgpu (created)."""
   if (d:=os.environ.get("MOCKGPU_CACHE")): p = pathlib.Path(d)
@@ -28,13 +33,13 @@ def cache_dir() -> pathlib.Path:
 @functools.cache
 def compiler() -> tuple[list[str], str]:
   """(argv prefix, identity) of the C compiler: $MOCKGPU_CC or `cc`. The identity names its path and version and hashes the
-  macros `-march=native` defines on this host (the CPU's instruction-set features). Raises BackendUnavailable if missing."""
-  cmd = shlex.split(os.environ.get("MOCKGPU_CC", "cc"))
+  macros `-march=native` defines on this host (the CPU's instruction-set features). Raises BuildError if it is missing."""
+  cmd = shlex.split(os.environ.get(CC_ENV, "cc"))
   if not cmd or shutil.which(cmd[0]) is None:
-    raise BackendUnavailable(f"C compiler {cmd[0] if cmd else '(empty)'!r} not found; install gcc or clang (apt-get install gcc), "
+    raise BuildError(f"C compiler {cmd[0] if cmd else '(empty)'!r} not found; install gcc or clang (apt-get install gcc), "
                              "set MOCKGPU_CC, or run with backend='python'")
   try: ver = subprocess.run(cmd + ["--version"], capture_output=True, text=True, timeout=60).stdout.splitlines()[0]
-  except (OSError, subprocess.SubprocessError, IndexError) as e: raise BackendUnavailable(f"C compiler {cmd!r} does not run: {e}") from e
+  except (OSError, subprocess.SubprocessError, IndexError) as e: raise BuildError(f"C compiler {cmd!r} does not run: {e}") from e
   try: native = subprocess.run(cmd + ["-march=native", "-E", "-dM", "-x", "c", os.devnull], capture_output=True, text=True, timeout=60).stdout
   except (OSError, subprocess.SubprocessError): native = ""
   if not native.strip():   # a compiler without -march=native: the kernel's view of the CPU
@@ -42,6 +47,12 @@ def compiler() -> tuple[list[str], str]:
     except OSError: native = ""
   feat = hashlib.sha256(f"{platform.machine()}\n{native}".encode()).hexdigest()[:16]
   return cmd, f"{shutil.which(cmd[0])}|{ver}|{platform.machine()} features {feat}"
+
+def key(parts:Sequence[str], cflags:Sequence[str], n:int=20) -> str:
+  """A cache key: sha256 of `parts` (every input the caller's library depends on: sources, generator versions), the
+  compiler's identity, `cflags` and this module's source, `n` hex digits."""
+  own = pathlib.Path(__file__).read_text()
+  return hashlib.sha256("\0".join([*parts, compiler()[1], " ".join(cflags), own]).encode()).hexdigest()[:n]
 
 def run(argv:list[str]) -> tuple[int, str]:
   """Run a compiler command, reading its output while it runs (a chatty compiler never blocks on a full pipe). Returns
@@ -54,6 +65,46 @@ def run_all(argvs:list[list[str]]) -> list[tuple[int, str]]:
   jobs = [subprocess.Popen(a, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace") for a in argvs]
   outs = [j.communicate()[0] for j in jobs]
   return [(j.returncode, out) for j, out in zip(jobs, outs)]
+
+def compile_c(out:pathlib.Path, stem:str, sources:Sequence[str], cflags:Sequence[str], include:Sequence[str|os.PathLike]=(),
+              what:str="the library", libs:Sequence[str]=("-lm",)):
+  """Compile `sources` (C texts, one translation unit each, in parallel) with `cflags` and link them into the shared library
+  `out`. The texts are written to `<cache>/<stem>.<i>.c` and removed after a good build unless $MOCKGPU_KEEP_SOURCES is set.
+
+  Raises: BuildError naming `what`, the compiler command and its first output lines; the sources stay in the cache then."""
+  d, (cmd, _) = cache_dir(), compiler()
+  srcs = [d / f"{stem}.{i}.c" for i in range(len(sources))]
+  for p, text in zip(srcs, sources): p.write_text(text)
+  objs = [p.with_suffix(".o") for p in srcs]
+  inc = [a for i in include for a in ("-I", str(i))]
+  outs = run_all([cmd + [*cflags, "-fPIC", *inc, "-c", "-o", str(o), str(c)] for c, o in zip(srcs, objs)])
+  if all(rc == 0 for rc, _ in outs): outs.append(run(cmd + ["-shared", "-o", str(out), *map(str, objs), *libs]))
+  for o in objs: o.unlink(missing_ok=True)
+  if any(rc != 0 for rc, _ in outs):
+    raise BuildError(f"compiling {what} failed ({' '.join(cmd)}): {next(t for rc, t in outs if rc)[:3000]}\n"
+                     f"generated sources kept in {d} ({stem}.*.c); report them with the compiler output")
+  if not os.environ.get("MOCKGPU_KEEP_SOURCES"):
+    for c in srcs: c.unlink()
+
+def shared_library(prefix:str, parts:Sequence[str], cflags:Sequence[str], generate:Callable[[], tuple[Sequence[str], dict]],
+                   keep:int, include:Sequence[str|os.PathLike]=(), what:str="the library", announce:str|None=None,
+                   force:bool=False) -> tuple[pathlib.Path, dict, bool]:
+  """The cached library `<prefix><key>.so`, generated and compiled now if it is missing, damaged or `force`d; after a build
+  all but the `keep` most recently used libraries named `<prefix>*` are pruned.
+
+  Args: prefix: the entry family (e.g. "emu-gfx1100-"). parts: every input the generated C depends on (hashed with the
+    compiler and `cflags` by `key`; headers under `include` belong in it too). generate: returns (C translation units,
+    JSON-able metadata); called only for a build. keep: entries of this family kept. include: -I directories (not hashed:
+    paths differ between checkouts). what: names the library in errors. announce: one stderr line while it builds.
+  Returns: (path, metadata, True if built by this call). Raises: BuildError (no compiler, compile error), or what `generate` raises."""
+  stem = prefix + key(parts, cflags)
+  def produce(out:pathlib.Path) -> dict:
+    sources, info = generate()
+    compile_c(out, stem, sources, cflags, include, what)
+    return info
+  so, m, built = library(stem, produce, announce=announce, force=force)
+  if built: prune(prefix, keep)
+  return so, m, built
 
 def _sha256(p:pathlib.Path) -> str:
   h = hashlib.sha256()
