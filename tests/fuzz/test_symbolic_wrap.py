@@ -1,0 +1,127 @@
+"""Overflow-aware symbolic fuzzing: the reference semantics of every integer dtype (wrap-around, truncating and floor division,
+shifts, casts; signed overflow undefined), an injected rule that is right only without overflow found and minimised, and the
+real tinygrad 0.14.0 findings it uncovers (docs/findings.md), pinned at their minimised cases."""
+import random
+import numpy as np
+import pytest
+from tinygrad import Tensor
+from tinygrad.uop.ops import UPat, PatternMatcher, UOp
+from tinygrad.dtype import dtypes
+from mockgpu.tinygrad.fuzz.core import CampaignConfig, case_rng, run_campaign
+from mockgpu.tinygrad.fuzz.symbolic import SymbolicFuzzer, build, wrap_aware_bounds
+from mockgpu.tinygrad.fuzz.uopeval import eval_points, eval_exact
+from mockgpu.tinygrad.fuzz import symtree
+
+def _ref(dtype, expr, **env): return symtree.ref_exact({"dtype": dtype, "vars": [], "expr": expr}, env)
+
+@pytest.mark.parametrize("dtype,expr,env,want,flags", [
+  ("uint8", ["add", ["v", 0], ["c", 100]], {"v0": 200}, 44, {"wrap"}),
+  ("uint8", ["sub", ["c", 0], ["c", 1]], {}, 255, {"wrap"}),
+  ("uint16", ["neg", ["v", 0]], {"v0": 1}, 65535, {"wrap"}),
+  ("uint32", ["mul", ["v", 0], ["v", 0]], {"v0": 65536}, 0, {"wrap"}),
+  ("uint64", ["mul", ["v", 0], ["c", 2]], {"v0": 2**64 - 1}, 2**64 - 2, {"wrap"}),
+  ("uint64", ["shl", ["c", 3], ["c", 63]], {}, 2**63, {"wrap"}),
+  ("int8", ["add", ["v", 0], ["c", 1]], {"v0": 127}, -128, {"wrap", "signed-overflow"}),
+  ("int16", ["mul", ["v", 0], ["c", 2]], {"v0": -16384}, -32768, set()),
+  ("int32", ["shl", ["c", 1], ["c", 31]], {}, -2**31, {"wrap", "signed-overflow"}),
+  ("int64", ["div", ["v", 0], ["c", -1]], {"v0": -2**63}, -2**63, {"wrap", "signed-overflow"}),
+  ("int64", ["cmod", ["v", 0], ["c", -1]], {"v0": -2**63}, 0, {"wrap", "signed-overflow"}),  # INT_MIN % -1 is undefined in C
+  ("int32", ["div", ["c", -7], ["c", 2]], {}, -4, set()),    # floor (FLOORDIV)
+  ("int32", ["mod", ["c", -7], ["c", 2]], {}, 1, set()),     # floor (FLOORMOD)
+  ("int32", ["cdiv", ["c", -7], ["c", 2]], {}, -3, set()),   # truncating (CDIV)
+  ("int32", ["cmod", ["c", -7], ["c", 2]], {}, -1, set()),   # truncating (CMOD)
+  ("int8", ["cdiv", ["c", -128], ["c", 3]], {}, -42, set()),
+  ("int8", ["shr", ["c", -128], ["c", 7]], {}, -1, set()),   # arithmetic shift for signed
+  ("uint8", ["shr", ["c", 255], ["c", 7]], {}, 1, set()),    # logical for unsigned
+  ("int32", ["cast", "int8", ["v", 0]], {"v0": 200}, -56, {"cast-wrap"}),
+  ("int32", ["cast", "uint16", ["v", 0]], {"v0": -1}, 65535, {"cast-wrap"}),
+  ("int32", ["cast", "bool", ["v", 0]], {"v0": 256}, True, set()),
+  ("uint8", ["add", ["cast", "uint8", ["c", True]], ["v", 0]], {"v0": 255}, 0, {"wrap"}),
+  ("weakint", ["add", ["v", 0], ["c", 2**40]], {"v0": 2**40}, 2**41, set()),  # index math never wraps
+])
+def test_reference_semantics_exact(dtype, expr, env, want, flags):
+  assert _ref(dtype, expr, **env) == (want, flags)
+
+def test_vectorised_reference_matches_exact_on_generated_cases():
+  # ref_points (numpy, used on every point of a box) and ref_exact (Python ints, used to confirm) agree on values and on the
+  # wrap / signed-overflow masks, for every dtype including the 64-bit ones
+  fz, seen = SymbolicFuzzer(), set()
+  for i in range(300):
+    case = fz.generate(case_rng(3, i))
+    env = fz._points(case, exhaustive=symtree.domain_size(case) <= 64)  # pylint: disable=protected-access
+    vals, wrap, sover = symtree.ref_points(case, env)
+    for j in range(0, len(vals), max(1, len(vals) // 16)):
+      want, flags = symtree.ref_exact(case, {k: int(v[j]) for k, v in env.items()})
+      assert (vals[j] == want, wrap[j], sover[j]) == (True, "wrap" in flags, "signed-overflow" in flags), (case, j)
+    seen.add(case["dtype"])
+  assert seen == {"weakint", *symtree.INT_DTYPES}
+
+def test_uop_evaluator_truncating_division_at_the_dtype_minimum():
+  # numpy's abs(-128) is -128 in int8: the truncating division must not go through it
+  x = UOp.variable("x", -128, -128, dtype=dtypes.int8)
+  u = build({"dtype": "int8", "vars": [[-128, -128]], "expr": ["cdiv", ["v", 0], ["c", 3]]})[0]
+  assert eval_points(u, {"x": np.array([-128]), "v0": np.array([-128])})[0][u].tolist() == [-42] and x.vmin == -128
+  assert eval_exact(u, {"v0": -128})[u] == -42
+
+# (x + c) // d -> x // d + c // d when d divides c: right for unbounded integers, wrong once x + c wraps
+ADD_DIV_WRAP_ONLY = PatternMatcher([((UPat.var("x") + UPat.cvar("c")) // UPat.cvar("d"),
+                                     lambda x, c, d: x // d + c.arg // d.arg if d.arg > 0 and c.arg % d.arg == 0 else None)])
+UINT8_ADD_DIV = {"case_dtypes": ["uint8"], "ops": ["add", "div", "max"], "casts": False, "wrap_bounds": True}
+
+def test_finds_and_minimises_injected_wrap_only_rule():
+  rep = run_campaign(SymbolicFuzzer(extra_rules=ADD_DIV_WRAP_ONLY, **UINT8_ADD_DIV),
+                     CampaignConfig(seed=0, time=None, cases=3000, out=None, max_failures=1))
+  want = {"dtype": "uint8", "vars": [[253, 253]], "expr": ["div", ["add", ["c", 3], ["v", 0]], ["c", 3]]}
+  assert [(r.index, r.minimised, r.minimised_failure.cls) for r in rep.failures] == [(278, want, "wrap-mismatch")]
+  assert rep.failures[0].minimised_failure.message.startswith("at v0=253: expected 0, simplified graph gives 85")
+  # the stock rules get this case right, and the same campaign without the injected rule runs clean up to that index
+  assert SymbolicFuzzer(**UINT8_ADD_DIV).check(want) is None
+  assert run_campaign(SymbolicFuzzer(**UINT8_ADD_DIV), CampaignConfig(seed=0, time=None, cases=279, out=None)).failures == []
+
+def test_signed_overflow_is_undefined_unless_asked():
+  # int8 127 + 1: undefined in C and poison in LLVM (add nsw), so a rule may assume it does not happen
+  case = {"dtype": "int8", "vars": [[127, 127]], "expr": ["lt", ["add", ["v", 0], ["c", 1]], ["c", 0]]}
+  assert SymbolicFuzzer().check(case) is None
+  f = SymbolicFuzzer(signed_wrap=True).check(case)
+  assert f is not None and f.cls == "wrap-mismatch" and f.message.startswith("at v0=127: expected True, simplified graph gives False")
+
+def test_wrap_aware_bounds_leave_stock_bounds_untouched():
+  x = UOp.variable("x", 0, 255, dtype=dtypes.uint8)
+  s, c = x + 1, x.cast(dtypes.int8)
+  assert (s.vmin, s.vmax, c.vmin, c.vmax) == (1, 256, 0, 127)
+  with wrap_aware_bounds(): assert (s.vmin, s.vmax, c.vmin, c.vmax) == (0, 255, -128, 127)
+  assert (s.vmin, s.vmax, c.vmin, c.vmax) == (1, 256, 0, 127)
+
+# *** real findings in tinygrad 0.14.0 (docs/findings.md), as the fuzzer minimised them ***
+
+@pytest.mark.parametrize("case,cls,msg", [
+  # a narrowing CAST to a signed dtype clamps its bounds instead of covering the wrapped values
+  ({"dtype": "weakint", "vars": [], "expr": ["cast", "int8", ["c", 128, "uint64"]]}, "cast-bounds",
+   "at : node CAST (char)(128) has vmin=128 vmax=127 but takes -128"),  # even an empty range
+  ({"dtype": "int32", "vars": [[-2147483648, -2147483648]], "expr": ["cast", "bool", ["cast", "int16", ["v", 0]]]}, "cast-mismatch",
+   "at v0=-2147483648: expected False, simplified graph gives True"),
+  # folding CAST(CONST) keeps the untruncated value, later folds use it (finding F16's cause)
+  ({"dtype": "uint32", "vars": [], "expr": ["mod", ["cast", "uint32", ["c", 4294967296, "int64"]], ["c", 3]]}, "cast-mismatch",
+   "at : expected 0, simplified graph gives 1"),
+  # -x of an unsigned constant folds to a weakint constant
+  ({"dtype": "uint32", "vars": [], "expr": ["cast", "uint64", ["neg", ["c", 1]]]}, "unwrapped-const",
+   "at : expected 4294967295, simplified graph gives 18446744073709551615"),
+  ({"dtype": "uint32", "vars": [], "expr": ["neg", ["c", 1]]}, "dtype-changed", "at : expected 4294967295, simplified graph gives -1"),
+  # c0 + x < c1 -> x < c1 - c0 and the bounds of x + c are exact-integer: both wrong once x + c wraps
+  ({"dtype": "uint8", "vars": [[255, 255]], "expr": ["lt", ["add", ["c", 1], ["v", 0]], ["c", 1]]}, "wrap-mismatch",
+   "at v0=255: expected True, simplified graph gives False"),
+])
+def test_finding_wrap_around_in_symbolic(case, cls, msg):
+  f = SymbolicFuzzer().check(case)
+  assert f is not None and (f.cls, f.message.split("\n")[0]) == (cls, msg)
+
+def test_finding_narrowing_cast_compare_through_tensor_api():
+  # the cast bounds finding end to end: uint8 200 -> int8 is -56, yet `< 0` is folded to False (numpy: True)
+  a = Tensor(np.array([200, 5], np.uint8), device="PYTHON")
+  assert a.cast(dtypes.int8).tolist() == [-56, 5]
+  assert (a.cast(dtypes.int8) < 0).tolist() == [False, False]  # numpy: [True, False]
+
+def test_default_campaign_meets_only_the_known_wrap_classes():
+  rep = run_campaign(SymbolicFuzzer(), CampaignConfig(seed=7, time=None, cases=300, out=None, max_failures=50, shrink_time=0))
+  assert {r.failure.cls for r in rep.failures} <= {"cast-bounds", "cast-mismatch", "unwrapped-const", "dtype-changed", "wrap-mismatch"}
+  assert rep.failures and rep.cases == 300
