@@ -125,3 +125,46 @@ def test_default_campaign_meets_only_the_known_wrap_classes():
   rep = run_campaign(SymbolicFuzzer(), CampaignConfig(seed=7, time=None, cases=300, out=None, max_failures=50, shrink_time=0))
   assert {r.failure.cls for r in rep.failures} <= {"cast-bounds", "cast-mismatch", "unwrapped-const", "dtype-changed", "wrap-mismatch"}
   assert rep.failures and rep.cases == 300
+
+# *** index expressions under a valid gate (weakint): simplify_valid, uop_given_valid and the codegen rewrite `sym` ***
+
+GATED = {"case_dtypes": ["weakint"], "casts": False, "gate_rate": 1.0}
+
+def test_gated_reference_exact():
+  case = {"dtype": "weakint", "vars": [[0, 15]], "expr": ["add", ["mod", ["v", 0], ["c", 4]], ["div", ["v", 0], ["c", 8]]],
+          "gate": ["band", ["lt", ["v", 0], ["c", 8]], ["not", ["lt", ["v", 0], ["c", 2]]]]}
+  env = {"v0": np.arange(16)}
+  assert symtree.ref_points(case, env, case["gate"])[0].tolist() == [2 <= v < 8 for v in range(16)]
+  assert symtree.ref_points(case, env)[0].tolist() == [v % 4 + v // 8 for v in range(16)]
+  fz = SymbolicFuzzer(**GATED)
+  assert fz.check(case) is None and fz.stats() == {"gated-brute": 1}  # under the gate, tinygrad drops `v0 // 8` (always 0): right
+
+def test_finds_and_minimises_injected_valid_parsing_bug(monkeypatch):
+  import tinygrad.uop.symbolic as tsym
+  orig = tsym.parse_valid
+  def off_by_one(v):  # `X < c` read as `X <= c-2`: uop_given_valid then assumes a range one value too small
+    r = orig(v)
+    return (r[0], True, r[2] - 1) if r is not None and r[1] else r
+  monkeypatch.setattr(tsym, "parse_valid", off_by_one)
+  rep = run_campaign(SymbolicFuzzer(**GATED), CampaignConfig(seed=0, time=None, cases=2000, out=None, max_failures=1))
+  want = {"dtype": "weakint", "vars": [[-3, -1]], "expr": ["v", 0], "gate": ["lt", ["mul", ["v", 0], ["c", 2]], ["c", -2]]}
+  assert [(r.index, r.minimised, r.minimised_failure.cls) for r in rep.failures] == [(6, want, "valid-mismatch")]
+  assert rep.failures[0].minimised_failure.message.startswith("sym: at v0=-2 (valid holds) expected -2, got -3")
+  monkeypatch.setattr(tsym, "parse_valid", orig)
+  assert SymbolicFuzzer(**GATED).check(want) is None
+
+def test_finding_sym_turns_integer_and_into_a_product():
+  # pm_simplify_valid runs simplify_valid on every AND, also integer bitwise ones, and rebuilds it with UOp.uprod (a product)
+  from tinygrad.uop.ops import graph_rewrite
+  from tinygrad.uop.symbolic import sym
+  a, b = UOp.variable("a", -1, -1), UOp.variable("b", 1, 1)
+  assert graph_rewrite(a & (b & a), sym).render() == "(a*b)"
+  case = {"dtype": "weakint", "vars": [[-1, -1], [1, 1]], "expr": ["and", ["v", 0], ["and", ["v", 1], ["v", 0]]], "gate": ["c", True]}
+  f = SymbolicFuzzer().check(case)
+  assert f is not None and f.cls == "valid-mismatch" and f.message.startswith("sym: at v0=-1, v1=1 (valid holds) expected 1, got -1")
+
+def test_finding_sym_integer_and_through_tensor_api():
+  import subprocess, sys, os
+  src = "from tinygrad import Tensor\na = Tensor.arange(8)\nprint(((a & 3) & a).tolist())"
+  r = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, env={**os.environ, "DEV": "PYTHON"}, timeout=300)
+  assert r.stdout.strip() == "[0, 3, 6, 9, 12, 15, 18, 21]", r.stderr[-2000:]  # right: [0, 1, 2, 3, 0, 1, 2, 3]

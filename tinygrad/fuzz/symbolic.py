@@ -18,7 +18,7 @@ import collections, contextlib, functools, json, random, zlib
 from typing import Iterator
 import numpy as np
 from tinygrad.uop.ops import UOp, UOpMetaClass, Ops, PatternMatcher, graph_rewrite
-from tinygrad.dtype import dtypes, truncate
+from tinygrad.dtype import dtypes, truncate, Invalid
 from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure
 from mockgpu.tinygrad.fuzz import symtree
 from mockgpu.tinygrad.fuzz.uopeval import nodes, eval_points, eval_exact, UnsupportedUOp
@@ -28,13 +28,13 @@ __all__ = ["SymbolicFuzzer", "build", "wrap_aware_bounds"]
 
 DTYPES = {n: getattr(dtypes, n) for n in symtree.DTYPES}
 
-def build(case:dict) -> tuple[UOp, list[UOp]]:
-  """Build the case's expression with tinygrad's UOp operators. Returns: (expression, variables v0..vn)."""
+def build(case:dict, key:str="expr") -> tuple[UOp, list[UOp]]:
+  """Build the case's expression (or its `gate`) with tinygrad's UOp operators. Returns: (expression, variables v0..vn)."""
   dt = DTYPES[case["dtype"]]
   vs = [UOp.variable(f"v{i}", lo, hi, dtype=dt) for i, (lo, hi) in enumerate(case["vars"])]
   ns = {f"v{i}": v for i, v in enumerate(vs)} | {"Ops": Ops, "dtypes": dtypes,
         "C": lambda x, d=None: UOp.const(x, dtypes.bool if isinstance(x, bool) else DTYPES[d] if d else dt)}
-  return eval(symtree.uop_src(case["expr"]), ns), vs  # pylint: disable=eval-used  # our own generated source
+  return eval(symtree.uop_src(case[key]), ns), vs  # pylint: disable=eval-used  # our own generated source
 
 @contextlib.contextmanager
 def wrap_aware_bounds():
@@ -80,26 +80,30 @@ class SymbolicFuzzer(Fuzzer):
   name = "symbolic"
   def __init__(self, extra_rules:PatternMatcher|None=None, oracle:str="auto", brute_max:int=1 << 16, max_depth:int=4,
                case_dtypes:list[str]|None=None, z3_timeout_ms:int=2000, signed_wrap:bool=False, casts:bool=True, samples:int=4096,
-               wrap_bounds:bool=False, ops:list[str]|None=None):
+               wrap_bounds:bool=False, ops:list[str]|None=None, gate_rate:float=0.15):
     if oracle not in ("auto", "z3", "brute"): raise ValueError(f"oracle={oracle!r}: use auto, z3 or brute")
     if (bad:=[d for d in case_dtypes or [] if d not in DTYPES or d == "bool"]): raise ValueError(f"case_dtypes {bad}: use {list(DTYPES)[:1] + list(DTYPES)[2:]}")
     self.extra_rules, self.oracle, self.brute_max, self.max_depth = extra_rules, oracle, brute_max, max_depth
     self.case_dtypes, self.z3_timeout_ms, self.signed_wrap, self.casts, self.samples = case_dtypes, z3_timeout_ms, signed_wrap, casts, samples
     if (bad:=[o for o in ops or [] if o not in symtree.INT_OPS]): raise ValueError(f"ops {bad}: use {list(symtree.INT_OPS)}")
-    self.wrap_bounds, self.ops = wrap_bounds, ops
+    self.wrap_bounds, self.ops, self.gate_rate = wrap_bounds, ops, gate_rate
     self.counts: collections.Counter = collections.Counter()
     self._z3: Z3Oracle|None = None
   def options(self) -> dict:
     return {"oracle": self.oracle, "brute_max": self.brute_max, "max_depth": self.max_depth, "case_dtypes": self.case_dtypes,
             "z3_timeout_ms": self.z3_timeout_ms, "signed_wrap": self.signed_wrap, "casts": self.casts,
             "samples": self.samples, "wrap_bounds": self.wrap_bounds,
-            "ops": self.ops}
+            "ops": self.ops, "gate_rate": self.gate_rate}
   def stats(self) -> dict: return dict(self.counts)
 
   def generate(self, rng:random.Random) -> dict:
-    return symtree.generate(rng, rng.choice(self.case_dtypes) if self.case_dtypes else None, self.max_depth, self.casts, self.ops)
+    case = symtree.generate(rng, rng.choice(self.case_dtypes) if self.case_dtypes else None, self.max_depth, self.casts, self.ops)
+    # valids are index math: gate weakint cases without casts (those have their own failure classes)
+    gate = case["dtype"] == "weakint" and case["vars"] and not symtree.has_op(case["expr"], "cast") and rng.random() < self.gate_rate
+    return symtree.add_gate(rng, case) if gate else case
   def shrink(self, case:dict) -> Iterator[dict]: return symtree.shrink(case)
-  def describe(self, case:dict) -> str: return f"{case['dtype']} {case['vars']} {symtree.py_src(case['expr'])}"
+  def describe(self, case:dict) -> str:
+    return f"{case['dtype']} {case['vars']} {symtree.py_src(case['expr'])}" + (f" valid {symtree.py_src(case['gate'])}" if "gate" in case else "")
 
   def simplify(self, u:UOp) -> UOp:
     """Returns: `u` simplified by tinygrad (with the injected `extra_rules` first, if any)."""
@@ -119,6 +123,7 @@ class SymbolicFuzzer(Fuzzer):
     except symtree.Invalid:
       self.counts["invalid"] += 1
       return None
+    if "gate" in case: return self._gate_check(case)
     try: orig, _ = build(case)
     except Exception as e: return Failure(f"exception:build:{type(e).__name__}", f"building {symtree.uop_src(case['expr'])}: {e}"), {}
     try: simp = self.simplify(orig)
@@ -169,6 +174,43 @@ class SymbolicFuzzer(Fuzzer):
         bad = np.nonzero(((vals[u] < u.vmin) | (vals[u] > u.vmax)) & ~wrap & ~skip)[0]
         for j in bad[:4]:
           if (f:=self._confirm_bounds(case, root, u, {k: int(v[j]) for k, v in env.items()})) is not None: return f
+    return None
+
+  def _gate_check(self, case:dict) -> tuple[Failure, dict]|None:
+    """An index `expr` under the valid `gate` (weakint): tinygrad's `simplify_valid(gate)` must keep the gate's value at every
+    point, `uop_given_valid(gate, expr)` must keep expr's value where the gate holds, and the codegen rewrite `sym` of
+    `gate.where(expr, Invalid)` must keep both (a gate that turns true where it was false would let a load go out of bounds)."""
+    from tinygrad.uop.symbolic import simplify_valid, uop_given_valid, sym
+    try: (e, _), (g, _) = build(case), build(case, "gate")
+    except Exception as ex: return Failure(f"exception:build:{type(ex).__name__}", f"building {symtree.uop_src(case['gate'])}: {ex}"), {}
+    outs: list[tuple[str, UOp, UOp|None, UOp|None]] = []  # (check, graph, its gate, its value)
+    try:
+      if (sv:=simplify_valid(g)) is not None: outs.append(("simplify_valid", sv, sv, None))
+      outs.append(("uop_given_valid", ug:=uop_given_valid(g, e), None, ug))
+      r = graph_rewrite(e.valid(g), sym, name="fuzz sym")
+    except Exception as ex: return Failure(f"exception:valid:{type(ex).__name__}", f"simplifying {e.render(simplify=False)} under valid {g.render(simplify=False)}: {ex}"), {}
+    if r.op is Ops.WHERE and r.src[2].op is Ops.CONST and r.src[2].arg is Invalid: outs.append(("sym", r, r.src[0], r.src[1]))
+    elif r.op is Ops.CONST and r.arg is Invalid: outs.append(("sym", r, UOp.const(False, dtypes.bool), None))
+    else: outs.append(("sym", r, UOp.const(True, dtypes.bool), r))
+    exhaustive = symtree.domain_size(case) <= self.brute_max
+    self.counts["gated-brute" if exhaustive else "gated-sampled"] += 1
+    env = self._points(case, exhaustive)
+    ref, _, sover = symtree.ref_points(case, env)
+    gate, _, gover = symtree.ref_points(case, env, case["gate"])
+    defined = np.ones_like(sover) if self.signed_wrap else ~(sover | gover)
+    for name, root, gu, xu in outs:
+      try:
+        if gu is not None and (bad:=np.nonzero((eval_points(gu, env)[0][gu] != gate) & defined)[0]).size:
+          j = {k: int(v[bad[0]]) for k, v in env.items()}
+          return Failure("valid-gate-changed", f"{name}: at {_point_str(j)} the valid is {eval_exact(gu, j)[gu]!r}, expected "
+                         f"{symtree.ref_exact(case, j, tree=case['gate'])[0]!r}\n  valid {symtree.py_src(case['gate'])}  (ranges {case['vars']})\n"
+                         f"  got   {gu.render(simplify=False)}"), j
+        if xu is not None and (bad:=np.nonzero((eval_points(xu, env)[0][xu] != ref) & gate & defined)[0]).size:
+          j = {k: int(v[bad[0]]) for k, v in env.items()}
+          return Failure("valid-mismatch", f"{name}: at {_point_str(j)} (valid holds) expected {symtree.ref_exact(case, j)[0]!r}, got "
+                         f"{eval_exact(xu, j)[xu]!r}\n  expr  {symtree.py_src(case['expr'])}  valid {symtree.py_src(case['gate'])}  "
+                         f"(ranges {case['vars']})\n  got   {root.render(simplify=False)}"), j
+      except (UnsupportedUOp, KeyError) as ex: return Failure(f"exception:eval:{type(ex).__name__}", f"{name} gave {root.render(simplify=False)}: {ex}"), {}
     return None
 
   def _confirm_value(self, case, root, env, cls) -> tuple[Failure, dict]|None:

@@ -28,7 +28,7 @@ from typing import Iterator
 import numpy as np
 
 __all__ = ["INT_OPS", "BOOL_OPS", "DTYPES", "Invalid", "is_bool", "dtype_of", "interval", "validate", "uop_src", "py_src", "size",
-           "generate", "shrink", "domain_size", "ref_points", "ref_exact", "fixed_width", "wrap_to"]
+           "generate", "shrink", "domain_size", "ref_points", "ref_exact", "fixed_width", "wrap_to", "add_gate", "has_op"]
 
 INT_OPS = {"add": 2, "sub": 2, "mul": 2, "div": 2, "mod": 2, "cdiv": 2, "cmod": 2, "max": 2, "min": 2, "neg": 1, "and": 2, "or": 2,
            "xor": 2, "shl": 2, "shr": 2, "where": 3}
@@ -154,6 +154,7 @@ def py_src(t:list) -> str:
   if op == "neg": return f"(-{a[0]})"
   return f"{op.upper()}({', '.join(a)})"
 
+def has_op(t:list, op:str) -> bool: return t[0] == op or any(has_op(s, op) for s in _kids(t))
 def size(t:list) -> int: return 1 + sum(size(s) for s in _kids(t))
 
 def _kids(t:list) -> list: return [] if t[0] in ("v", "c") else [t[2]] if t[0] == "cast" else t[1:]
@@ -339,6 +340,33 @@ def generate(rng:random.Random, dtype:str|None=None, max_depth:int=4, casts:bool
   case["expr"] = gen(top, "bool" if rng.random() < 0.15 else dtype)
   validate(case)
   return case
+
+def add_gate(rng:random.Random, case:dict) -> dict:
+  """Give a weakint case an index valid: `gate` is an AND of 1-3 clauses `e < c`, `c < e` or `not (e < c)` (the forms
+  tinygrad's `parse_valid` reads) over small index expressions `e`, with `c` inside e's range; half the time the expression
+  gets one of the gate's `e` added, so `uop_given_valid` has something to substitute. Returns: the case (unchanged if the
+  gated case would be invalid)."""
+  vs = case["vars"]
+  def v(): return ["v", rng.randrange(len(vs))]
+  def idx():
+    k = rng.random()
+    if k < 0.3: return v()
+    if k < 0.55: return ["add", ["mul", v(), ["c", rng.choice([2, 3, 4, 8, 16])]], v()]
+    if k < 0.7: return [rng.choice(["div", "mod"]), v(), ["c", rng.choice([2, 3, 4, 8])]]
+    if k < 0.85: return ["add", v(), ["c", rng.choice([-4, -1, 1, 3])]]
+    return ["add", v(), v()]
+  clauses, es = [], []
+  for _ in range(rng.choice([1, 1, 2, 2, 3])):
+    es.append(e:=idx())
+    lo, hi = interval(e, vs)
+    c = ["c", rng.randint(lo, hi + 1)]
+    clauses.append(rng.choice([["lt", e, c], ["lt", c, e], ["not", ["lt", e, c]]]))
+  g = clauses[0]
+  for cl in clauses[1:]: g = ["band", g, cl]
+  new = {**case, "gate": g, "expr": ["add", rng.choice(es), case["expr"]] if rng.random() < 0.5 and not is_bool(case["expr"]) else case["expr"]}
+  try: validate(new)
+  except Invalid: return case
+  return new
 
 # *** shrinking ***
 

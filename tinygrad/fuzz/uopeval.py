@@ -93,6 +93,7 @@ def eval_exact(root:UOp, env:dict[str, int]) -> dict[UOp, object]:
   for u in nodes(root):
     if is_var(u): v = env[var_name(u)]
     elif u.op is Ops.CONST: v = truncate[u.dtype](u.arg) if u.dtype in truncate else u.arg  # a CONST may hold an out-of-range arg
+    elif u.op is Ops.CAST and u.dtype is dtypes.weakint: v = int(vals[u.src[0]])
     elif u.op is Ops.CAST:
       if u.dtype not in truncate: raise UnsupportedUOp(u.op, u.dtype)
       v = truncate[u.dtype](vals[u.src[0]])
