@@ -168,3 +168,15 @@ def test_finding_sym_integer_and_through_tensor_api():
   src = "from tinygrad import Tensor\na = Tensor.arange(8)\nprint(((a & 3) & a).tolist())"
   r = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, env={**os.environ, "DEV": "PYTHON"}, timeout=300)
   assert r.stdout.strip() == "[0, 3, 6, 9, 12, 15, 18, 21]", r.stderr[-2000:]  # right: [0, 1, 2, 3, 0, 1, 2, 3]
+
+@pytest.mark.parametrize("case", [
+  {"dtype": "uint8", "vars": [[255, 255]], "expr": ["lt", ["add", ["c", 1], ["v", 0]], ["c", 1]]},
+  {"dtype": "weakint", "vars": [[-1, -1], [1, 1]], "expr": ["and", ["v", 0], ["and", ["v", 1], ["v", 0]]], "gate": ["c", True]},
+  {"dtype": "weakint", "vars": [[0, 15]], "expr": ["mod", ["v", 0], ["c", 4]], "gate": ["lt", ["v", 0], ["c", 8]]},
+], ids=["wrap", "gated-finding", "gated-passing"])
+def test_repro_scripts_of_new_kinds_run_standalone(tmp_path, case):
+  import subprocess, sys
+  fz = SymbolicFuzzer()
+  (p:=tmp_path / "repro.py").write_text(fz.repro(case))
+  r = subprocess.run([sys.executable, str(p)], capture_output=True, text=True, timeout=300)
+  assert r.returncode == (0 if fz.check(case) is None else 1), r.stdout + r.stderr

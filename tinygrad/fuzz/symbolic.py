@@ -247,9 +247,11 @@ class SymbolicFuzzer(Fuzzer):
     note = "\nNOTE: found with test-only injected rewrite rules, which this script does not apply." if self.extra_rules is not None else ""
     if self.wrap_bounds: note += "\nNOTE: found with wrap-aware bounds (SymbolicFuzzer(wrap_bounds=True)); this script uses stock bounds."
     names = [f"v{i}" for i in range(len(case["vars"]))]
-    return _REPRO.format(note=note, cls=f[0].cls if f else "none (the case passes now)", dtype=case["dtype"], ranges=ranges,
-                         nvars=len(names), unpack=f"{', '.join(names)}, = V" if names else "", lohi=case["vars"],
-                         uop=symtree.uop_src(case["expr"]), readable=symtree.py_src(case["expr"]), point=env)
+    return (_REPRO_GATED if "gate" in case else _REPRO).format(
+      note=note, cls=f[0].cls if f else "none (the case passes now)", dtype=case["dtype"], ranges=ranges, nvars=len(names),
+      unpack=f"{', '.join(names)}, = V" if names else "", lohi=case["vars"], uop=symtree.uop_src(case["expr"]),
+      readable=symtree.py_src(case["expr"]), point=env, gate=symtree.uop_src(case.get("gate", ["c", True])),
+      readable_gate=symtree.py_src(case.get("gate", ["c", True])))
 
 _REPRO = '''"""mockgpu fuzz symbolic: minimised failure [{cls}]. Needs only tinygrad 0.14.0. Exits 1 while it reproduces.{note}
 Variables: {ranges} ({dtype}). Expression: {readable}
@@ -291,5 +293,42 @@ for env in points:
       if u.op is not Ops.CONST and not (u.vmin <= v <= u.vmax) and (u.dtype is dtypes.weakint or u.dtype.min <= u.vmin <= u.vmax <= u.dtype.max):
         print(f"BOUNDS at {{env}}: {{u.render(simplify=False)}} in [{{u.vmin}}, {{u.vmax}}] takes {{v}}"); bad += 1
   if bad: break
+sys.exit(1 if bad else 0)
+'''
+
+_REPRO_GATED = '''"""mockgpu fuzz symbolic: minimised failure [{cls}] of an index under a valid. Needs only tinygrad 0.14.0. Exits 1
+while it reproduces.{note}
+Variables: {ranges} ({dtype}). Index: {readable}  valid: {readable_gate}
+Checks simplify_valid(valid), uop_given_valid(valid, index) and codegen's sym on index.valid(valid) at the point, against the
+unsimplified graphs evaluated with tinygrad's own op semantics (exec_alu)."""
+import sys
+from tinygrad.uop.ops import UOp, Ops, exec_alu, graph_rewrite
+from tinygrad.uop.symbolic import simplify_valid, uop_given_valid, sym
+from tinygrad.dtype import dtypes, truncate, Invalid
+DT = dtypes.{dtype}
+RANGES = {lohi}
+V = [UOp.variable(f"v{{i}}", lo, hi, dtype=DT) for i, (lo, hi) in enumerate(RANGES)]
+{unpack}
+C = lambda x, d=None: UOp.const(x, dtypes.bool if isinstance(x, bool) else getattr(dtypes, d) if d else DT)
+expr, valid = {uop}, {gate}
+POINT = {point} or {{f"v{{i}}": lo for i, (lo, _) in enumerate(RANGES)}}  # where the fuzzer saw it (else the lowest corner)
+def evaluate(u, vals=None):
+  vals = {{}} if vals is None else vals
+  if u in vals: return vals[u]
+  if u.op in (Ops.BUFFER, Ops.PARAM): v = POINT[u.arg.name]
+  elif u.op is Ops.CONST: v = truncate[u.dtype](u.arg) if u.dtype in truncate else u.arg
+  elif u.op is Ops.CAST: v = int(evaluate(u.src[0], vals)) if u.dtype is dtypes.weakint else truncate[u.dtype](evaluate(u.src[0], vals))
+  else: v = exec_alu(u.op, u.dtype, [evaluate(s, vals) for s in u.src])
+  vals[u] = v
+  return v
+want, holds = evaluate(expr), evaluate(valid)
+print(f"at {{POINT}}: valid {{valid.render(simplify=False)}} = {{holds}}, index {{expr.render(simplify=False)}} = {{want}}")
+bad = 0
+if (sv:=simplify_valid(valid)) is not None and evaluate(sv) != holds: print(f"simplify_valid gives {{sv.render()}} = {{evaluate(sv)}}"); bad += 1
+if holds and evaluate(ug:=uop_given_valid(valid, expr)) != want: print(f"uop_given_valid gives {{ug.render()}} = {{evaluate(ug)}}"); bad += 1
+r = graph_rewrite(expr.valid(valid), sym)
+cond, x = (r.src[0], r.src[1]) if r.op is Ops.WHERE and r.src[2].arg is Invalid else (UOp.const(False), None) if r.arg is Invalid else (UOp.const(True), r)
+if evaluate(cond) != holds: print(f"sym: the valid became {{cond.render()}} = {{evaluate(cond)}}"); bad += 1
+elif holds and evaluate(x) != want: print(f"sym: the index became {{x.render()}} = {{evaluate(x)}}"); bad += 1
 sys.exit(1 if bad else 0)
 '''
