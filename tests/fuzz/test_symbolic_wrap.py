@@ -180,3 +180,11 @@ def test_repro_scripts_of_new_kinds_run_standalone(tmp_path, case):
   (p:=tmp_path / "repro.py").write_text(fz.repro(case))
   r = subprocess.run([sys.executable, str(p)], capture_output=True, text=True, timeout=300)
   assert r.returncode == (0 if fz.check(case) is None else 1), r.stdout + r.stderr
+
+def test_z3_encodes_only_mathematical_integers():
+  from mockgpu.tinygrad.fuzz.z3oracle import Z3Unsupported, uop_to_z3
+  import z3
+  x = UOp.variable("x", 0, 300, dtype=dtypes.weakint)
+  assert str(uop_to_z3(x.cast(dtypes.weakint) + 1, {"x": z3.Int("x")})) == "x + 1"
+  for u in (x.cast(dtypes.uint8), UOp.variable("y", 0, 5, dtype=dtypes.int32) + 1):
+    with pytest.raises(Z3Unsupported): uop_to_z3(u, {"x": z3.Int("x"), "y": z3.Int("y")})

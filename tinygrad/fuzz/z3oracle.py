@@ -1,6 +1,7 @@
 """The z3 oracle of the symbolic fuzzer: prove a simplified UOp graph equal to the reference semantics of a `symtree` case
 over the variables' box (z3 integer theory), and its root's `vmin/vmax` sound, or return counterexample points.
 
+Only weakint (mathematical) graphs are encoded: fixed-width nodes wrap, which the integer theory does not model.
 Division semantics match tinygrad exactly (`tinygrad.helpers.floordiv/floormod/cdiv/cmod`, x//0 == 0), built from z3's
 euclidean `/`: floor(a/b) = a/b for b > 0 and (-a)/(-b) for b < 0. Int and/or/xor are outside the integer theory
 (except x^-1 == -x-1): such graphs raise `Z3Unsupported` and the caller falls back to sampling.
@@ -43,6 +44,7 @@ def uop_to_z3(root:UOp, env:dict):
   """Returns: the z3 term of a UOp graph whose variables are in `env` (name -> z3 Int). Raises: Z3Unsupported."""
   m: dict[UOp, object] = {}
   for u in nodes(root):
+    if u.dtype not in (dtypes.weakint, dtypes.bool): raise Z3Unsupported(f"op={u.op} dtype={u.dtype}: fixed-width values wrap")
     s = [m[x] for x in u.src] if not is_var(u) and u.op is not Ops.CONST else []
     if is_var(u): r = env[var_name(u)]
     elif u.op is Ops.CONST: r = z3.BoolVal(bool(u.arg)) if u.dtype is dtypes.bool else z3.IntVal(int(u.arg))
@@ -63,7 +65,7 @@ def uop_to_z3(root:UOp, env:dict):
     elif u.op in (Ops.SHL, Ops.SHR) and u.src[1].op is Ops.CONST:
       r = s[0] * 2**u.src[1].arg if u.op is Ops.SHL else _fdiv(s[0], z3.IntVal(2**u.src[1].arg))
     elif u.op is Ops.CAST and u.dtype is dtypes.bool: r = _as_int(s[0]) != 0
-    elif u.op is Ops.CAST and dtypes.is_int(u.dtype): r = _as_int(s[0])
+    elif u.op is Ops.CAST and u.dtype is dtypes.weakint: r = _as_int(s[0])  # a cast to a fixed width would truncate: unsupported
     else: raise Z3Unsupported(f"op={u.op} dtype={u.dtype} has no z3 integer encoding")
     m[u] = r
   return m[root]
