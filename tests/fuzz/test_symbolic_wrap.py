@@ -107,6 +107,12 @@ def test_wrap_aware_bounds_leave_stock_bounds_untouched():
   ({"dtype": "uint32", "vars": [], "expr": ["cast", "uint64", ["neg", ["c", 1]]]}, "unwrapped-const",
    "at : expected 4294967295, simplified graph gives 18446744073709551615"),
   ({"dtype": "uint32", "vars": [], "expr": ["neg", ["c", 1]]}, "dtype-changed", "at : expected 4294967295, simplified graph gives -1"),
+  # an unsigned constant folded to a negative value, then used by max / cmod / // as if it were signed
+  ({"dtype": "uint8", "vars": [[0, 0]], "expr": ["max", ["v", 0], ["neg", ["c", 1]]]}, "wrap-mismatch",
+   "at v0=0: expected 255, simplified graph gives 0"),
+  ({"dtype": "uint64", "vars": [], "expr": ["cmod", ["sub", ["c", 0], ["c", 3]], ["c", 3]]}, "wrap-mismatch", "at : expected 1, simplified graph gives 0"),
+  ({"dtype": "uint32", "vars": [], "expr": ["div", ["neg", ["c", 1]], ["c", 2]]}, "unwrapped-const",
+   "at : expected 2147483647, simplified graph gives 4294967295"),
   # c0 + x < c1 -> x < c1 - c0 and the bounds of x + c are exact-integer: both wrong once x + c wraps
   ({"dtype": "uint8", "vars": [[255, 255]], "expr": ["lt", ["add", ["c", 1], ["v", 0]], ["c", 1]]}, "wrap-mismatch",
    "at v0=255: expected True, simplified graph gives False"),
