@@ -394,9 +394,17 @@ def _renum(t:list, m:dict) -> list:
   if t[0] == "cast": return ["cast", t[1], _renum(t[2], m)]
   return t if t[0] == "c" else [t[0]] + [_renum(s, m) for s in t[1:]]
 
+def _bisect(v:int) -> list[int]:
+  """Distances to move `v` toward 0, largest first: v, then halving (v - v/2, v - v/4, ..., 1), the order of the framework's
+  canonical integer shrinking: with the greedy minimiser a threshold ends at the same value from any start."""
+  out, d = [abs(v)], abs(v)
+  while d > 1: out.append(d := d // 2)
+  return list(dict.fromkeys(out + [1])) if v else []
+
 def _toward0(c:int) -> list[int]:
-  """Shrink candidates of a constant: 0, 1, then halving the distance to 0 (bisection), then one step, then |c|."""
-  return [x for x in dict.fromkeys([0, 1, int(c / 2), c - (1 if c > 0 else -1), abs(c)]) if abs(x) < abs(c) or (x == abs(c) and c < 0)]
+  """Shrink candidates of a constant: 0, 1, -c (same magnitude, positive), then bisection toward 0."""
+  return [x for x in dict.fromkeys([0, 1, -c, *(c - d if c > 0 else c + d for d in _bisect(c))])
+          if abs(x) < abs(c) or (x == -c and c < 0)]
 
 def _shrink_tree(case:dict, key:str) -> Iterator[dict]:
   e, vs, dt = case[key], case["vars"], case["dtype"]
@@ -434,8 +442,8 @@ def shrink(case:dict) -> Iterator[dict]:
   for i, (lo, hi) in enumerate(vs):
     mid = lo + (hi - lo) // 2
     cands = ([[0, hi], [lo, 0]] if lo < 0 < hi else []) + [[lo, mid], [mid + 1, hi], [lo + 1, hi], [lo, hi - 1]]
-    if lo > 1: cands += [[1, hi - lo + 1], [lo // 2, hi - (lo - lo // 2)]]
-    if hi < -1: cands += [[lo - hi - 1, -1], [lo - (hi - hi // 2), hi // 2]]
+    if lo > 0: cands += [[lo - d, hi - d] for d in _bisect(lo) + [lo - 1]]  # the same width, moved toward 0 (or to start at 1)
+    if hi < 0: cands += [[lo + d, hi + d] for d in _bisect(hi) + [-hi - 1]]
     for r in cands:
       if r[0] <= r[1] and r != [lo, hi] and r[1] - r[0] <= hi - lo and max(map(abs, r)) <= max(abs(lo), abs(hi)):
         yield {**case, "vars": vs[:i] + [r] + vs[i+1:]}
