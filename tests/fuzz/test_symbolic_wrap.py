@@ -194,3 +194,10 @@ def test_z3_encodes_only_mathematical_integers():
   assert str(uop_to_z3(x.cast(dtypes.weakint) + 1, {"x": z3.Int("x")})) == "x + 1"
   for u in (x.cast(dtypes.uint8), UOp.variable("y", 0, 5, dtype=dtypes.int32) + 1):
     with pytest.raises(Z3Unsupported): uop_to_z3(u, {"x": z3.Int("x"), "y": z3.Int("y")})
+
+def test_finding_zero_numerator_under_a_valid():
+  # docs/findings.md #1 through the valid path: uop_given_valid (and codegen's sym) give the divisor a range from the valid,
+  # and fold_divmod_general's gcd still divides by the zero numerator's factor
+  case = {"dtype": "weakint", "vars": [[-1, -1]], "expr": ["div", ["c", 0], ["v", 0]], "gate": ["lt", ["c", 0], ["v", 0]]}
+  f = SymbolicFuzzer().check(case)
+  assert f is not None and (f.cls, f.message) == ("exception:valid:ZeroDivisionError", "simplifying (0//v0) under valid (0<v0): integer modulo by zero")

@@ -99,7 +99,8 @@ class SymbolicFuzzer(Fuzzer):
   def generate(self, rng:random.Random) -> dict:
     case = symtree.generate(rng, rng.choice(self.case_dtypes) if self.case_dtypes else None, self.max_depth, self.casts, self.ops)
     # valids are index math: gate weakint cases without casts (those have their own failure classes)
-    gate = case["dtype"] == "weakint" and case["vars"] and not symtree.has_op(case["expr"], "cast") and rng.random() < self.gate_rate
+    gate = case["dtype"] == "weakint" and case["vars"] and not symtree.is_bool(case["expr"]) and not symtree.has_op(case["expr"], "cast") \
+      and rng.random() < self.gate_rate
     return symtree.add_gate(rng, case) if gate else case
   def shrink(self, case:dict) -> Iterator[dict]: return symtree.shrink(case)
   def describe(self, case:dict) -> str:
@@ -325,7 +326,7 @@ want, holds = evaluate(expr), evaluate(valid)
 print(f"at {{POINT}}: valid {{valid.render(simplify=False)}} = {{holds}}, index {{expr.render(simplify=False)}} = {{want}}")
 bad = 0
 if (sv:=simplify_valid(valid)) is not None and evaluate(sv) != holds: print(f"simplify_valid gives {{sv.render()}} = {{evaluate(sv)}}"); bad += 1
-if holds and evaluate(ug:=uop_given_valid(valid, expr)) != want: print(f"uop_given_valid gives {{ug.render()}} = {{evaluate(ug)}}"); bad += 1
+if (ug:=uop_given_valid(valid, expr)) is not None and holds and evaluate(ug) != want: print(f"uop_given_valid gives {{ug.render()}} = {{evaluate(ug)}}"); bad += 1
 r = graph_rewrite(expr.valid(valid), sym)
 cond, x = (r.src[0], r.src[1]) if r.op is Ops.WHERE and r.src[2].arg is Invalid else (UOp.const(False), None) if r.arg is Invalid else (UOp.const(True), r)
 if evaluate(cond) != holds: print(f"sym: the valid became {{cond.render()}} = {{evaluate(cond)}}"); bad += 1

@@ -363,7 +363,7 @@ def add_gate(rng:random.Random, case:dict) -> dict:
     clauses.append(rng.choice([["lt", e, c], ["lt", c, e], ["not", ["lt", e, c]]]))
   g = clauses[0]
   for cl in clauses[1:]: g = ["band", g, cl]
-  new = {**case, "gate": g, "expr": ["add", rng.choice(es), case["expr"]] if rng.random() < 0.5 and not is_bool(case["expr"]) else case["expr"]}
+  new = {**case, "gate": g, "expr": ["add", rng.choice(es), case["expr"]] if rng.random() < 0.5 else case["expr"]}
   try: validate(new)
   except Invalid: return case
   return new
