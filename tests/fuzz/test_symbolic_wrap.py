@@ -201,3 +201,15 @@ def test_finding_zero_numerator_under_a_valid():
   case = {"dtype": "weakint", "vars": [[-1, -1]], "expr": ["div", ["c", 0], ["v", 0]], "gate": ["lt", ["c", 0], ["v", 0]]}
   f = SymbolicFuzzer().check(case)
   assert f is not None and (f.cls, f.message) == ("exception:valid:ZeroDivisionError", "simplifying (0//v0) under valid (0<v0): integer modulo by zero")
+
+def test_z3_proves_gated_rewrites_on_a_large_box(monkeypatch):
+  case = {"dtype": "weakint", "vars": [[0, 200000]], "expr": ["div", ["v", 0], ["c", 99999]], "gate": ["lt", ["v", 0], ["c", 100000]]}
+  fz = SymbolicFuzzer()
+  assert fz.check(case) is None and fz.stats() == {"gated-z3-unsat": 1}
+  import tinygrad.uop.symbolic as tsym
+  orig = tsym.parse_valid
+  monkeypatch.setattr(tsym, "parse_valid", lambda v: (r[0], True, r[2] - 1) if (r:=orig(v)) is not None and r[1] else r)
+  fz = SymbolicFuzzer()
+  f = fz.check(case)
+  assert f is not None and f.cls == "valid-mismatch" and f.message.startswith("uop_given_valid: at v0=99999 (valid holds) expected 1, got 0")
+  assert fz.stats() == {"gated-z3-sat": 1}

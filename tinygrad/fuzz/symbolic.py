@@ -194,24 +194,41 @@ class SymbolicFuzzer(Fuzzer):
     elif r.op is Ops.CONST and r.arg is Invalid: outs.append(("sym", r, UOp.const(False, dtypes.bool), None))
     else: outs.append(("sym", r, UOp.const(True, dtypes.bool), r))
     exhaustive = symtree.domain_size(case) <= self.brute_max
+    if not exhaustive and self.oracle != "brute":
+      if self._z3 is None: self._z3 = Z3Oracle(self.z3_timeout_ms)
+      try: status, found = self._z3.check_gated(case, [(gu, xu) for _, _, gu, xu in outs])
+      except Z3Unsupported: status, found = "unsupported", []
+      self.counts[f"gated-z3-{status}"] += 1
+      for k, j in found:
+        if (f:=self._gate_failure(case, *outs[k], j)) is not None: return f
+      if status == "unsat": return None
     self.counts["gated-brute" if exhaustive else "gated-sampled"] += 1
     env = self._points(case, exhaustive)
     ref, _, sover = symtree.ref_points(case, env)
     gate, _, gover = symtree.ref_points(case, env, case["gate"])
     defined = np.ones_like(sover) if self.signed_wrap else ~(sover | gover)
-    for name, root, gu, xu in outs:
+    for out in outs:
+      name, root, gu, xu = out
       try:
-        if gu is not None and (bad:=np.nonzero((eval_points(gu, env)[0][gu] != gate) & defined)[0]).size:
-          j = {k: int(v[bad[0]]) for k, v in env.items()}
-          return Failure("valid-gate-changed", f"{name}: at {_point_str(j)} the valid is {eval_exact(gu, j)[gu]!r}, expected "
-                         f"{symtree.ref_exact(case, j, tree=case['gate'])[0]!r}\n  valid {symtree.py_src(case['gate'])}  (ranges {case['vars']})\n"
-                         f"  got   {gu.render(simplify=False)}"), j
-        if xu is not None and (bad:=np.nonzero((eval_points(xu, env)[0][xu] != ref) & gate & defined)[0]).size:
-          j = {k: int(v[bad[0]]) for k, v in env.items()}
-          return Failure("valid-mismatch", f"{name}: at {_point_str(j)} (valid holds) expected {symtree.ref_exact(case, j)[0]!r}, got "
-                         f"{eval_exact(xu, j)[xu]!r}\n  expr  {symtree.py_src(case['expr'])}  valid {symtree.py_src(case['gate'])}  "
-                         f"(ranges {case['vars']})\n  got   {root.render(simplify=False)}"), j
+        bad = np.zeros_like(defined)
+        if gu is not None: bad |= eval_points(gu, env)[0][gu] != gate
+        if xu is not None: bad |= (eval_points(xu, env)[0][xu] != ref) & gate
       except (UnsupportedUOp, KeyError) as ex: return Failure(f"exception:eval:{type(ex).__name__}", f"{name} gave {root.render(simplify=False)}: {ex}"), {}
+      for i in np.nonzero(bad & defined)[0][:8]:
+        if (f:=self._gate_failure(case, *out, {k: int(v[i]) for k, v in env.items()})) is not None: return f
+    return None
+
+  def _gate_failure(self, case, name, root, gu, xu, env) -> tuple[Failure, dict]|None:
+    """Confirm a gated counterexample at one point with exact evaluation. Returns: (failure, point) or None."""
+    (want, wf), (holds, gf) = symtree.ref_exact(case, env), symtree.ref_exact(case, env, tree=case["gate"])
+    if "signed-overflow" in wf | gf and not self.signed_wrap: return None
+    if gu is not None and (g:=eval_exact(gu, env)[gu]) != holds:
+      return Failure("valid-gate-changed", f"{name}: at {_point_str(env)} the valid is {g!r}, expected {holds!r}\n"
+                     f"  valid {symtree.py_src(case['gate'])}  (ranges {case['vars']})\n  got   {gu.render(simplify=False)}"), env
+    if xu is not None and holds and (x:=eval_exact(xu, env)[xu]) != want:
+      return Failure("valid-mismatch", f"{name}: at {_point_str(env)} (valid holds) expected {want!r}, got {x!r}\n"
+                     f"  expr  {symtree.py_src(case['expr'])}  valid {symtree.py_src(case['gate'])}  (ranges {case['vars']})\n"
+                     f"  got   {root.render(simplify=False)}"), env
     return None
 
   def _confirm_value(self, case, root, env, cls) -> tuple[Failure, dict]|None:

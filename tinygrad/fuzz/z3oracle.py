@@ -100,3 +100,22 @@ class Z3Oracle:
       self.solver.pop()
     status = "sat" if "sat" in statuses else "unknown" if "unknown" in statuses else "unsat"
     return Z3Result(status, out[0], out[1] if len(out) > 1 else [])
+
+  def check_gated(self, case:dict, outs:list[tuple[UOp|None, UOp|None]]) -> tuple[str, list[tuple[int, dict]]]:
+    """Prove rewrites of an index under its valid: for each (gate, value) of `outs`, the gate equals the case's `gate` on the
+    whole box and the value equals the case's `expr` wherever the gate holds (None: not checked).
+    Returns: (status as in Z3Result, [(index into outs, counterexample point)]). Raises: Z3Unsupported."""
+    vs = [z3.Int(f"v{i}") for i in range(len(case["vars"]))]
+    env = {f"v{i}": v for i, v in enumerate(vs)}
+    ref, gate = tree_to_z3(case["expr"], vs), tree_to_z3(case["gate"], vs)
+    dom = [z3.And(v >= a, v <= b) for v, (a, b) in zip(vs, case["vars"])]
+    queries = [(k, gate != uop_to_z3(gu, env)) for k, (gu, _) in enumerate(outs) if gu is not None] + \
+              [(k, z3.And(gate, ref != uop_to_z3(xu, env))) for k, (_, xu) in enumerate(outs) if xu is not None]
+    statuses, points = [], []
+    for k, q in queries:
+      self.solver.push()
+      self.solver.add(*dom, q)
+      statuses.append(str(r:=self.solver.check()))
+      if r == z3.sat: points.append((k, {f"v{i}": self.solver.model().eval(v, model_completion=True).as_long() for i, v in enumerate(vs)}))
+      self.solver.pop()
+    return ("sat" if "sat" in statuses else "unknown" if "unknown" in statuses else "unsat"), points
