@@ -21,8 +21,8 @@ def _campaign(fz, cases=3000, seed=0, **kw):
   return run_campaign(fz, CampaignConfig(seed=seed, time=None, cases=cases, out=None, max_failures=1, **kw))
 
 @pytest.mark.parametrize("rules,index,minimised,cls", [
-  (MOD_OFF_BY_ONE, 612, {"dtype": "weakint", "vars": [[-1, -1]], "expr": ["mod", ["mod", ["v", 0], ["c", 5]], ["c", 4]]}, "mismatch"),
-  (MAX_DROPS_CONST, 22, {"dtype": "weakint", "vars": [[0, 0]], "expr": ["max", ["v", 0], ["c", 1]]}, "mismatch"),
+  (MOD_OFF_BY_ONE, 474, {"dtype": "weakint", "vars": [[9, 9]], "expr": ["mod", ["v", 0], ["c", 9]]}, "mismatch"),
+  (MAX_DROPS_CONST, 1, {"dtype": "weakint", "vars": [], "expr": ["min", ["c", 0], ["c", -1]]}, "mismatch"),  # min is -max(-x, -y)
   (NARROW_VAR, 0, {"dtype": "weakint", "vars": [[0, 2]], "expr": ["v", 0]}, "bounds"),
 ], ids=["mod-off-by-one", "max-drops-const", "unsound-vmin"])
 def test_finds_and_minimises_injected_rule(rules, index, minimised, cls):

@@ -71,12 +71,12 @@ UINT8_ADD_DIV = {"case_dtypes": ["uint8"], "ops": ["add", "div", "max"], "casts"
 def test_finds_and_minimises_injected_wrap_only_rule():
   rep = run_campaign(SymbolicFuzzer(extra_rules=ADD_DIV_WRAP_ONLY, **UINT8_ADD_DIV),
                      CampaignConfig(seed=0, time=None, cases=3000, out=None, max_failures=1))
-  want = {"dtype": "uint8", "vars": [[253, 253]], "expr": ["div", ["add", ["c", 3], ["v", 0]], ["c", 3]]}
-  assert [(r.index, r.minimised, r.minimised_failure.cls) for r in rep.failures] == [(278, want, "wrap-mismatch")]
-  assert rep.failures[0].minimised_failure.message.startswith("at v0=253: expected 0, simplified graph gives 85")
+  want = {"dtype": "uint8", "vars": [[254, 254]], "expr": ["div", ["add", ["c", 1], ["add", ["v", 0], ["c", 1]]], ["c", 2]]}
+  assert [(r.index, r.minimised, r.minimised_failure.cls) for r in rep.failures] == [(1217, want, "wrap-mismatch")]
+  assert rep.failures[0].minimised_failure.message.startswith("at v0=254: expected 0, simplified graph gives 128")
   # the stock rules get this case right, and the same campaign without the injected rule runs clean up to that index
   assert SymbolicFuzzer(**UINT8_ADD_DIV).check(want) is None
-  assert run_campaign(SymbolicFuzzer(**UINT8_ADD_DIV), CampaignConfig(seed=0, time=None, cases=279, out=None)).failures == []
+  assert run_campaign(SymbolicFuzzer(**UINT8_ADD_DIV), CampaignConfig(seed=0, time=None, cases=1218, out=None)).failures == []
 
 def test_signed_overflow_is_undefined_unless_asked():
   # int8 127 + 1: undefined in C and poison in LLVM (add nsw), so a rule may assume it does not happen
@@ -153,9 +153,9 @@ def test_finds_and_minimises_injected_valid_parsing_bug(monkeypatch):
     return (r[0], True, r[2] - 1) if r is not None and r[1] else r
   monkeypatch.setattr(tsym, "parse_valid", off_by_one)
   rep = run_campaign(SymbolicFuzzer(**GATED), CampaignConfig(seed=0, time=None, cases=2000, out=None, max_failures=1))
-  want = {"dtype": "weakint", "vars": [[-3, -1]], "expr": ["v", 0], "gate": ["lt", ["mul", ["v", 0], ["c", 2]], ["c", -2]]}
-  assert [(r.index, r.minimised, r.minimised_failure.cls) for r in rep.failures] == [(6, want, "valid-mismatch")]
-  assert rep.failures[0].minimised_failure.message.startswith("sym: at v0=-2 (valid holds) expected -2, got -3")
+  want = {"dtype": "weakint", "vars": [[-1, 0]], "expr": ["v", 0], "gate": ["lt", ["v", 0], ["c", 1]]}
+  assert [(r.index, r.minimised, r.minimised_failure.cls) for r in rep.failures] == [(73, want, "valid-mismatch")]
+  assert rep.failures[0].minimised_failure.message.startswith("uop_given_valid: at v0=0 (valid holds) expected 0, got -1")
   monkeypatch.setattr(tsym, "parse_valid", orig)
   assert SymbolicFuzzer(**GATED).check(want) is None
 

@@ -265,7 +265,8 @@ def _var_range(rng:random.Random, dtype:str, big:bool) -> list[int]:
   if big and fixed_width(dtype) and rng.random() < 0.4:  # realistic magnitudes up to the dtype's limits
     a, b = sorted(rng.choice([lo, hi, 0, lo + 1, hi - 1, rng.randint(lo, hi), hi // 2, hi // 2 + 1]) for _ in range(2))
     return [a, b]
-  n = rng.choice([1, 2, 3, 4, 7, 8, 15, 16, 31, 100, 255, 1000, 4096, 100000, 2**20]) if big else rng.choice([1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 31])
+  n = rng.choice([1, 2, 3, 4, 7, 8, 15, 16, 31, 100, 255, 1000, 4096, 100000, 2**20, 2**31 - 1, 2**31, 2**32]) if big else \
+    rng.choice([1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 31])  # weakint up to where its lowering switches int32 -> int64 and beyond
   kind = "nonneg" if lo == 0 else rng.choice(["nonneg", "nonneg", "pos", "signed", "neg"])
   if fixed_width(dtype) and rng.random() < 0.25:  # near the top or bottom of the dtype: wraps with small boxes
     n = min(n, 255)
@@ -276,6 +277,7 @@ def _var_range(rng:random.Random, dtype:str, big:bool) -> list[int]:
 def _const(rng:random.Random, dtype:str) -> int:
   lo, hi = LIMITS[dtype]
   if fixed_width(dtype) and rng.random() < 0.15: return rng.choice([lo, hi, hi // 2, hi // 2 + 1, lo + 1, hi - 1])
+  if dtype == "weakint" and rng.random() < 0.05: return rng.choice([2**31 - 1, 2**31, -2**31, 2**32, 2**20])
   c = rng.choice([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 24, 31, 32, 64, 100, 127, 128, 255, 256, 1024, 4096])
   c = c if lo == 0 or rng.random() < 0.7 else -c
   return c if lo <= c <= hi else wrap_to(c, dtype)
