@@ -22,7 +22,7 @@ from tinygrad.dtype import dtypes, truncate, Invalid
 from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure
 from mockgpu.tinygrad.fuzz import symtree
 from mockgpu.tinygrad.fuzz.uopeval import nodes, eval_points, eval_exact, UnsupportedUOp
-from mockgpu.tinygrad.fuzz.z3oracle import Z3Oracle, Z3Unsupported
+from mockgpu.tinygrad.fuzz.z3oracle import Z3Oracle, Z3Unsupported, check_gated
 
 __all__ = ["SymbolicFuzzer", "build", "wrap_aware_bounds"]
 
@@ -196,7 +196,7 @@ class SymbolicFuzzer(Fuzzer):
     exhaustive = symtree.domain_size(case) <= self.brute_max
     if not exhaustive and self.oracle != "brute":
       if self._z3 is None: self._z3 = Z3Oracle(self.z3_timeout_ms)
-      try: status, found = self._z3.check_gated(case, [(gu, xu) for _, _, gu, xu in outs])
+      try: status, found = check_gated(self._z3.solver, case, [(gu, xu) for _, _, gu, xu in outs])
       except Z3Unsupported: status, found = "unsupported", []
       self.counts[f"gated-z3-{status}"] += 1
       for k, j in found:

@@ -14,7 +14,7 @@ from tinygrad.dtype import dtypes
 from mockgpu.tinygrad.fuzz.errors import FuzzError
 from mockgpu.tinygrad.fuzz.uopeval import nodes, is_var, var_name
 
-__all__ = ["Z3Oracle", "Z3Result", "Z3Unsupported"]
+__all__ = ["Z3Oracle", "Z3Result", "Z3Unsupported", "check_gated"]
 
 class Z3Unsupported(FuzzError):
   """The expression uses an operation the z3 encoding does not cover; check it by sampling instead."""
@@ -39,6 +39,25 @@ def tree_to_z3(t:list, vs:list):
   if t[0] in ("shl", "shr"): return tree_to_z3(t[1], vs) * 2**t[2][1] if t[0] == "shl" else _fdiv(tree_to_z3(t[1], vs), z3.IntVal(2**t[2][1]))
   if t[0] not in _TREE: raise Z3Unsupported(f"op={t[0]} has no z3 integer encoding")
   return _TREE[t[0]](*[tree_to_z3(s, vs) for s in t[1:]])
+
+def check_gated(solver:z3.Solver, case:dict, outs:list[tuple[UOp|None, UOp|None]]) -> tuple[str, list[tuple[int, dict]]]:
+  """Prove rewrites of an index under its valid with `solver` (push/pop): for each (gate, value) of `outs`, the gate equals the
+  case's `gate` on the whole box and the value equals the case's `expr` wherever the gate holds (None: not checked).
+  Returns: (`unsat` proved / `sat` / `unknown`, [(index into outs, counterexample point)]). Raises: Z3Unsupported."""
+  vs = [z3.Int(f"v{i}") for i in range(len(case["vars"]))]
+  env = {f"v{i}": v for i, v in enumerate(vs)}
+  ref, gate = tree_to_z3(case["expr"], vs), tree_to_z3(case["gate"], vs)
+  dom = [z3.And(v >= a, v <= b) for v, (a, b) in zip(vs, case["vars"])]
+  queries = [(k, gate != uop_to_z3(gu, env)) for k, (gu, _) in enumerate(outs) if gu is not None] + \
+            [(k, z3.And(gate, ref != uop_to_z3(xu, env))) for k, (_, xu) in enumerate(outs) if xu is not None]
+  statuses, points = [], []
+  for k, q in queries:
+    solver.push()
+    solver.add(*dom, q)
+    statuses.append(str(r:=solver.check()))
+    if r == z3.sat: points.append((k, {f"v{i}": solver.model().eval(v, model_completion=True).as_long() for i, v in enumerate(vs)}))
+    solver.pop()
+  return ("sat" if "sat" in statuses else "unknown" if "unknown" in statuses else "unsat"), points
 
 def uop_to_z3(root:UOp, env:dict):
   """Returns: the z3 term of a UOp graph whose variables are in `env` (name -> z3 Int). Raises: Z3Unsupported."""
@@ -100,22 +119,3 @@ class Z3Oracle:
       self.solver.pop()
     status = "sat" if "sat" in statuses else "unknown" if "unknown" in statuses else "unsat"
     return Z3Result(status, out[0], out[1] if len(out) > 1 else [])
-
-  def check_gated(self, case:dict, outs:list[tuple[UOp|None, UOp|None]]) -> tuple[str, list[tuple[int, dict]]]:
-    """Prove rewrites of an index under its valid: for each (gate, value) of `outs`, the gate equals the case's `gate` on the
-    whole box and the value equals the case's `expr` wherever the gate holds (None: not checked).
-    Returns: (status as in Z3Result, [(index into outs, counterexample point)]). Raises: Z3Unsupported."""
-    vs = [z3.Int(f"v{i}") for i in range(len(case["vars"]))]
-    env = {f"v{i}": v for i, v in enumerate(vs)}
-    ref, gate = tree_to_z3(case["expr"], vs), tree_to_z3(case["gate"], vs)
-    dom = [z3.And(v >= a, v <= b) for v, (a, b) in zip(vs, case["vars"])]
-    queries = [(k, gate != uop_to_z3(gu, env)) for k, (gu, _) in enumerate(outs) if gu is not None] + \
-              [(k, z3.And(gate, ref != uop_to_z3(xu, env))) for k, (_, xu) in enumerate(outs) if xu is not None]
-    statuses, points = [], []
-    for k, q in queries:
-      self.solver.push()
-      self.solver.add(*dom, q)
-      statuses.append(str(r:=self.solver.check()))
-      if r == z3.sat: points.append((k, {f"v{i}": self.solver.model().eval(v, model_completion=True).as_long() for i, v in enumerate(vs)}))
-      self.solver.pop()
-    return ("sat" if "sat" in statuses else "unknown" if "unknown" in statuses else "unsat"), points
