@@ -213,3 +213,13 @@ def test_z3_proves_gated_rewrites_on_a_large_box(monkeypatch):
   f = fz.check(case)
   assert f is not None and f.cls == "valid-mismatch" and f.message.startswith("uop_given_valid: at v0=99999 (valid holds) expected 1, got 0")
   assert fz.stats() == {"gated-z3-sat": 1}
+
+def test_z3_bit_vectors_prove_and_refute_fixed_width_cases():
+  fz = SymbolicFuzzer(bv_timeout_ms=2000)
+  # uint32 over the whole range: (x + 3) // 3 stays as it is (right), (1 + x) < 1 is folded to False (wrong at x = 2**32-1)
+  assert fz.check({"dtype": "uint32", "vars": [[0, 2**32 - 1]], "expr": ["div", ["add", ["v", 0], ["c", 3]], ["c", 3]]}) is None
+  f = fz.check({"dtype": "uint32", "vars": [[0, 2**32 - 1]], "expr": ["lt", ["add", ["c", 1], ["v", 0]], ["c", 1]]})
+  assert f is not None and f.cls == "wrap-mismatch" and f.message.startswith("at v0=4294967295: expected True, simplified graph gives False")
+  # int64: (x*4)//4 -> x is right wherever x*4 does not overflow (the rest is undefined)
+  assert fz.check({"dtype": "int64", "vars": [[-2**63, 2**63 - 1]], "expr": ["div", ["mul", ["v", 0], ["c", 4]], ["c", 4]]}) is None
+  assert {k: v for k, v in fz.stats().items() if k.startswith("bv-")} == {"bv-unsat": 2, "bv-sat": 1}

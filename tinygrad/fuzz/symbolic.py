@@ -22,7 +22,7 @@ from tinygrad.dtype import dtypes, truncate, Invalid
 from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure
 from mockgpu.tinygrad.fuzz import symtree
 from mockgpu.tinygrad.fuzz.uopeval import nodes, eval_points, eval_exact, UnsupportedUOp
-from mockgpu.tinygrad.fuzz.z3oracle import Z3Oracle, Z3Unsupported, check_gated
+from mockgpu.tinygrad.fuzz.z3oracle import Z3Oracle, Z3Unsupported, check_gated, check_bv
 
 __all__ = ["SymbolicFuzzer", "build", "wrap_aware_bounds"]
 
@@ -76,24 +76,29 @@ class SymbolicFuzzer(Fuzzer):
       on large boxes).
     brute_max: the largest box evaluated exhaustively. max_depth: tree depth. case_dtypes: allowed case dtypes (None: all).
     z3_timeout_ms: per-query z3 timeout (an `unknown` answer counts as a pass and is tallied in `stats`).
+    signed_wrap: judge points where a signed value overflows with two's complement (default: undefined, skipped).
+    casts: generate casts. samples: points of a sampled (large, fixed-width) box. ops: allowed int ops (None: all).
+    wrap_bounds: simplify with wrap-aware vmin/vmax (`wrap_aware_bounds`). gate_rate: share of weakint cases with a valid.
+    bv_timeout_ms: > 0 proves large fixed-width boxes with z3 bit-vectors too (per query; costs ~1/3 of the rate), 0: off.
   """
   name = "symbolic"
   def __init__(self, extra_rules:PatternMatcher|None=None, oracle:str="auto", brute_max:int=1 << 16, max_depth:int=4,
                case_dtypes:list[str]|None=None, z3_timeout_ms:int=2000, signed_wrap:bool=False, casts:bool=True, samples:int=4096,
-               wrap_bounds:bool=False, ops:list[str]|None=None, gate_rate:float=0.15):
+               wrap_bounds:bool=False, ops:list[str]|None=None, gate_rate:float=0.15, bv_timeout_ms:int=0):
     if oracle not in ("auto", "z3", "brute"): raise ValueError(f"oracle={oracle!r}: use auto, z3 or brute")
     if (bad:=[d for d in case_dtypes or [] if d not in DTYPES or d == "bool"]): raise ValueError(f"case_dtypes {bad}: use {list(DTYPES)[:1] + list(DTYPES)[2:]}")
     self.extra_rules, self.oracle, self.brute_max, self.max_depth = extra_rules, oracle, brute_max, max_depth
     self.case_dtypes, self.z3_timeout_ms, self.signed_wrap, self.casts, self.samples = case_dtypes, z3_timeout_ms, signed_wrap, casts, samples
     if (bad:=[o for o in ops or [] if o not in symtree.INT_OPS]): raise ValueError(f"ops {bad}: use {list(symtree.INT_OPS)}")
-    self.wrap_bounds, self.ops, self.gate_rate = wrap_bounds, ops, gate_rate
+    self.wrap_bounds, self.ops, self.gate_rate, self.bv_timeout_ms = wrap_bounds, ops, gate_rate, bv_timeout_ms
+    self._bv: Z3Oracle|None = None
     self.counts: collections.Counter = collections.Counter()
     self._z3: Z3Oracle|None = None
   def options(self) -> dict:
     return {"oracle": self.oracle, "brute_max": self.brute_max, "max_depth": self.max_depth, "case_dtypes": self.case_dtypes,
             "z3_timeout_ms": self.z3_timeout_ms, "signed_wrap": self.signed_wrap, "casts": self.casts,
             "samples": self.samples, "wrap_bounds": self.wrap_bounds,
-            "ops": self.ops, "gate_rate": self.gate_rate}
+            "ops": self.ops, "gate_rate": self.gate_rate, "bv_timeout_ms": self.bv_timeout_ms}
   def stats(self) -> dict: return dict(self.counts)
 
   def generate(self, rng:random.Random) -> dict:
@@ -129,12 +134,22 @@ class SymbolicFuzzer(Fuzzer):
     except Exception as e: return Failure(f"exception:build:{type(e).__name__}", f"building {symtree.uop_src(case['expr'])}: {e}"), {}
     try: simp = self.simplify(orig)
     except Exception as e: return Failure(f"exception:simplify:{type(e).__name__}", f"simplifying {orig.render(simplify=False)}: {e}"), {}
+    exhaustive = symtree.domain_size(case) <= self.brute_max
+    if case["dtype"] != "weakint" and not exhaustive and self.oracle != "brute" and self.bv_timeout_ms > 0:
+      # fixed-width: z3 bit-vectors (wrap-around exact) prove the value; sampling still judges the bounds
+      if self._bv is None: self._bv = Z3Oracle(self.bv_timeout_ms)
+      try: status, pts = check_bv(self._bv.solver, case, simp, self.signed_wrap)
+      except Z3Unsupported: status, pts = "unsupported", []
+      self.counts[f"bv-{status}"] += 1
+      for env in pts:
+        if (f:=self._confirm_value(case, simp, env, "mismatch")) is not None: return f
+        self.counts["bv-unconfirmed"] += 1
     # z3's integer theory has no wrap-around: fixed-width cases are brute-forced or sampled
-    use_brute = self.oracle == "brute" or (self.oracle == "auto" and symtree.domain_size(case) <= self.brute_max) or case["dtype"] != "weakint"
+    use_brute = self.oracle == "brute" or (self.oracle == "auto" and exhaustive) or case["dtype"] != "weakint"
     if not use_brute:
       try: return self._z3_check(case, orig, simp)
       except Z3Unsupported: self.counts["z3-unsupported"] += 1
-    return self._brute_check(case, orig, simp, exhaustive=symtree.domain_size(case) <= self.brute_max)
+    return self._brute_check(case, orig, simp, exhaustive=exhaustive)
 
   # *** oracles ***
 
