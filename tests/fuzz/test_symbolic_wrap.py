@@ -1,7 +1,7 @@
 """Overflow-aware symbolic fuzzing: the reference semantics of every integer dtype (wrap-around, truncating and floor division,
 shifts, casts; signed overflow undefined), an injected rule that is right only without overflow found and minimised, and the
 real tinygrad 0.14.0 findings it uncovers (docs/findings.md), pinned at their minimised cases."""
-import random
+import os, subprocess, sys
 import numpy as np
 import pytest
 from tinygrad import Tensor
@@ -110,7 +110,8 @@ def test_wrap_aware_bounds_leave_stock_bounds_untouched():
   # an unsigned constant folded to a negative value, then used by max / cmod / // as if it were signed
   ({"dtype": "uint8", "vars": [[0, 0]], "expr": ["max", ["v", 0], ["neg", ["c", 1]]]}, "wrap-mismatch",
    "at v0=0: expected 255, simplified graph gives 0"),
-  ({"dtype": "uint64", "vars": [], "expr": ["cmod", ["sub", ["c", 0], ["c", 3]], ["c", 3]]}, "wrap-mismatch", "at : expected 1, simplified graph gives 0"),
+  ({"dtype": "uint64", "vars": [], "expr": ["cmod", ["sub", ["c", 0], ["c", 3]], ["c", 3]]}, "wrap-mismatch",
+   "at : expected 1, simplified graph gives 0"),
   ({"dtype": "uint32", "vars": [], "expr": ["div", ["neg", ["c", 1]], ["c", 2]]}, "unwrapped-const",
    "at : expected 2147483647, simplified graph gives 4294967295"),
   # c0 + x < c1 -> x < c1 - c0 and the bounds of x + c are exact-integer: both wrong once x + c wraps
@@ -170,7 +171,6 @@ def test_finding_sym_turns_integer_and_into_a_product():
   assert f is not None and f.cls == "valid-mismatch" and f.message.startswith("sym: at v0=-1, v1=1 (valid holds) expected 1, got -1")
 
 def test_finding_sym_integer_and_through_tensor_api():
-  import subprocess, sys, os
   src = "from tinygrad import Tensor\na = Tensor.arange(8)\nprint(((a & 3) & a).tolist())"
   r = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, env={**os.environ, "DEV": "PYTHON"}, timeout=300)
   assert r.stdout.strip() == "[0, 3, 6, 9, 12, 15, 18, 21]", r.stderr[-2000:]  # right: [0, 1, 2, 3, 0, 1, 2, 3]
@@ -181,7 +181,6 @@ def test_finding_sym_integer_and_through_tensor_api():
   {"dtype": "weakint", "vars": [[0, 15]], "expr": ["mod", ["v", 0], ["c", 4]], "gate": ["lt", ["v", 0], ["c", 8]]},
 ], ids=["wrap", "gated-finding", "gated-passing"])
 def test_repro_scripts_of_new_kinds_run_standalone(tmp_path, case):
-  import subprocess, sys
   fz = SymbolicFuzzer()
   (p:=tmp_path / "repro.py").write_text(fz.repro(case))
   r = subprocess.run([sys.executable, str(p)], capture_output=True, text=True, timeout=300)
@@ -200,7 +199,8 @@ def test_finding_zero_numerator_under_a_valid():
   # and fold_divmod_general's gcd still divides by the zero numerator's factor
   case = {"dtype": "weakint", "vars": [[-1, -1]], "expr": ["div", ["c", 0], ["v", 0]], "gate": ["lt", ["c", 0], ["v", 0]]}
   f = SymbolicFuzzer().check(case)
-  assert f is not None and (f.cls, f.message) == ("exception:valid:ZeroDivisionError", "simplifying (0//v0) under valid (0<v0): integer modulo by zero")
+  assert f is not None and (f.cls, f.message) == ("exception:valid:ZeroDivisionError",
+                                                  "simplifying (0//v0) under valid (0<v0): integer modulo by zero")
 
 def test_z3_proves_gated_rewrites_on_a_large_box(monkeypatch):
   case = {"dtype": "weakint", "vars": [[0, 200000]], "expr": ["div", ["v", 0], ["c", 99999]], "gate": ["lt", ["v", 0], ["c", 100000]]}

@@ -1,23 +1,26 @@
 """`symbolic` fuzzer: random integer expressions built as tinygrad UOps, simplified with tinygrad's own rewrite
 (`UOp.simplify`, i.e. `graph_rewrite(u, tinygrad.uop.symbolic.symbolic)`), judged by three oracles:
 
-* equivalence: the simplified graph must equal the reference semantics of the tree (floor `//` and `%`, as tinygrad's
-  FLOORDIV/FLOORMOD) at every point of the variables' box. Small boxes (<= `brute_max` points) are evaluated exhaustively
-  with numpy at each node's dtype width; larger ones are proved with z3 (integer theory; `//`/`%` encoded with floor
-  semantics from z3's euclidean division); graphs z3's integer theory cannot express (int and/or/xor) fall back to sampling.
-* bounds soundness: every node's `vmin/vmax` (simplified and original graph) must contain every value it takes (all nodes
-  on brute-forced boxes, the root under z3).
+* equivalence: the simplified graph must equal the reference semantics of the tree (`symtree`: weakint is mathematical,
+  fixed-width ints wrap, a signed overflow is undefined and not judged, casts truncate) at every point of the variables'
+  box. Small boxes (<= `brute_max` points) are evaluated exhaustively with numpy; larger weakint ones are proved with z3
+  (integer theory), larger fixed-width ones are sampled (and optionally proved with z3 bit-vectors, `bv_timeout_ms`).
+* bounds soundness: every node's `vmin/vmax` (simplified and original graph) must contain every value it takes, where the
+  reference does not wrap and the node's range lies in its dtype (all nodes on brute-forced boxes, the root under z3).
 * no exception while building or simplifying.
 
-Every counterexample is confirmed at its point with tinygrad's own op semantics (`exec_alu`) before it is reported.
-Cases are `symtree` cases (JSON). Failure classes: `mismatch`, `bounds`, `build-mismatch` (the unsimplified UOp graph
-already differs from the tree), `exception:<where>:<Type>`.
+Weakint cases may carry a valid (`gate`): then tinygrad's `simplify_valid`, `uop_given_valid` and codegen's `sym` on
+`expr.valid(gate)` are judged under the gate instead. Every counterexample is confirmed at its point with exact evaluation
+(tinygrad's `exec_alu` for the graph, Python ints for the reference) before it is reported. Failure classes: `mismatch`,
+`wrap-mismatch`, `cast-mismatch`, `unwrapped-const`, `dtype-changed`, `bounds`, `cast-bounds`, `build-mismatch` (the
+unsimplified UOp graph already differs from the tree), `valid-mismatch`, `valid-gate-changed`, `exception:<where>:<Type>`
+(docs/fuzz.md).
 """
 from __future__ import annotations
-import collections, contextlib, functools, json, random, zlib
+import collections, contextlib, json, random, zlib
 from typing import Iterator
 import numpy as np
-from tinygrad.uop.ops import UOp, UOpMetaClass, Ops, PatternMatcher, graph_rewrite
+from tinygrad.uop.ops import UOp, Ops, PatternMatcher, graph_rewrite
 from tinygrad.dtype import dtypes, truncate, Invalid
 from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure
 from mockgpu.tinygrad.fuzz import symtree
@@ -86,7 +89,8 @@ class SymbolicFuzzer(Fuzzer):
                case_dtypes:list[str]|None=None, z3_timeout_ms:int=2000, signed_wrap:bool=False, casts:bool=True, samples:int=4096,
                wrap_bounds:bool=False, ops:list[str]|None=None, gate_rate:float=0.15, bv_timeout_ms:int=0):
     if oracle not in ("auto", "z3", "brute"): raise ValueError(f"oracle={oracle!r}: use auto, z3 or brute")
-    if (bad:=[d for d in case_dtypes or [] if d not in DTYPES or d == "bool"]): raise ValueError(f"case_dtypes {bad}: use {list(DTYPES)[:1] + list(DTYPES)[2:]}")
+    if (bad:=[d for d in case_dtypes or [] if d not in DTYPES or d == "bool"]):
+      raise ValueError(f"case_dtypes {bad}: use {[d for d in DTYPES if d != 'bool']}")
     self.extra_rules, self.oracle, self.brute_max, self.max_depth = extra_rules, oracle, brute_max, max_depth
     self.case_dtypes, self.z3_timeout_ms, self.signed_wrap, self.casts, self.samples = case_dtypes, z3_timeout_ms, signed_wrap, casts, samples
     if (bad:=[o for o in ops or [] if o not in symtree.INT_OPS]): raise ValueError(f"ops {bad}: use {list(symtree.INT_OPS)}")
@@ -163,7 +167,8 @@ class SymbolicFuzzer(Fuzzer):
     n = self.brute_max if case["dtype"] == "weakint" else self.samples
     cols = []
     for a, b in vs:
-      edge = np.array(sorted({a, b, 0 if a <= 0 <= b else a, min(a + 1, b), max(b - 1, a), *(c for c in (-1, 1, (b - a) // 2 + a) if a <= c <= b)}), dtype=npdt)
+      edge = np.array(sorted({a, b, 0 if a <= 0 <= b else a, min(a + 1, b), max(b - 1, a),
+                              *(c for c in (-1, 1, (b - a) // 2 + a) if a <= c <= b)}), dtype=npdt)
       cols.append(np.concatenate([np.resize(edge, n // 4), rng.integers(a, b, n - n // 4, dtype=npdt, endpoint=True)]))
       rng.shuffle(cols[-1])
     return {f"v{i}": c for i, c in enumerate(cols)}
@@ -204,7 +209,9 @@ class SymbolicFuzzer(Fuzzer):
       if (sv:=simplify_valid(g)) is not None: outs.append(("simplify_valid", sv, sv, None))
       outs.append(("uop_given_valid", ug:=uop_given_valid(g, e), None, ug))
       r = graph_rewrite(e.valid(g), sym, name="fuzz sym")
-    except Exception as ex: return Failure(f"exception:valid:{type(ex).__name__}", f"simplifying {e.render(simplify=False)} under valid {g.render(simplify=False)}: {ex}"), {}
+    except Exception as ex:
+      return Failure(f"exception:valid:{type(ex).__name__}",
+                     f"simplifying {e.render(simplify=False)} under valid {g.render(simplify=False)}: {ex}"), {}
     if r.op is Ops.WHERE and r.src[2].op is Ops.CONST and r.src[2].arg is Invalid: outs.append(("sym", r, r.src[0], r.src[1]))
     elif r.op is Ops.CONST and r.arg is Invalid: outs.append(("sym", r, UOp.const(False, dtypes.bool), None))
     else: outs.append(("sym", r, UOp.const(True, dtypes.bool), r))
@@ -228,7 +235,8 @@ class SymbolicFuzzer(Fuzzer):
         bad = np.zeros_like(defined)
         if gu is not None: bad |= eval_points(gu, env)[0][gu] != gate
         if xu is not None: bad |= (eval_points(xu, env)[0][xu] != ref) & gate
-      except (UnsupportedUOp, KeyError) as ex: return Failure(f"exception:eval:{type(ex).__name__}", f"{name} gave {root.render(simplify=False)}: {ex}"), {}
+      except (UnsupportedUOp, KeyError) as ex:
+        return Failure(f"exception:eval:{type(ex).__name__}", f"{name} gave {root.render(simplify=False)}: {ex}"), {}
       for i in np.nonzero(bad & defined)[0][:8]:
         if (f:=self._gate_failure(case, *out, {k: int(v[i]) for k, v in env.items()})) is not None: return f
     return None
@@ -257,7 +265,8 @@ class SymbolicFuzzer(Fuzzer):
   def _confirm_bounds(self, case, root, u, env) -> tuple[Failure, dict]|None:
     v = eval_exact(root, env)[u]
     if u.vmin <= v <= u.vmax or "wrap" in (flags:=symtree.ref_exact(case, env)[1]): return None
-    return Failure("cast-bounds" if "cast-wrap" in flags else "bounds", f"at {_point_str(env)}: node {u.op.name} {u.render(simplify=False)} has vmin={u.vmin} vmax={u.vmax} but takes {v!r}\n"
+    return Failure("cast-bounds" if "cast-wrap" in flags else "bounds",
+                   f"at {_point_str(env)}: node {u.op.name} {u.render(simplify=False)} has vmin={u.vmin} vmax={u.vmax} but takes {v!r}\n"
                              f"  expr       {symtree.py_src(case['expr'])}  ({case['dtype']}, ranges {case['vars']})\n"
                              f"  graph      {root.render(simplify=False)}"), env
 
@@ -358,9 +367,11 @@ want, holds = evaluate(expr), evaluate(valid)
 print(f"at {{POINT}}: valid {{valid.render(simplify=False)}} = {{holds}}, index {{expr.render(simplify=False)}} = {{want}}")
 bad = 0
 if (sv:=simplify_valid(valid)) is not None and evaluate(sv) != holds: print(f"simplify_valid gives {{sv.render()}} = {{evaluate(sv)}}"); bad += 1
-if (ug:=uop_given_valid(valid, expr)) is not None and holds and evaluate(ug) != want: print(f"uop_given_valid gives {{ug.render()}} = {{evaluate(ug)}}"); bad += 1
+if (ug:=uop_given_valid(valid, expr)) is not None and holds and evaluate(ug) != want:
+  print(f"uop_given_valid gives {{ug.render()}} = {{evaluate(ug)}}"); bad += 1
 r = graph_rewrite(expr.valid(valid), sym)
-cond, x = (r.src[0], r.src[1]) if r.op is Ops.WHERE and r.src[2].arg is Invalid else (UOp.const(False), None) if r.arg is Invalid else (UOp.const(True), r)
+if r.op is Ops.WHERE and r.src[2].arg is Invalid: cond, x = r.src[0], r.src[1]
+else: cond, x = (UOp.const(False), None) if r.arg is Invalid else (UOp.const(True), r)
 if evaluate(cond) != holds: print(f"sym: the valid became {{cond.render()}} = {{evaluate(cond)}}"); bad += 1
 elif holds and evaluate(x) != want: print(f"sym: the index became {{x.render()}} = {{evaluate(x)}}"); bad += 1
 sys.exit(1 if bad else 0)

@@ -326,7 +326,8 @@ def generate(rng:random.Random, dtype:str|None=None, max_depth:int=4, casts:bool
           src = rng.choice([s for s in ("weakint", *INT_DTYPES, "bool") if s != dt and (s != "weakint" or dtype == "weakint")])
           t = ["cast", dt, gen(depth-1, src)]
         elif op in ("shl", "shr"):
-          k = rng.randint(0, 8) if dt == "weakint" else rng.randint(0, 4) if rng.random() < 0.5 else rng.choice([bits - 1, bits // 2, rng.randrange(bits)])
+          k = rng.randint(0, 8) if dt == "weakint" else rng.randint(0, 4) if rng.random() < 0.5 else \
+            rng.choice([bits - 1, bits // 2, rng.randrange(bits)])
           t = [op, gen(depth-1, dt), const(dt, k)]
         elif op == "where": t = [op, gen(depth-1, "bool"), gen(depth-1, dt), gen(depth-1, dt)]
         elif op in _DIVS and rng.random() < 0.6:

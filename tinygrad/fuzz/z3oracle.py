@@ -143,9 +143,9 @@ def uop_to_bv(root:UOp, env:dict):
       sw = None if u.src[0].dtype is dtypes.bool else _BV_DT.get(u.src[0].dtype, w)  # an operand's width (a weak const takes the node's)
       if sw is None and (u.src[0].dtype is dtypes.bool):
         a, b = m[u.src[0]], m[u.src[1]]
+        if u.op is Ops.NEG: raise Z3Unsupported("bool NEG")
         r = {Ops.AND: z3.And, Ops.OR: z3.Or, Ops.XOR: z3.Xor, Ops.CMPNE: lambda x, y: x != y, Ops.CMPEQ: lambda x, y: x == y,
-             Ops.CMPLT: lambda x, y: z3.And(z3.Not(x), y), Ops.MUL: z3.And, Ops.ADD: z3.Or, Ops.MAX: z3.Or}[u.op](a, b) if u.op is not Ops.NEG else None
-        if r is None: raise Z3Unsupported("bool NEG")
+             Ops.CMPLT: lambda x, y: z3.And(z3.Not(x), y), Ops.MUL: z3.And, Ops.ADD: z3.Or, Ops.MAX: z3.Or}[u.op](a, b)
       else:
         if sw is None: raise Z3Unsupported(f"op={u.op} on {u.src[0].dtype}")
         s = [_bvc(m[x], sw[0]) if isinstance(m[x], int) else m[x] for x in u.src]
