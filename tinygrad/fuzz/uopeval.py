@@ -40,9 +40,10 @@ def np_dtype(dt:DType):
   if dt not in _NPDT: raise UnsupportedUOp("dtype", dt)
   return _NPDT[dt]
 
-def _cdiv(a, b):
-  q = np.abs(a) // np.where(b == 0, 1, np.abs(b))
-  return np.where(b == 0, 0, np.where((a < 0) != (b < 0), -q, q)).astype(a.dtype)
+def _cdiv(a, b):  # truncating division from floor division (np.abs overflows at the dtype's minimum)
+  bb = np.where(b == 0, 1, b)
+  q = a // bb
+  return np.where(b == 0, 0, np.where((a - q * bb != 0) & ((a < 0) != (bb < 0)), q + 1, q)).astype(a.dtype)
 def _fdiv(a, b): return np.where(b == 0, 0, a // np.where(b == 0, 1, b)).astype(a.dtype)
 _NP = {Ops.ADD: np.add, Ops.SUB: np.subtract, Ops.MUL: np.multiply, Ops.NEG: np.negative, Ops.MAX: np.maximum,
        Ops.CMPLT: np.less, Ops.CMPNE: np.not_equal, Ops.CMPEQ: np.equal, Ops.AND: np.bitwise_and, Ops.OR: np.bitwise_or,
@@ -91,7 +92,8 @@ def eval_exact(root:UOp, env:dict[str, int]) -> dict[UOp, object]:
   vals: dict[UOp, object] = {}
   for u in nodes(root):
     if is_var(u): v = env[var_name(u)]
-    elif u.op is Ops.CONST: v = u.arg
+    elif u.op is Ops.CONST: v = truncate[u.dtype](u.arg) if u.dtype in truncate else u.arg  # a CONST may hold an out-of-range arg
+    elif u.op is Ops.CAST and u.dtype is dtypes.weakint: v = int(vals[u.src[0]])
     elif u.op is Ops.CAST:
       if u.dtype not in truncate: raise UnsupportedUOp(u.op, u.dtype)
       v = truncate[u.dtype](vals[u.src[0]])
