@@ -122,16 +122,28 @@ def test_finding_wrap_around_in_symbolic(case, cls, msg):
   f = SymbolicFuzzer().check(case)
   assert f is not None and (f.cls, f.message.split("\n")[0]) == (cls, msg)
 
+def test_wrap_mismatch_caused_by_bounds_is_its_own_class():
+  # stock rules fold (4 + v0) // 2 from exact-integer bounds (v0 = 65532: 65536 // 2); with wrap-aware bounds they get 0 right
+  case = {"dtype": "uint16", "vars": [[65532, 65532]], "expr": ["div", ["add", ["c", 4], ["v", 0]], ["c", 2]]}
+  f = SymbolicFuzzer().check(case)
+  assert f is not None and (f.cls, f.message.split("\n")[0]) == ("wrap-bounds", "at v0=65532: expected 0, simplified graph gives 32768")
+  assert SymbolicFuzzer(wrap_bounds=True).check(case) is None
+  # the injected rule stays wrong with wrap-aware bounds: a rule bug, not the bounds
+  want = {"dtype": "uint8", "vars": [[254, 254]], "expr": ["div", ["add", ["c", 1], ["add", ["v", 0], ["c", 1]]], ["c", 2]]}
+  assert SymbolicFuzzer(extra_rules=ADD_DIV_WRAP_ONLY).check(want).cls == "wrap-mismatch"
+
 def test_finding_narrowing_cast_compare_through_tensor_api():
   # the cast bounds finding end to end: uint8 200 -> int8 is -56, yet `< 0` is folded to False (numpy: True)
   a = Tensor(np.array([200, 5], np.uint8), device="PYTHON")
   assert a.cast(dtypes.int8).tolist() == [-56, 5]
   assert (a.cast(dtypes.int8) < 0).tolist() == [False, False]  # numpy: [True, False]
 
-def test_default_campaign_meets_only_the_known_wrap_classes():
+def test_default_campaign_meets_only_known_findings():
+  from mockgpu.tinygrad.fuzz import known
   rep = run_campaign(SymbolicFuzzer(), CampaignConfig(seed=7, time=None, cases=150, out=None, max_failures=50))
-  assert {r.failure.cls for r in rep.failures} <= {"cast-bounds", "cast-mismatch", "unwrapped-const", "dtype-changed", "wrap-mismatch"}
+  assert {r.failure.cls for r in rep.failures} <= {"cast-bounds", "cast-mismatch", "unwrapped-const", "dtype-changed", "wrap-mismatch", "wrap-bounds"}
   assert rep.failures and rep.cases == 150
+  assert {known.classify("symbolic", r.failure, r.case) for r in rep.failures} <= {"4", "6", "7"}
 
 # *** index expressions under a valid gate (weakint): simplify_valid, uop_given_valid and the codegen rewrite `sym` ***
 

@@ -100,14 +100,43 @@ def _f18_udiv_large_const_by_mask(case:dict) -> bool:
   return any(nd[0] in ("CDIV", "CMOD") and nd[1] == "uint32" and nodes[nd[2]][0] == "const" and nodes[nd[2]][2] >= 2**31
              and nodes[nd[3]][0] == "AND" for nd in nodes)
 
+def _sym_casts(case:dict, const:bool) -> bool:
+  # a narrowing cast (to a fixed-width int) whose operand is (const=True) / is not (const=False) a constant
+  return any(n[0] == "cast" and n[1] not in ("weakint", "bool") and (n[2][0] == "c") == const for n in _sym_nodes(case["expr"]))
+
+def _sym_unsigned(t:list, case:dict) -> bool:
+  from mockgpu.tinygrad.fuzz import symtree
+  return symtree.dtype_of(t, case["dtype"]).startswith("uint")
+
+def _sym_unsigned_const_wrap(case:dict) -> bool:
+  # an unsigned -c, c0 - c1, c0 + c1, c0 * c1 or c0 << c1 of constants only: folded without wrapping
+  return any(n[0] in ("neg", "sub", "add", "mul", "shl") and all(m[0] == "c" for m in n[1:]) and _sym_unsigned(n, case) for n in _sym_nodes(case["expr"]))
+
+def _sym_compare_over_wrap(case:dict) -> bool:
+  # a comparison or max/min of an unsigned operand computed by a wrapping op: decided as if it could not wrap
+  wrapping = ("add", "sub", "mul", "neg", "shl")
+  return any(n[0] in ("lt", "ne", "eq", "max", "min") and any(m[0] in wrapping and _sym_unsigned(m, case) for c in n[1:] for m in _sym_nodes(c))
+             for n in _sym_nodes(case["expr"]))
+
 _V = ("0.14.0",)
 KNOWN: tuple[Known, ...] = (
   Known("1", "UOp.simplify raises ZeroDivisionError on 0 // e and 0 % e when e's range is unknown (a bitwise divisor)", ("symbolic",), _V,
-        lambda f, c: f.cls == "exception:simplify:ZeroDivisionError" and "by zero" in f.message and
-        any(n[0] in ("div", "mod", "cdiv", "cmod") and any(m[0] in ("and", "or", "xor") for m in _sym_nodes(n[2])) for n in _sym_nodes(c["expr"]))),
+        lambda f, c: (f.cls == "exception:simplify:ZeroDivisionError" and "by zero" in f.message and
+        any(n[0] in ("div", "mod", "cdiv", "cmod") and any(m[0] in ("and", "or", "xor") for m in _sym_nodes(n[2])) for n in _sym_nodes(c["expr"])))
+        or (f.cls == "exception:valid:ZeroDivisionError" and "by zero" in f.message and  # the same gcd, the divisor's range from a valid
+        any(n[0] in ("div", "mod", "cdiv", "cmod") and n[1] == ["c", 0] for n in _sym_nodes(c["expr"])))),
   Known("2", "DISABLE_FAST_IDIV=0: a non-negative signed value divided by a negative constant crashes codegen (fast_idiv asserts d > 0)",
         ("idiv",), _V, lambda f, c: f.cls.startswith("exception:") and f.cls.endswith("AssertionError") and
         "Sign should have been taken out of divisor" in f.message),
+  Known("4", "a narrowing integer CAST's bounds are clamped to the target dtype instead of covering the wrapped values", ("symbolic",), _V,
+        lambda f, c: f.cls == "cast-bounds" or (f.cls == "cast-mismatch" and _sym_casts(c, const=False))),
+  Known("5", "sym's pm_simplify_valid rewrites an integer (bitwise) AND as a product", ("symbolic",), _V,
+        lambda f, c: f.cls == "valid-mismatch" and f.message.startswith("sym:") and any(n[0] == "and" for n in _sym_nodes(c["expr"]))),
+  Known("6", "unsigned constants fold to negative values (weakint), a CAST of a constant folds without truncating", ("symbolic",), _V,
+        lambda f, c: f.cls in ("unwrapped-const", "dtype-changed") or (f.cls == "cast-mismatch" and _sym_casts(c, const=True))
+        or (f.cls == "wrap-mismatch" and _sym_unsigned_const_wrap(c))),
+  Known("7", "bounds, comparisons and max/min are decided as if an unsigned add/sub/mul/neg/shl could not wrap", ("symbolic",), _V,
+        lambda f, c: f.cls == "wrap-bounds" or (f.cls == "wrap-mismatch" and _sym_compare_over_wrap(c))),
   Known("F1", "pm_number_params numbers a variable PARAM (core_id) into the buffer slots when a buffer is dropped", ("render", "oob"), _V,
         lambda f, c: f.cls.startswith("param-slot-collision:") or (f.cls.startswith("crash:LLVM") and "redefinition of argument" in f.message)),
   Known("F2", "C renderer: 8/16-bit integer arithmetic is not truncated (C integer promotion)", ("render",), _V,

@@ -12,8 +12,9 @@
 Weakint cases may carry a valid (`gate`): then tinygrad's `simplify_valid`, `uop_given_valid` and codegen's `sym` on
 `expr.valid(gate)` are judged under the gate instead. Every counterexample is confirmed at its point with exact evaluation
 (tinygrad's `exec_alu` for the graph, Python ints for the reference) before it is reported. Failure classes: `mismatch`,
-`wrap-mismatch`, `cast-mismatch`, `unwrapped-const`, `dtype-changed`, `bounds`, `cast-bounds`, `build-mismatch` (the
-unsimplified UOp graph already differs from the tree), `valid-mismatch`, `valid-gate-changed`, `exception:<where>:<Type>`
+`wrap-mismatch`, `wrap-bounds` (a wrap-around mismatch that tinygrad's rules get right once its bounds account for
+wrap-around: the exact-integer bounds are the cause), `cast-mismatch`, `unwrapped-const`, `dtype-changed`, `bounds`,
+`cast-bounds`, `build-mismatch` (the unsimplified UOp graph already differs from the tree), `valid-mismatch`, `valid-gate-changed`, `exception:<where>:<Type>`
 (docs/fuzz.md).
 """
 from __future__ import annotations
@@ -118,8 +119,10 @@ class SymbolicFuzzer(Fuzzer):
   def simplify(self, u:UOp) -> UOp:
     """Returns: `u` simplified by tinygrad (with the injected `extra_rules` first, if any)."""
     if self.extra_rules is None and not self.wrap_bounds: return u.simplify()
+    return graph_rewrite(u, self._rules(), name="fuzz simplify")
+  def _rules(self):
     from tinygrad.uop.symbolic import symbolic
-    return graph_rewrite(u, symbolic if self.extra_rules is None else self.extra_rules + symbolic, name="fuzz simplify")
+    return symbolic if self.extra_rules is None else self.extra_rules + symbolic
 
   def check(self, case:dict) -> Failure|None:
     f = self.find(case)
@@ -258,9 +261,18 @@ class SymbolicFuzzer(Fuzzer):
     (want, flags), got = symtree.ref_exact(case, env), eval_exact(root, env)[root]
     if want == got or ("signed-overflow" in flags and not self.signed_wrap): return None
     if cls == "mismatch": cls = _mismatch_class(case, root, flags)
+    if cls == "wrap-mismatch" and not self.wrap_bounds and self._bounds_cause(case, env, want): cls = "wrap-bounds"
     return Failure(cls, f"at {_point_str(env)}: expected {want!r}, {'built' if cls == 'build-mismatch' else 'simplified'} graph gives {got!r}\n"
                         f"  expr       {symtree.py_src(case['expr'])}  ({case['dtype']}, ranges {case['vars']})\n"
                         f"  simplified {root.render(simplify=False)}"), env
+
+  def _bounds_cause(self, case, env, want) -> bool:
+    """Whether a wrap-around mismatch at `env` goes away once tinygrad's bounds account for wrap-around: then its exact-integer
+    bounds are the cause (class `wrap-bounds`, docs/findings.md #7), not a rewrite rule (`wrap-mismatch`)."""
+    with wrap_aware_bounds():
+      try: simp = graph_rewrite(build(case)[0], self._rules(), name="fuzz simplify")
+      except Exception: return False  # the system under test may raise anything: then the bounds are not the cause
+      return eval_exact(simp, env)[simp] == want
 
   def _confirm_bounds(self, case, root, u, env) -> tuple[Failure, dict]|None:
     v = eval_exact(root, env)[u]
