@@ -1,5 +1,6 @@
 """The emulator's two backends (generated C, Python reference) share their facts and tables instead of copies: every prose
-handler has both twins, the shared facts reach the C as emu/facts.py says, and the ctypes mirrors match the compiled structs."""
+handler has both twins, the shared facts reach the C as emu/facts.py says, the ctypes mirrors match the compiled structs, and
+the library's cache key covers every module the generator imports."""
 import ctypes, pathlib, re, subprocess
 import pytest
 from mockgpu.emu import facts, gen_c, pybackend
@@ -84,3 +85,10 @@ def test_ctypes_mirrors_match_the_compiled_structs():
     assert dll.emu_layout(name.encode()) == ctypes.sizeof(mirror), name
     for f in gen_c.struct_members(name): assert dll.emu_layout(f"{name}.{f}".encode()) == getattr(mirror, f).offset, f"{name}.{f}"
   assert dll.emu_layout(b"EmuArgs.no_such_member") == -1
+
+def test_cache_key_hashes_every_module_the_generator_imports():
+  from mockgpu.emu import build
+  mods = {str(p.relative_to(EMU.parent)) for p in build.generator_modules()}
+  # imported at module level (facts, matrix, pcode.state), inside a function (gen_c._pcode_entries: pcode.tables), by pcode's emitter
+  assert {"emu/gen_c.py", "emu/facts.py", "emu/matrix.py", "emu/build.py", "pcode/state.py", "pcode/tables.py", "pcode/cemit.py"} <= mods
+  assert not any(m.startswith(("emu/pybackend", "emu/cbackend", "tinygrad/")) for m in mods)   # what the generator does not import
