@@ -41,7 +41,7 @@ def test_prose_stop_ops_raise_the_shared_text_on_both_backends():
 def test_no_hand_copies_of_the_shared_facts():
   hand = {**C_SOURCES, **PY_TWINS}
   copies = [(f, m[0]) for f, src in hand.items() for m in re.finditer(
-    r"#define (MAXLANES|NSREG|NGWS|GDS_BYTES|APERTURE_\w+|SH_MEM_BASES)\b|enum \{ (ST|K|SP|WK|TR)_\w+ = |FCONST\d+\[\d+\] = |\bFC(16|32|64) = "
+    r"#define (MAXLANES|NSREG|NGWS|GDS_BYTES|APERTURE_\w+|SH_MEM_BASES)\b|enum \{ (ST|K|SP|WK|TR|ET)_\w+|FCONST\d+\[\d+\] = |\bFC(16|32|64) = "
     r"|\bs\[(106|107|108|124|126|127)\b|\b(NGWS|GDS_BYTES|WK_SEMA|APERTURE_SHARED) = ", src)]
   assert copies == []
   texts = [(f, t) for f, src in hand.items() for t in facts.MSG.values() if t.split("{}")[0] in src]
