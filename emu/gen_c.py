@@ -48,10 +48,10 @@ PROSE_C = {
   "S_ENDPGM_SAVED": "h_endpgm", "S_SLEEP_VAR": "h_sleep", "S_ENDPGM_ORDERED_PS_DONE": "h_ps_done", "DS_ADD_GS_REG_RTN": "h_gs_reg", "DS_SUB_GS_REG_RTN": "h_gs_reg",
   "S_SUBVECTOR_LOOP_BEGIN": "h_subvec_begin", "S_SUBVECTOR_LOOP_END": "h_subvec_end",
   "S_PREFETCH_INST": "h_nop", "S_PREFETCH_INST_PC_REL": "h_nop", "S_PREFETCH_DATA": "h_nop", "S_PREFETCH_DATA_PC_REL": "h_nop",
-  "S_BUFFER_PREFETCH_DATA": "h_nop",
+  "S_BUFFER_PREFETCH_DATA": "h_nop", "S_VERSION": "h_nop",
 }
 # Prose ops that only stop the dispatch with an error, by handler: (status, facts.MSG key). Both backends take them from here
-# (C: generated handlers; pybackend.exec_inst), so such an op is added by a PROSE_C row and, for a new text, a facts.MSG entry.
+# (C: generated handlers; pybackend.prose), so such an op is added by a PROSE_C row and, for a new text, a facts.MSG entry.
 PROSE_STOP = {"h_code_end": ("INVALID", "CODE_END"), "h_rfe_restore": ("INVALID", "RFE_RESTORE"), "h_mfma_ld_scale": ("INVALID", "MFMA_LD_SCALE"),
               "h_screen_partition": ("UNSUPPORTED", "SCREEN_PARTITION"), "h_ps_done": ("UNSUPPORTED", "PS_DONE"), "h_gs_reg": ("UNSUPPORTED", "GS_REG")}
 # Ops with pseudocode that must not run it: it would silently leave out wave state the emulator does not model. Both backends
