@@ -300,7 +300,7 @@ def c_format_handler(fmt, h: str, name: str, ops: dict) -> str:
   return "\n".join([f"void {h}(Wave *w, const Inst *in) {{", "  PC_STATE(s, w); Buf b; uint32_t vd[4];",
     f"  if (!buf_setup(w, in, &b, in->{fl['rsrc']}, in->soffset, in->{fl['ioff']}, in->idxen, in->offen, in->vaddr - 256, in->tfe, {int(nst is not None)})) return;",
     f"  const uint8_t *fi = BUF_FMTS[({code}) & 127];",
-    "  if (!fi[0]) { set_status(w, ST_UNSUPPORTED, \"buffer data format code is not a valid format on this arch\"); return; }",
+    "  if (!fi[0]) { set_status(w, ST_UNSUPPORTED, MSG_BUF_FORMAT); return; }",
     "  uint32_t *const VV = w->v; const int r_data = in->data0 - 256; w->c->atomic = 0;",
     "  uint64_t ex = rd_exec(w);",
     "  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L; buf_lane(w, &b, L);",
@@ -333,7 +333,7 @@ def c_lds_handler(fmt, h: str, name: str) -> str:
   if fmt.name == "MUBUF":
     L += ["  Buf b; uint32_t vd[4];", "  if (!buf_setup(w, in, &b, in->srsrc, in->soffset, in->offset, in->idxen, in->offen, in->vaddr - 256, in->tfe, 0)) return;",
           "  const uint8_t *fi = BUF_FMTS[b.fmt & 127];",
-          *(["  if (!fi[0]) { set_status(w, ST_UNSUPPORTED, \"buffer data format code is not a valid format on this arch\"); return; }"] if not n else []),
+          *(["  if (!fi[0]) { set_status(w, ST_UNSUPPORTED, MSG_BUF_FORMAT); return; }"] if not n else []),
           "  const uint32_t ioff = (uint32_t)in->offset; w->c->space = SP_BUFFER; w->c->buf = &b; (void)fi; (void)vd;"]
   else:
     L += ["  const int sa = in->saddr != ENC_NULL && in->saddr != 0x7f; const uint64_t sbase = sa ? ((uint64_t)w->s[in->saddr + 1] << 32 | w->s[in->saddr]) : 0;",

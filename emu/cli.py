@@ -3,6 +3,7 @@ fidelity report (which instructions follow AMD's pseudocode, a correction, hand-
 from __future__ import annotations
 import argparse, pathlib, sys
 from mockgpu.argtypes import positive_int, nonnegative_int
+from mockgpu.emu.facts import SREG_VCC_LO
 
 __all__ = ["main", "parser"]
 
@@ -43,7 +44,7 @@ def _run(a) -> int:
   if st.state is not None:
     w = st.state
     print(f"workgroup 0 wave 0 at s_endpgm (pc={w.pc:#x}): exec={w.exec:#x} vcc={w.vcc:#x} scc={w.scc} m0={w.m0:#x}")
-    print("sgprs: " + " ".join(f"s{i}={x:#x}" for i, x in enumerate(w.sgprs[:106]) if x))
+    print("sgprs: " + " ".join(f"s{i}={x:#x}" for i, x in enumerate(w.sgprs[:SREG_VCC_LO]) if x))
     for r in range(a.vgprs): print(f"v{r:<3d} " + " ".join(f"{x:08x}" for x in w.vgprs[r]))
   for i, b in enumerate(bufs): print(f"buf{i}: " + " ".join(f"{x:08x}" for x in b[:16]) + (" ..." if len(b) > 16 else ""))
   if st.op_counts: print("\n".join(f"{n:8d} {k}" for k, n in sorted(st.op_counts.items(), key=lambda kv: -kv[1])))

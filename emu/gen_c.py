@@ -6,16 +6,16 @@ import functools, pathlib, re
 from dataclasses import dataclass
 from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
-from mockgpu.emu import buffer, bvh
+from mockgpu.emu import buffer, bvh, facts
 from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.pcinfo import Usage, usage
 from mockgpu.pcode.state import MODE_VIEWS, WIDE
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS, vinterp, image
 from mockgpu.emu.image import c_defs as image_defs, c_aliases as image_aliases, alias_members as image_members
 
-__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "UNMODELLED", "STATE_ZERO", "SALU_RAW", "INT_CLAMP", "MODS_ON_BITS",
+__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "PROSE_STOP", "UNMODELLED", "STATE_ZERO", "SALU_RAW", "INT_CLAMP", "MODS_ON_BITS",
            "SEMANTICS_ALIAS", "D16_PRESERVE", "SGPR_DST", "dst_sgpr", "ds_writes_vdst", "pc_reads", "zero_unset", "f16_half", "handler_names",
-           "int_clamp", "acc_rules", "semantics_entry", "zero_hi16"]
+           "int_clamp", "acc_rules", "dpp16_src", "dpp16_table", "struct_members", "LAYOUT_STRUCTS", "semantics_entry", "zero_hi16"]
 
 GEN_VERSION = "1"
 
@@ -48,8 +48,12 @@ PROSE_C = {
   "S_ENDPGM_SAVED": "h_endpgm", "S_SLEEP_VAR": "h_sleep", "S_ENDPGM_ORDERED_PS_DONE": "h_ps_done", "DS_ADD_GS_REG_RTN": "h_gs_reg", "DS_SUB_GS_REG_RTN": "h_gs_reg",
   "S_SUBVECTOR_LOOP_BEGIN": "h_subvec_begin", "S_SUBVECTOR_LOOP_END": "h_subvec_end",
   "S_PREFETCH_INST": "h_nop", "S_PREFETCH_INST_PC_REL": "h_nop", "S_PREFETCH_DATA": "h_nop", "S_PREFETCH_DATA_PC_REL": "h_nop",
-  "S_BUFFER_PREFETCH_DATA": "h_nop",
+  "S_BUFFER_PREFETCH_DATA": "h_nop", "S_VERSION": "h_nop",
 }
+# Prose ops that only stop the dispatch with an error, by handler: (status, facts.MSG key). Both backends take them from here
+# (C: generated handlers; pybackend.prose), so such an op is added by a PROSE_C row and, for a new text, a facts.MSG entry.
+PROSE_STOP = {"h_code_end": ("INVALID", "CODE_END"), "h_rfe_restore": ("INVALID", "RFE_RESTORE"), "h_mfma_ld_scale": ("INVALID", "MFMA_LD_SCALE"),
+              "h_screen_partition": ("UNSUPPORTED", "SCREEN_PARTITION"), "h_ps_done": ("UNSUPPORTED", "PS_DONE"), "h_gs_reg": ("UNSUPPORTED", "GS_REG")}
 # Ops with pseudocode that must not run it: it would silently leave out wave state the emulator does not model. Both backends
 # raise InvalidInstruction("unsupported") with the reason (C: generated handlers `hu_<NAME>`).
 _GPR_IDX = "VGPR indexing mode (S_SET_GPR_IDX_*: MODE.GPR_IDX_EN, M0-indexed VALU operands) is not modelled"
@@ -228,7 +232,7 @@ def _writeback_scalars(u: Usage) -> list[str]:
   out = []
   if "SCC" in u.writes: out.append("w->scc = (uint32_t)(s.SCC & 1);")
   if "EXEC" in u.writes: out.append("wr_exec(w, s.EXEC);")
-  if "EXEC_LO" in u.writes and "EXEC" not in u.writes: out.append("w->s[126] = (uint32_t)s.EXEC_LO;")
+  if "EXEC_LO" in u.writes and "EXEC" not in u.writes: out.append("w->s[SREG_EXEC_LO] = (uint32_t)s.EXEC_LO;")
   if "M0" in u.writes: out.append("w->s[ENC_M0] = (uint32_t)s.M0;")
   if "PC" in u.writes: out.append("w->pc = s.PC - w->c->code_addr;")
   return out
@@ -360,7 +364,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
     L.append("  }")
     if fast: L.append("  }")
     if sdwa and has_dst: L.append("  if (UNLIKELY(in->dpp_kind == 4)) sdwa_dst(w, in, &o);")
-  cdst = ("(in->dpp_kind == 4 && in->sd ? in->sdst : 106)" if sdwa else "106") if fmt == "VOPC" else "in->vdst - 256"
+  cdst = ("(in->dpp_kind == 4 && in->sd ? in->sdst : SREG_VCC_LO)" if sdwa else "SREG_VCC_LO") if fmt == "VOPC" else "in->vdst - 256"
   if cmp and "D0" in u.writes: L.append(f"  sdst_write(w, {cdst}, s.D0.q[0] & w->c->wave_mask, w->c->wave_size);")
   if cmp and "EXEC" in u.writes: L.append("  wr_exec(w, s.EXEC);")
   if carry: L.append("  sdst_write(w, in->sdst, cout & o.exec & w->c->wave_mask, w->c->wave_size);")
@@ -715,6 +719,54 @@ def zero_unset(text: str, reads: dict[str, frozenset[str]]) -> tuple[str, tuple[
   fill = " ".join(f"memset(&s.{m}, 0, sizeof(s.{m}));" if m in WIDE else f"s.{m} = 0;" for m in zero)
   return text.replace("PC_STATE(s, w);", f"PC_STATE(s, w); {fill}", 1), zero
 
+# DPP16 source-lane rules (dpp_ctrl, 9 bits): described once here, run by pybackend and generated into the C as the table
+# DPP16_SRC[ctrl][lane] (csrc/emu_ops.h dpp16_src). gfx9 (ArchSpec.dpp_gfx9) adds the wave-wide shifts/rotates by one lane and
+# the row broadcasts and has no row_xmask; gfx11 (ArchSpec.dpp_bcast_row0) runs row_bcast:15/31 as a broadcast of each row's lane 0.
+_DPP_GFX9 = {0x130: lambda L: (L + 1, L + 1 < 64), 0x134: lambda L: ((L + 1) & 63, True), 0x138: lambda L: (L - 1, L > 0),
+             0x13c: lambda L: ((L - 1) & 63, True), 0x142: lambda L: ((L & ~15) - 1, L >= 16), 0x143: lambda L: (31, L >= 32)}
+
+def dpp16_src(ctl: int, L: int, gfx9: bool = False, bcast_row0: bool = False) -> tuple[int, int]:
+  """(source lane, valid) of lane L under DPP16 control `ctl`: valid 1, 0 (out of range: bound_ctrl writes 0, else the lane keeps
+  its value) or -1 (a control this arch does not have: unsupported)."""
+  row, r = L & ~15, L & 15
+  if bcast_row0 and ctl in (0x142, 0x143): return row, 1
+  if gfx9 and ctl in _DPP_GFX9: sl, ok = _DPP_GFX9[ctl](L); return (sl, 1) if ok else (L, 0)
+  if gfx9 and ctl >= 0x160: return L, -1
+  if ctl <= 0xff: return (L & ~3) | ((ctl >> ((L & 3) * 2)) & 3), 1                                      # quad_perm
+  if 0x101 <= ctl <= 0x10f: return (row | (r + (ctl & 15)), 1) if r + (ctl & 15) <= 15 else (L, 0)       # row_shl
+  if 0x111 <= ctl <= 0x11f: return (row | (r - (ctl & 15)), 1) if r - (ctl & 15) >= 0 else (L, 0)        # row_shr
+  if 0x121 <= ctl <= 0x12f: return row | ((r - (ctl & 15)) & 15), 1                                       # row_ror
+  if ctl == 0x140: return row | (15 - r), 1                                                               # row_mirror
+  if ctl == 0x141: return row | (r & 8) | (7 - (r & 7)), 1                                                # row_half_mirror
+  if 0x150 <= ctl <= 0x15f: return row | (ctl & 15), 1                                                    # row_share / row_newbcast
+  if 0x160 <= ctl <= 0x16f: return row | (r ^ (ctl & 15)), 1                                              # row_xmask
+  return L, -1
+
+@functools.cache
+def dpp16_table(arch: ArchSpec) -> tuple[tuple[int, ...], ...]:
+  """[ctrl][lane] -> the source lane, -1 out of range, -2 unsupported (dpp16_src for this arch); the C's DPP16_SRC."""
+  return tuple(tuple(sl if ok == 1 else -1 if ok == 0 else -2 for sl, ok in (dpp16_src(c, L, arch.dpp_gfx9, arch.dpp_bcast_row0) for L in range(64)))
+               for c in range(512))
+
+def _dpp16_table(arch: ArchSpec) -> str:
+  return "static const int8_t DPP16_SRC[512][64] = {\n" + ",\n".join("{" + ",".join(map(str, row)) + "}" for row in dpp16_table(arch)) + "};"
+
+# The C structs Python mirrors with ctypes (cbackend.py): the library reports their layout (emu_layout), tests compare it
+LAYOUT_STRUCTS = ("MRange", "WatchRec", "EmuArgs")
+
+def struct_members(name: str) -> tuple[str, ...]:
+  """The member names, in order, of `typedef struct { ... } name;` in csrc/emu_core.h."""
+  src = re.sub(r"/\*.*?\*/", "", (pathlib.Path(__file__).parent / "csrc" / "emu_core.h").read_text(), flags=re.S)
+  body = re.search(r"typedef struct \{([^{}]*)\} " + name + ";", src)[1]
+  return tuple(re.search(r"(\w+)\s*(\[[^\]]*\])?\s*$", d)[1] for decl in body.split(";") if decl.strip() for d in decl.split(","))
+
+def _layout() -> str:
+  """emu_layout("EmuArgs") = sizeof, emu_layout("EmuArgs.grid") = offsetof, -1 for an unknown name (LAYOUT_STRUCTS)."""
+  rows = [f'{{"{s}", sizeof({s})}}, ' + " ".join(f'{{"{s}.{m}", offsetof({s}, {m})}},' for m in struct_members(s)) for s in LAYOUT_STRUCTS]
+  return ("#include <stddef.h>\nint64_t emu_layout(const char *name) {\n  static const struct { const char *n; int64_t v; } T[] = {\n    "
+          + "\n    ".join(rows) + "\n  };\n  for (size_t i = 0; i < sizeof(T) / sizeof(T[0]); i++) if (!strcmp(T[i].n, name)) return T[i].v;\n"
+          "  return -1;\n}")
+
 def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2) -> Generated:
   """The C sources for `arch` given pcode's emitted C and the set of `pc_*` functions it defines: the main translation
   unit and `chunks` units of handlers, compiled in parallel and linked into one library."""
@@ -784,9 +836,8 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   tables.append(f"static const int32_t HBASE[{len(fmts)}] = {{{', '.join(str(hbase[f.name]) for f in fmts)}}};")
   tables.append(f"#define EMU_NHANDLERS {len(names)}")
   head = [f"/* generated by mockgpu.emu.gen_c v{GEN_VERSION} for {arch.name} ({arch.family}) from the tinygrad wheel's tables and mockgpu.pcode */",
-          f"#define NVREG {arch.nvregs}\n#define NAGPR {arch.num_agprs}\n#define ENC_M0 {arch.enc_m0}\n#define ENC_NULL {arch.enc_null}\n"
-          f"#define DPP_GFX9 {int(arch.dpp_gfx9)}\n#define DPP_BCAST_ROW0 {int(arch.dpp_bcast_row0)}",
-          fields_def, *(f"#define EMU_HWREG_{r} {hwreg(arch.family, r)}" for r in HWREGS), f"#define EMU_HWREG_MODE {mode_hwreg(arch.family)}",
+          f"#define NVREG {arch.nvregs}\n#define NAGPR {arch.num_agprs}\n#define ENC_M0 {arch.enc_m0}\n#define ENC_NULL {arch.enc_null}",
+          facts.c_source(), _dpp16_table(arch), fields_def, *(f"#define EMU_HWREG_{r} {hwreg(arch.family, r)}" for r in HWREGS), f"#define EMU_HWREG_MODE {mode_hwreg(arch.family)}",
           f"#define EMU_OMOD(mode, omod) (((mode) >> {MODE_IEEE_BIT} & 1) ? 0 : (omod))   /* gen_c.omod_of */", f"#define EMU_DS_COUNTER_M0 {int(ds_counter_m0(ents))}",
           "#include \"emu_pre.h\"", "#include \"pcode_rt.h\"", "#include \"emu_core.h\"", "#include \"emu_ops.h\"", buffer.c_defines(arch),
           "#include \"emu_buffer.h\"",
@@ -797,8 +848,9 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   vopd = any(f.name == "VOPD" for f in fmts)
   ds_tr = [f"static void {PROSE_C[n]}(Wave *w, const Inst *in) {{ ds_read_tr(w, in, {wd}, {nd}); }}" for n, (wd, nd) in DS_READ_TR.items()
            if any(f.name == "DS" and n in f.enum.__members__ for f in fmts)]
+  stops = [f"static void {h}(Wave *w, const Inst *in) {{ (void)in; set_status(w, ST_{st}, MSG_{m}); }}" for h, (st, m) in PROSE_STOP.items()]
   hu = [f'static void hu_{n}(Wave *w, const Inst *in) {{ (void)in; set_status(w, ST_UNSUPPORTED, "{n}: {UNMODELLED[n]}"); }}' for n in sorted(unmod)]
-  main = "\n".join([*head, *decls, *ds_tr, *hu, mat_c, decoder, f"#define HAS_VOPD {int(vopd)}",
+  main = "\n".join([*head, *decls, *ds_tr, *stops, *hu, _layout(), mat_c, decoder, f"#define HAS_VOPD {int(vopd)}",
                     "static void h_vopd(Wave *w, const Inst *in);" if vopd else "", *tables, "#include \"emu_sched.c\""])
   parts = ["\n".join([*head, pcode_c, *handlers[k::chunks]]) for k in range(chunks)]
   return Generated((main, *parts), names, hbase, missing, zeroed)

@@ -28,7 +28,7 @@ import numpy as np
 
 __all__ = ["MatOp", "ops", "c_source", "execute", "ETYPES"]
 
-# element type -> (bits, C enum value); IU8/IU4 are integers whose signedness comes from NEG, I8 is signed
+# element type -> (bits, code): c_source emits the codes as the C enum ET_<TYPE> and the widths as ET_BITS; IU8/IU4 are integers whose signedness comes from NEG, I8 is signed
 ETYPES = {"f16": (16, 0), "bf16": (16, 1), "fp8": (8, 2), "bf8": (8, 3), "iu8": (8, 4), "iu4": (4, 5), "f32": (32, 6), "i32": (32, 7),
           "i8": (8, 8), "f64": (64, 9), "f8f6f4": (8, 10), "xf32": (32, 11)}
 # F8F6F4: format (and width) from CBSZ (A) / BLGP (B) at run time; XF32: f32 storage, rounded on input
@@ -189,6 +189,8 @@ def c_source(family: str) -> tuple[str, dict[str, str]]:
                     f"static const uint8_t MAT_MINI_BITS[{len(MINI)}] = {{{', '.join(str(f[0]) for f in MINI_FMTS)}}};",
                     *(f"#define MAT_{x.upper()}(in) {f'((in)->{x})' if family == 'cdna' else '0'}" for x in ("cbsz", "abid", "blgp")),
                     f"#define MAT_SCALE(in, i) {'((i) ? (in)->scale_src1 : (in)->scale_src0)' if family == 'cdna' else '0'}",
+                    "enum { " + ", ".join(f"ET_{n.upper()} = {c}" for n, (_, c) in ETYPES.items()) + " };",
+                    f"static const uint8_t ET_BITS[] = {{{', '.join(str(b) for b, _ in sorted(ETYPES.values(), key=lambda x: x[1]))}}};",
                     '#include "emu_matrix.h"'], {}, {}
   def table(t: tuple) -> str:
     if t not in seen:

@@ -10,7 +10,7 @@ from mockgpu.emu.api import Dispatch, Stats, WaveState
 from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer
-from mockgpu.emu.gen_c import PROSE_C, omod_of, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, \
+from mockgpu.emu.gen_c import PROSE_C, PROSE_STOP, dpp16_table, omod_of, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, \
   f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR, smem_align, dst_sgpr, plain_dwords, ds_writes_vdst, UNMODELLED, \
   SALU_RAW
 from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
@@ -23,21 +23,15 @@ from mockgpu.emu.image import aliases as image_aliases
 from mockgpu.emu.errors import EmuError
 from mockgpu.emu.memory import MemoryMap
 from mockgpu.pcode.errors import PcodeRuntimeError
-from mockgpu.emu.report import oob_report, raise_status, watch_report, ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT, ST_TRAP, ST_DEADLOCK
+from mockgpu.emu.report import oob_report, raise_status, watch_report
+from mockgpu.emu.facts import ST_FAULT, ST_INVALID, ST_UNSUPPORTED, ST_WATCHDOG, ST_TIMEOUT, ST_TRAP, ST_DEADLOCK, STATUS, MSG, SRC, NGWS, GDS_BYTES, \
+  WK_SEMA, WK_BARRIER, WK_ORDERED, TR_TRAP, TR_HALT, APERTURE_SHARED, APERTURE_PRIVATE, SH_MEM_BASES, SREG_EXEC_LO, SREG_EXEC_HI, SREG_VCC_LO, \
+  SREG_VCC_HI, SREG_WIDE_END, SREG_TGID_X, SREG_TGID_YZ, NSREG, K_READ, K_WRITE, K_ATOMIC, K_FETCH, SP_GLOBAL, SP_LDS, SP_SCRATCH, SP_CODE, \
+  SP_GDS, SP_VGPR, MAXLANES, aperture, inline_float
 
 __all__ = ["run"]
 
-FC64 = [0x3fe0000000000000, 0xbfe0000000000000, 0x3ff0000000000000, 0xbff0000000000000, 0x4000000000000000, 0xc000000000000000,
-        0x4010000000000000, 0xc010000000000000, 0x3fc45f306dc9c882]
-FC32 = [0x3f000000, 0xbf000000, 0x3f800000, 0xbf800000, 0x40000000, 0xc0000000, 0x40800000, 0xc0800000, 0x3e22f983]
-FC16 = [0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118]
 M32, M64 = 0xffffffff, (1 << 64) - 1
-NGWS, GDS_BYTES = 64, 4096   # GWS resources, ordered-count memory (csrc/emu_core.h)
-WK_SEMA, WK_BARRIER, WK_ORDERED = 1, 2, 3
-APERTURE_SHARED, APERTURE_PRIVATE = 1 << 48, 2 << 48   # the flat apertures, as csrc/emu_ops.h (SH_MEM_BASES in 64-bit mode)
-SH_MEM_BASES = (APERTURE_SHARED >> 48) << 16 | APERTURE_PRIVATE >> 48
-
-TFE_INVALID = "TFE set on a buffer store, atomic or load into LDS: the fail status VGPR exists only for loads into VGPRs"   # as csrc/emu_buffer.h
 
 class Stop(Exception):
   def __init__(self, status: int, **kw): self.status, self.kw = status, kw
@@ -92,11 +86,11 @@ def global_check(w, addr: int, n: int, kind: int, lane: int) -> int:
   if c.check.find(addr, n) is not None: return addr
   if c.watch and addr < c.watch[1] and addr + n > c.watch[0] and c.watch[2] <= addr and addr + n <= c.watch[3]: return addr
   if c.strict and c.mapped.find(addr, n) is not None:
-    if kind != 1: raise Stop(ST_FAULT, kind=kind, space=1, addr=addr, size=n, lane=lane)
+    if kind != K_READ: raise Stop(ST_FAULT, kind=kind, space=SP_GLOBAL, addr=addr, size=n, lane=lane)
     if c.oob[0] == 0: c.oob[1] = (addr, n, lane, w.id, c.wg, w.pc0)
     c.oob[0] += 1
     return addr
-  raise Stop(ST_FAULT, kind=kind, space=1, addr=addr, size=n, lane=lane)
+  raise Stop(ST_FAULT, kind=kind, space=SP_GLOBAL, addr=addr, size=n, lane=lane)
 
 def watch_note(w, addr: int, n: int, lane: int):
   """After a global write of n bytes at addr: count and record it if it overlaps the watched range (watch_note in csrc/emu_core.h)."""
@@ -115,15 +109,15 @@ class _Mem:
     w, lane = self.w, self.lane[0]
     if self.space == "global": return ("g", global_check(w, addr, n, kind, lane))
     a, lim = addr & M32, len(w.lds) if self.space == "lds" else w.scratch_lane
-    if a + n > lim: raise Stop(ST_FAULT, kind=kind, space=2 if self.space == "lds" else 3, addr=a, size=n, lane=lane, limit=lim)
+    if a + n > lim: raise Stop(ST_FAULT, kind=kind, space=SP_LDS if self.space == "lds" else SP_SCRATCH, addr=a, size=n, lane=lane, limit=lim)
     return ("l", a) if self.space == "lds" else ("p", lane * w.scratch_lane + a)
   def read(self, addr: int, n: int) -> int:
-    k, a = self._check(addr, n, 3 if self.w.atomic else 1)
+    k, a = self._check(addr, n, K_ATOMIC if self.w.atomic else K_READ)
     if k == "g": return int.from_bytes(ctypes.string_at(a, n), "little")
     if k == "l": self.w.c.lds_rw[0] += n
     return int.from_bytes((self.w.lds if k == "l" else self.w.scratch)[a:a + n], "little")
   def write(self, addr: int, n: int, val: int):
-    k, a = self._check(addr, n, 3 if self.w.atomic else 2)
+    k, a = self._check(addr, n, K_ATOMIC if self.w.atomic else K_WRITE)
     b = (val & ((1 << (8 * n)) - 1)).to_bytes(n, "little")
     if k == "g": ctypes.memmove(a, b, n); watch_note(self.w, a, n, self.lane[0])
     else: (self.w.lds if k == "l" else self.w.scratch)[a:a + n] = b
@@ -155,10 +149,10 @@ class _VRegs:
   index), as vgpr_rd/vgpr_wr in csrc/emu_core.h."""
   def __init__(self, w): self.w = w
   def _check(self, lane: int, reg: int, kind: int):
-    if lane >= 64 or reg >= len(self.w.v): raise Stop(ST_FAULT, kind=kind, space=7, addr=reg, size=4, lane=lane, limit=len(self.w.v))
+    if lane >= MAXLANES or reg >= len(self.w.v): raise Stop(ST_FAULT, kind=kind, space=SP_VGPR, addr=reg, size=4, lane=lane, limit=len(self.w.v))
   def get(self, key, default=0):
     lane, reg = key
-    if reg >= len(self.w.v) and reg - len(self.w.v) < len(self.w.vshadow) and lane < 64: return self.w.vshadow[reg - len(self.w.v)][lane]
+    if reg >= len(self.w.v) and reg - len(self.w.v) < len(self.w.vshadow) and lane < MAXLANES: return self.w.vshadow[reg - len(self.w.v)][lane]
     self._check(lane, reg, 1)
     return self.w.v[reg][lane]
   def __getitem__(self, key): return self.get(key)
@@ -166,30 +160,30 @@ class _VRegs:
 
 class _SRegs:
   def __init__(self, w): self.w = w
-  def get(self, r, default=0): return self.w.s[r] if r < 128 else 0
+  def get(self, r, default=0): return self.w.s[r] if r < NSREG else 0
   def __getitem__(self, r): return self.get(r)
   def __setitem__(self, r, val):
-    if r < 128 and r != self.w.c.arch.enc_null: self.w.s[r] = val & M32
+    if r < NSREG and r != self.w.c.arch.enc_null: self.w.s[r] = val & M32
 
 class Wave:
   def __init__(self, ctx, wid):
-    self.c, self.id, self.s, self.scc, self.pc, self.pc0, self.state = ctx, wid, [0] * 128, 0, 0, 0, "run"
+    self.c, self.id, self.s, self.scc, self.pc, self.pc0, self.state = ctx, wid, [0] * NSREG, 0, 0, 0, "run"
     self.wait_kind, self.wait_arg, self.wait_tag, self.wait_pc, self.ordinal, self.released = 0, 0, 0, 0, 0, 0   # as csrc/emu_core.h
-    self.v = [[0] * 64 for _ in range(ctx.arch.nvregs)]
+    self.v = [[0] * MAXLANES for _ in range(ctx.arch.nvregs)]
     self.lds, self.scratch_lane = ctx.lds, ctx.scratch_lane
-    self.scratch = bytearray(max(1, ctx.scratch_lane * 64))
+    self.scratch = bytearray(max(1, ctx.scratch_lane * MAXLANES))
     self.atomic, self.vshadow = False, []
     self.mode = ctx.arch.initial_mode(ctx.d.rsrc1)    # the MODE register (hwreg 1)
   @property
-  def exec(self): return ((self.s[127] << 32) | self.s[126]) & self.c.wave_mask
+  def exec(self): return ((self.s[SREG_EXEC_HI] << 32) | self.s[SREG_EXEC_LO]) & self.c.wave_mask
   @exec.setter
-  def exec(self, v): self.s[126], self.s[127] = v & M32, (v >> 32) & M32 if self.c.wave_size == 64 else 0
+  def exec(self, v): self.s[SREG_EXEC_LO], self.s[SREG_EXEC_HI] = v & M32, (v >> 32) & M32 if self.c.wave_size == 64 else 0
   @property
-  def vcc(self): return ((self.s[107] << 32) | self.s[106]) & self.c.wave_mask
+  def vcc(self): return ((self.s[SREG_VCC_HI] << 32) | self.s[SREG_VCC_LO]) & self.c.wave_mask
   @vcc.setter
   def vcc(self, v):
-    self.s[106] = v & M32
-    if self.c.wave_size == 64: self.s[107] = (v >> 32) & M32
+    self.s[SREG_VCC_LO] = v & M32
+    if self.c.wave_size == 64: self.s[SREG_VCC_HI] = (v >> 32) & M32
 
 class Slot:
   """A resident workgroup: its id, waves, LDS and the creation ordinal of its wave 0 (csrc/emu_core.h Slot)."""
@@ -222,25 +216,20 @@ def acc_fix(arch: ArchSpec, fm: Format, f: dict, off: int):
         if f.get(x, 0) >= 256: f[x] += off
 
 def scalar_src(w: Wave, f: dict, e: int, bits: int, fw: int) -> int:
-  if e < 128:
+  if e < NSREG:
     if e == w.c.arch.enc_null: return 0
-    v = w.s[e] | (w.s[e + 1] << 32 if bits > 32 and e < 127 else 0)
-    if e in (126, 127): v = w.exec if e == 126 else (w.exec >> 32)
+    v = w.s[e] | (w.s[e + 1] << 32 if bits > 32 and e < SREG_EXEC_HI else 0)
+    if e in (SREG_EXEC_LO, SREG_EXEC_HI): v = w.exec if e == SREG_EXEC_LO else (w.exec >> 32)
     return v
-  if e <= 192: return e - 128
-  if e <= 208: return (192 - e) & M64
-  if 240 <= e <= 248:
-    k = fw or bits
-    return FC64[e - 240] if k == 64 else FC16[e - 240] if k == 16 else FC32[e - 240]
-  if e == 255: return f["lit"] << 32 if fw == 64 else f["lit"]
-  if e == 253: return w.scc
-  if e == 251: return int(w.vcc == 0)
-  if e == 252: return int(w.exec == 0)
-  if e in (235, 236, 237, 238):
-    base = APERTURE_SHARED if e < 237 else APERTURE_PRIVATE
-    v = base + (0xffffffff if e in (236, 238) else 0)
-    return v if bits > 32 else v >> 32
-  raise Stop(ST_UNSUPPORTED, msg="source operand encoding not supported (LDS_DIRECT, POPS, reserved)")
+  if e <= SRC["INT_POS_END"]: return e - SRC["INT_ZERO"]
+  if e <= SRC["INT_NEG_END"]: return (SRC["INT_POS_END"] - e) & M64
+  if SRC["FLOAT"] <= e <= SRC["FLOAT_END"]: return inline_float(e, fw or bits)
+  if e == SRC["LITERAL"]: return f["lit"] << 32 if fw == 64 else f["lit"]
+  if e == SRC["SCC"]: return w.scc
+  if e == SRC["VCCZ"]: return int(w.vcc == 0)
+  if e == SRC["EXECZ"]: return int(w.exec == 0)
+  if SRC["SHARED_BASE"] <= e <= SRC["PRIVATE_LIMIT"]: return aperture(e, bits)
+  raise Stop(ST_UNSUPPORTED, msg=MSG["SRC_ENCODING"])
 
 def flat_space(addr: int) -> str:
   """Where a FLAT address goes: the shared aperture to LDS, the private one to scratch (at the low dword), else global."""
@@ -249,27 +238,15 @@ def flat_space(addr: int) -> str:
 
 def sdst_write(w: Wave, e: int, v: int, bits: int):
   if e == w.c.arch.enc_null: return
-  if e == 126 and bits > 32: w.exec = v; return
-  if e < 128: w.s[e] = v & M32
-  if bits > 32 and e + 1 < 128: w.s[e + 1] = (v >> 32) & M32
+  if e == SREG_EXEC_LO and bits > 32: w.exec = v; return
+  if e < NSREG: w.s[e] = v & M32
+  if bits > 32 and e + 1 < NSREG: w.s[e + 1] = (v >> 32) & M32
 
-_DPP_GFX9 = {0x130: lambda L: (L + 1, L + 1 < 64), 0x134: lambda L: ((L + 1) & 63, True), 0x138: lambda L: (L - 1, L > 0),
-             0x13c: lambda L: ((L - 1) & 63, True), 0x142: lambda L: ((L & ~15) - 1, L >= 16), 0x143: lambda L: (31, L >= 32)}
-
-def dpp16_src(ctl: int, L: int, gfx9: bool = False, bcast_row0: bool = False):
-  row, r = L & ~15, L & 15
-  if bcast_row0 and ctl in (0x142, 0x143): return row, True   # ArchSpec.dpp_bcast_row0 (gfx11)
-  if gfx9 and ctl in _DPP_GFX9: sl, ok = _DPP_GFX9[ctl](L); return (sl, True) if ok else (L, False)
-  if gfx9 and ctl >= 0x160: raise Stop(ST_UNSUPPORTED, msg="DPP16 control not supported on this arch")
-  if ctl <= 0xff: return (L & ~3) | ((ctl >> ((L & 3) * 2)) & 3), True
-  if 0x101 <= ctl <= 0x10f: return (row | (r + (ctl & 15)), True) if r + (ctl & 15) <= 15 else (L, False)
-  if 0x111 <= ctl <= 0x11f: return (row | (r - (ctl & 15)), True) if r - (ctl & 15) >= 0 else (L, False)
-  if 0x121 <= ctl <= 0x12f: return row | ((r - (ctl & 15)) & 15), True
-  if ctl == 0x140: return row | (15 - r), True
-  if ctl == 0x141: return row | (r & 8) | (7 - (r & 7)), True
-  if 0x150 <= ctl <= 0x15f: return row | (ctl & 15), True
-  if 0x160 <= ctl <= 0x16f: return row | (r ^ (ctl & 15)), True
-  raise Stop(ST_UNSUPPORTED, msg="DPP16 control not supported on this arch")
+def dpp16_src(c: Ctx, ctl: int, L: int) -> tuple[int, bool]:
+  """(source lane, valid) of lane L under DPP16 control `ctl`: the rules of gen_c.dpp16_src, as the C backend's DPP16_SRC table."""
+  sl = dpp16_table(c.arch)[ctl & 511][L]
+  if sl == -2: raise Stop(ST_UNSUPPORTED, msg=MSG["DPP16_CTRL"])
+  return (sl, True) if sl >= 0 else (L, False)
 
 def pyrun(c: Ctx, w: Wave, ename: str, space: str = "global", **kw):
   from mockgpu.pcode.pyeval import State, run as prun
@@ -325,7 +302,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
         if neg >> i & 1: xm = 1 << (fw - 1)
     srcs.append([get, sh, shh, am, xm, bits, bool(packed >> i & 1)])
   if sdwa:   # byte/word/dword selects with zero/sign extension, then abs/neg (emu_ops.h sdwa_setup)
-    if any(f.get(k, 0) > 6 for k in ("src0_sel", "src1_sel", "dst_sel")) or f.get("dst_unused", 0) > 2: raise Stop(ST_INVALID, msg="SDWA select out of range")
+    if any(f.get(k, 0) > 6 for k in ("src0_sel", "src1_sel", "dst_sel")) or f.get("dst_unused", 0) > 2: raise Stop(ST_INVALID, msg=MSG["SDWA_SEL"])
     for i in range(2):
       if not sb[i]: continue
       e, p = (f["vsrc0"], "src0") if i == 0 else (f["src1"], "src1")
@@ -343,7 +320,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
     vals, wmask = {}, 0
     for L in range(c.wave_size):
       if f["dpp_kind"] == 1:
-        sl, valid = dpp16_src(f["dpp"], L, c.arch.dpp_gfx9, c.arch.dpp_bcast_row0)
+        sl, valid = dpp16_src(c, f["dpp"], L)
         if not (f["row_mask"] >> (L >> 4) & 1) or not (f["bank_mask"] >> ((L >> 2) & 3) & 1): continue
         if valid and not f.get("fi", 0) and not (exe >> sl & 1): valid = False
         if not valid and not f.get("bc", 0): continue
@@ -417,7 +394,7 @@ def exec_valu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
       if sdwa: w.v[dr][L] = _sdwa_dst(f, w.v[dr][L], old)
     if "S0" in u.writes and sb[0] and es[0] >= 256: w.v[(es[0] - 256) & (127 if t16 and sb[0] == 16 else len(w.v) - 1)][L] = st.S0 & M32
   if cmp and "D0" in u.writes:
-    sdst_write(w, (f["sdst"] if sdwa and f.get("sd") else 106) if fm.name == "VOPC" else f.get("vdst", 0) - 256, d0mask & c.wave_mask, c.wave_size)
+    sdst_write(w, (f["sdst"] if sdwa and f.get("sd") else SREG_VCC_LO) if fm.name == "VOPC" else f.get("vdst", 0) - 256, d0mask & c.wave_mask, c.wave_size)
   if cmp and "EXEC" in u.writes: w.exec = execw
   if carry: sdst_write(w, f["sdst"], cout & exe & c.wave_mask, c.wave_size)
   if "VCC" in u.writes:
@@ -487,20 +464,20 @@ def exec_salu(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: 
     if db <= 64: sdst_write(w, f["sdst"], st.D0, db)
     else:
       for i in range(db // 32):
-        if f["sdst"] + i < 124: w.s[f["sdst"] + i] = (st.D0 >> (32 * i)) & M32
+        if f["sdst"] + i < SREG_WIDE_END: w.s[f["sdst"] + i] = (st.D0 >> (32 * i)) & M32
   if "VCC" in u.writes: w.vcc = st.VCC
   _wb(c, w, st, u)
 
 def _wb(c: Ctx, w: Wave, st, u):
   if "SCC" in u.writes: w.scc = st.SCC & 1
   if "EXEC" in u.writes: w.exec = st.EXEC
-  elif "EXEC_LO" in u.writes: w.s[126] = st.EXEC_LO & M32
+  elif "EXEC_LO" in u.writes: w.s[SREG_EXEC_LO] = st.EXEC_LO & M32
   if "M0" in u.writes: w.s[c.arch.enc_m0] = st.M0 & M32
   if "PC" in u.writes: w.pc = (st.PC - c.d.code_addr) & M64
 
 def _sput(w, reg, bits, val):
   for i in range(max(1, bits // 32)):
-    if reg + i < 124: w.s[reg + i] = (val >> (32 * i)) & M32
+    if reg + i < SREG_WIDE_END: w.s[reg + i] = (val >> (32 * i)) & M32
 
 def _vget(w, reg, L, bits): return sum(w.v[(reg + k) & (len(w.v) - 1)][L] << (32 * k) for k in range(max(1, bits // 32)))
 def _vput(w, reg, L, bits, val):
@@ -521,11 +498,11 @@ def exec_mem(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops: d
       else: off = sext(f[OFF], OFFW) + (w.s[f["soffset"]] if f["soffset"] != c.arch.enc_null else 0)
       al, space = smem_align(name), "global"
       if name.startswith("S_BUFFER_"):   # through the V# (gen_c._mem, csrc/emu_buffer.h sbuf_setup)
-        if f["sbase"] + 3 >= 128: raise Stop(ST_UNSUPPORTED, msg="scalar buffer resource descriptor register out of range")
+        if f["sbase"] + 3 >= NSREG: raise Stop(ST_UNSUPPORTED, msg=MSG["SBUF_RSRC"])
         w.sbuf, space = buffer.scalar_desc(c.arch, w.s[f["sbase"]:f["sbase"] + 4]), "sbuffer"
         addr = w.sbuf[0] + (off & M32 & ~(al - 1))
       else: addr = ((w.s[f["sbase"]] | w.s[f["sbase"] + 1] << 32) + off) & M64 & ~(al - 1)
-      data = sum(w.s[f["sdata"] + i] << (32 * i) for i in range(max(1, db // 32)) if f["sdata"] + i < 128)
+      data = sum(w.s[f["sdata"] + i] << (32 * i) for i in range(max(1, db // 32)) if f["sdata"] + i < NSREG)
       st = pyrun(c, w, ename, space, ADDR=addr, SDATA=data, DATA=data, **base)
       if "SDATA" in u.writes: _sput(w, f["sdata"], db, st.SDATA)
       if "RETURN_DATA" in u.writes and ret: _sput(w, f["sdata"], db // 2 if "CMPSWAP" in name else db, st.RETURN_DATA)
@@ -571,15 +548,15 @@ def exec_buffer(c: Ctx, w: Wave, fm: Format, f: dict, name: str, ename: str, ops
   pseudocode ops run pyeval with MEM mapped per access, *_FORMAT_* ops run buffer.fmt_load / fmt_store."""
   fl = buffer.fields(fm)
   nst = buffer.tfe_status_vgpr(name, c.ops.get(fm.enum(f["op"]), {}))
-  if f.get("tfe") and nst is None: raise Stop(ST_INVALID, msg=TFE_INVALID)
+  if f.get("tfe") and nst is None: raise Stop(ST_INVALID, msg=MSG["TFE_INVALID"])
   rs = f[fl["rsrc"]]
-  if rs + 3 >= 128: raise Stop(ST_UNSUPPORTED, msg="buffer resource descriptor register out of range")
+  if rs + 3 >= NSREG: raise Stop(ST_UNSUPPORTED, msg=MSG["BUF_RSRC"])
   d = buffer.descriptor(c.arch, w.s[rs:rs + 4], scalar_src(w, f, f["soffset"], 32, 0) & M32)
   va, r = f["vaddr"] - 256, f["data0"] - 256
   if u is None:
     store, nch, d16, hi, typed = buffer.format_op(name)
     fi = buffer.format_table(c.arch).get(((f["format"] if "format" in f else f["dfmt"] | f["nfmt"] << 4) if typed else d.fmt) & 127)
-    if fi is None: raise Stop(ST_UNSUPPORTED, msg="buffer data format code is not a valid format on this arch")
+    if fi is None: raise Stop(ST_UNSUPPORTED, msg=MSG["BUF_FORMAT"])
     ndw, lane = ((1 if hi else (nch + 1) // 2) if d16 else nch), [0]
     mem = _Mem(w, "global", lane)
     rd, wr = mem.read, mem.write
@@ -614,11 +591,11 @@ def exec_lds_load(c: Ctx, w: Wave, fm: Format, f: dict, name: str):
   def rd(space, a, k):
     return _Mem(w, space, lane).read(a, k)
   if fm.name == "MUBUF":
-    if f.get("tfe"): raise Stop(ST_INVALID, msg=TFE_INVALID)
-    if f["srsrc"] + 3 >= 128: raise Stop(ST_UNSUPPORTED, msg="buffer resource descriptor register out of range")
+    if f.get("tfe"): raise Stop(ST_INVALID, msg=MSG["TFE_INVALID"])
+    if f["srsrc"] + 3 >= NSREG: raise Stop(ST_UNSUPPORTED, msg=MSG["BUF_RSRC"])
     d, ioff = buffer.descriptor(c.arch, w.s[f["srsrc"]:f["srsrc"] + 4], scalar_src(w, f, f["soffset"], 32, 0) & M32), f["offset"]
     fi = buffer.format_table(c.arch).get(d.fmt & 127)
-    if not n and fi is None: raise Stop(ST_UNSUPPORTED, msg="buffer data format code is not a valid format on this arch")
+    if not n and fi is None: raise Stop(ST_UNSUPPORTED, msg=MSG["BUF_FORMAT"])
   else:
     sa = f["saddr"] not in (c.arch.enc_null, 0x7f)
     sbase, off = (w.s[f["saddr"]] | w.s[f["saddr"] + 1] << 32) if sa else 0, sext(f["offset"], 13)
@@ -652,7 +629,7 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
     outs = []
     for y, opk in ((0, "opx"), (1, "opy")):
       member = fm.enum(f[opk]); tgt = _vopd_target(c.arch.family, member.name, c.ents)
-      if tgt is None: raise Stop(ST_UNSUPPORTED, msg="VOPD half has no pseudocode")
+      if tgt is None: raise Stop(ST_UNSUPPORTED, msg=MSG["VOPD_HALF"])
       shadow = Wave.__new__(Wave); shadow.__dict__.update(w.__dict__); shadow.v = [list(r) for r in w.v]
       g = {"src0": f["srcy0" if y else "srcx0"], "src1": f["vsrcy1" if y else "vsrcx1"], "vdst": f["vdsty" if y else "vdstx"], "dpp_kind": 0, "lit": f["lit"]}
       g["src2"] = g["vdst"]   # read only by the VOP3P form of an accumulating op (see gen_c._vopd_target)
@@ -671,54 +648,7 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
   if fm.name in BVH_FORMATS and name in BVH_OPS: return exec_bvh(c, w, fm.name, f, name)
   if fm.name in IMAGE_FORMATS: return exec_mimg(c, w, f, name, f"{type(member).__name__}_{member.name}", pyrun)
   if name in UNMODELLED: raise Stop(ST_UNSUPPORTED, msg=f"{name}: {UNMODELLED[name]}")
-  if name in PROSE_C:
-    h = PROSE_C[name]
-    if h == "h_endpgm": w.state = "done"; _capture(c, w)
-    elif h == "h_barrier": w.state = "barrier"
-    elif h == "h_code_end": raise Stop(ST_INVALID, msg="executed S_CODE_END (padding after the kernel's last instruction)")
-    elif h == "h_memtime": sdst_write(w, f["sdata"], c.icount, 64)
-    elif h == "h_rfe_restore":
-      raise Stop(ST_INVALID, msg="S_RFE_RESTORE_B64 returns from a trap handler, and none is installed (TBA/TMA read 0): no wave can be in one")
-    elif h == "h_screen_partition":
-      raise Stop(ST_UNSUPPORTED, msg="V_SCREEN_PARTITION_4SE_B32 maps screen tiles to shader engines for graphics; a compute dispatch has no screen")
-    elif h == "h_mfma_ld_scale":
-      raise Stop(ST_INVALID, msg="V_MFMA_LD_SCALE_B32 without its F8F6F4 MFMA: it is only the first half of a VOP3PX2 V_MFMA_SCALE_*")
-    elif h == "h_trap": raise Stop(ST_TRAP, kind=1, addr=f["simm16"] & 0xff, msg="S_TRAP executed and no trap handler is installed")
-    elif h == "h_sethalt" and f["simm16"] & 1: raise Stop(ST_TRAP, kind=2, msg="S_SETHALT 1: the wave halted and nothing resumes it")
-    elif h == "h_setkill" and f["simm16"] & 1: w.state = "done"
-    elif h in ("h_sendmsg", "h_sendmsghalt"):   # as csrc/emu_prose.h: MSG_DEALLOC_VGPRS (3) is the only compute message
-      if f["simm16"] & 0xff != 3: raise Stop(ST_UNSUPPORTED, msg=f"S_SENDMSG message {f['simm16'] & 0xff} is not modelled (graphics / host interrupt)")
-      if h == "h_sendmsghalt": raise Stop(ST_TRAP, kind=2, msg="S_SENDMSGHALT: the wave halted and nothing resumes it")
-    elif h.startswith("h_sendmsg_rtn"):
-      msg = f["src0"]
-      if msg not in (128, 129, 130, 131, 133):
-        raise Stop(ST_UNSUPPORTED, msg=f"S_SENDMSG_RTN message {msg} is not modelled (trap-handler context save / illegal)")
-      sdst_write(w, f["sdst"], c.icount if msg == 131 else 0, 64 if h.endswith("64") else 32)
-    elif h in ("h_getreg", "h_setreg", "h_setreg_imm"):   # hardware registers, as csrc/emu_prose.h
-      sim = f["simm16"]; rid, off, mask = sim & 63, (sim >> 6) & 31, (1 << (((sim >> 11) & 31) + 1)) - 1
-      if h != "h_getreg":
-        if rid == mode_hwreg(c.arch.family):
-          v = scalar_src(w, f, f["sdst"], 32, 0) if h == "h_setreg" else f["lit"]
-          w.mode = (w.mode & ~(mask << off) | (v << off) & (mask << off)) & M32
-        return
-      clock = {hwreg(c.arch.family, "SHADER_CYCLES"): c.icount & 0xfffff, hwreg(c.arch.family, "SHADER_CYCLES_LO"): c.icount & M32,
-               hwreg(c.arch.family, "SHADER_CYCLES_HI"): c.icount >> 32}   # the emulated clock, as csrc/emu_prose.h
-      v = w.mode if rid == mode_hwreg(c.arch.family) else w.id if rid == 23 else SH_MEM_BASES if rid == hwreg(c.arch.family, "SH_MEM_BASES") else clock.get(rid, 0)
-      sdst_write(w, f["sdst"], (v >> off) & mask, 32)
-    elif h == "h_round_mode": w.mode = (w.mode & ~0xf) | (f["simm16"] & 0xf)
-    elif h == "h_denorm_mode": w.mode = (w.mode & ~0xf0) | (f["simm16"] & 0xf) << 4
-    elif h == "h_ds_swizzle":
-      off, ex, d, src = f["offset0"] | f["offset1"] << 8, w.exec, w.v[f["vdst"] - 256], list(w.v[f["data0"] - 256])
-      for i in range(c.wave_size):
-        if ex >> i & 1: j = swizzle_src(off, i); d[i] = src[j] if ex >> j & 1 else 0
-    elif h in ("h_ds_append", "h_ds_consume"): ds_counter(c, w, f, 1 if h == "h_ds_append" else -1)
-    elif h.startswith("h_ds_read_tr"): ds_read_tr(c, w, f, *DS_READ_TR[name])
-    elif h == "h_sleep": w.state = "sleep"
-    elif h.startswith("h_gws_"): gws(c, w, f, h)
-    elif h == "h_ds_ordered": ds_ordered(c, w, f)
-    elif h in GFX_ONLY: raise Stop(ST_UNSUPPORTED, msg=GFX_ONLY[h])
-    elif h in ("h_subvec_begin", "h_subvec_end"): subvector_loop(c, w, f, h == "h_subvec_begin")
-    return
+  if name in PROSE_C: return prose(c, w, f, name)
   if (mop := matrix.ops(c.arch.family).get(name)) is not None:
     cb = matrix.ETYPES[mop.c][0]
     cs = scalar_src(w, f, f["src2"], 64 if cb == 64 else 32, cb if cb in (16, 64) else 32) if f["src2"] < 256 else None
@@ -729,7 +659,7 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
   ename = semantics_entry(member, c.ents)
   if fm.name in buffer.BUFFER_FORMATS and "FORMAT" in name and "LDS" not in name: return exec_buffer(c, w, fm, f, name, ename, {}, None)
   if fm.name in buffer.LDS_LOADS and "_LOAD_LDS_" in name and buffer.lds_load_op(name): return exec_lds_load(c, w, fm, f, name)
-  if ename not in c.ents: raise Stop(ST_UNSUPPORTED, msg="instruction has no semantics in this build")
+  if ename not in c.ents: raise Stop(ST_UNSUPPORTED, msg=MSG["NO_SEMANTICS"])
   ops, u = c.ops.get(member, {}), _usage(c.arch.family, c.ents, ename)
   if fm.name in _SALU: return exec_salu(c, w, fm, f, name, ename, ops, u)
   if fm.name in _VALU: return exec_valu(c, w, fm, f, name, ename, ops, u)
@@ -738,23 +668,82 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
   if fm.name in buffer.BUFFER_FORMATS and "LDS" not in name: return exec_buffer(c, w, fm, f, name, ename, ops, u)
   raise Stop(ST_UNSUPPORTED, msg="instruction has no semantics in the python backend")
 
-GFX_ONLY = {   # graphics-only ops: the messages of csrc/emu_prose.h h_ps_done / h_gs_reg
-  "h_ps_done": "S_ENDPGM_ORDERED_PS_DONE is pixel-shader only (it also ends the wave's primitive-ordered pixel-shader section, which a "
-               "compute wave does not have); end a compute wave with S_ENDPGM",
-  "h_gs_reg": "DS_ADD_GS_REG_RTN/DS_SUB_GS_REG_RTN update the geometry-shader stream-out registers (GS_REGS), which exist only for a "
-              "graphics pipeline's GS stage; a compute dispatch has none"}
+def prose(c: Ctx, w: Wave, f: dict, name: str):
+  """Run the hand-written op `name` (gen_c.PROSE_C): an error of gen_c.PROSE_STOP, else its PROSE_PY handler; a handler with
+  no Python twin raises (tests/unit/test_emu_twins.py requires one for every PROSE_C handler)."""
+  h = PROSE_C[name]
+  if h in PROSE_STOP: raise Stop(STATUS[PROSE_STOP[h][0]], msg=MSG[PROSE_STOP[h][1]])
+  if (fn := PROSE_PY.get(h)) is None:
+    raise Stop(ST_UNSUPPORTED, msg=f"{name}: its handler {h} (gen_c.PROSE_C) has no Python twin in pybackend.PROSE_PY; add one there")
+  fn(c, w, f, name)
+
+def _endpgm(c: Ctx, w: Wave, f: dict, name: str): w.state = "done"; _capture(c, w)
+
+def _trap(c: Ctx, w: Wave, f: dict, name: str): raise Stop(ST_TRAP, kind=TR_TRAP, addr=f["simm16"] & 0xff, msg=MSG["TRAP"])
+
+def _sethalt(c: Ctx, w: Wave, f: dict, name: str):
+  if f["simm16"] & 1: raise Stop(ST_TRAP, kind=TR_HALT, msg=MSG["SETHALT"])
+
+def _setkill(c: Ctx, w: Wave, f: dict, name: str):
+  if f["simm16"] & 1: w.state = "done"
+
+def _sendmsg(c: Ctx, w: Wave, f: dict, name: str):   # as csrc/emu_prose.h: MSG_DEALLOC_VGPRS (3) is the only compute message
+  if f["simm16"] & 0xff != 3: raise Stop(ST_UNSUPPORTED, msg=MSG["SENDMSG"].format(f["simm16"] & 0xff))
+  if name == "S_SENDMSGHALT": raise Stop(ST_TRAP, kind=TR_HALT, msg=MSG["SENDMSGHALT"])
+
+def _sendmsg_rtn(c: Ctx, w: Wave, f: dict, name: str):
+  msg = f["src0"]
+  if msg not in (128, 129, 130, 131, 133): raise Stop(ST_UNSUPPORTED, msg=MSG["SENDMSG_RTN"].format(msg))
+  sdst_write(w, f["sdst"], c.icount if msg == 131 else 0, 64 if name.endswith("64") else 32)
+
+def _hwreg(c: Ctx, w: Wave, f: dict, name: str):   # S_GETREG / S_SETREG / S_SETREG_IMM32: hardware registers, as csrc/emu_prose.h
+  sim = f["simm16"]; rid, off, mask = sim & 63, (sim >> 6) & 31, (1 << (((sim >> 11) & 31) + 1)) - 1
+  if name != "S_GETREG_B32":
+    if rid == mode_hwreg(c.arch.family):
+      v = scalar_src(w, f, f["sdst"], 32, 0) if name == "S_SETREG_B32" else f["lit"]
+      w.mode = (w.mode & ~(mask << off) | (v << off) & (mask << off)) & M32
+    return
+  clock = {hwreg(c.arch.family, "SHADER_CYCLES"): c.icount & 0xfffff, hwreg(c.arch.family, "SHADER_CYCLES_LO"): c.icount & M32,
+           hwreg(c.arch.family, "SHADER_CYCLES_HI"): c.icount >> 32}   # the emulated clock, as csrc/emu_prose.h
+  v = w.mode if rid == mode_hwreg(c.arch.family) else w.id if rid == 23 else SH_MEM_BASES if rid == hwreg(c.arch.family, "SH_MEM_BASES") else clock.get(rid, 0)
+  sdst_write(w, f["sdst"], (v >> off) & mask, 32)
+
+def _ds_swizzle(c: Ctx, w: Wave, f: dict, name: str):
+  off, ex, d, src = f["offset0"] | f["offset1"] << 8, w.exec, w.v[f["vdst"] - 256], list(w.v[f["data0"] - 256])
+  for i in range(c.wave_size):
+    if ex >> i & 1: j = swizzle_src(off, i); d[i] = src[j] if ex >> j & 1 else 0
+
+def _setstate(state: str): return lambda c, w, f, name: setattr(w, "state", state)
+
+# The Python twin of every hand-written C handler of gen_c.PROSE_C (by handler name), except the errors of gen_c.PROSE_STOP
+PROSE_PY = {
+  "h_nop": lambda c, w, f, name: None, "h_endpgm": _endpgm, "h_barrier": _setstate("barrier"), "h_sleep": _setstate("sleep"),
+  "h_memtime": lambda c, w, f, name: sdst_write(w, f["sdata"], c.icount, 64),
+  "h_trap": _trap,
+  "h_sethalt": _sethalt, "h_setkill": _setkill, "h_sendmsg": _sendmsg, "h_sendmsghalt": _sendmsg,
+  "h_sendmsg_rtn32": _sendmsg_rtn, "h_sendmsg_rtn64": _sendmsg_rtn, "h_getreg": _hwreg, "h_setreg": _hwreg, "h_setreg_imm": _hwreg,
+  "h_round_mode": lambda c, w, f, name: setattr(w, "mode", (w.mode & ~0xf) | (f["simm16"] & 0xf)),
+  "h_denorm_mode": lambda c, w, f, name: setattr(w, "mode", (w.mode & ~0xf0) | (f["simm16"] & 0xf) << 4),
+  "h_ds_swizzle": _ds_swizzle, "h_ds_append": lambda c, w, f, name: ds_counter(c, w, f, 1),
+  "h_ds_consume": lambda c, w, f, name: ds_counter(c, w, f, -1),
+  **{PROSE_C[n]: (lambda c, w, f, name: ds_read_tr(c, w, f, *DS_READ_TR[name])) for n in DS_READ_TR},
+  **{h: (lambda c, w, f, name: gws(c, w, f, PROSE_C[name])) for h in ("h_gws_init", "h_gws_sema_v", "h_gws_sema_br", "h_gws_sema_p",
+                                                                   "h_gws_release_all", "h_gws_barrier")},
+  "h_ds_ordered": lambda c, w, f, name: ds_ordered(c, w, f),
+  "h_subvec_begin": lambda c, w, f, name: subvector_loop(c, w, f, True), "h_subvec_end": lambda c, w, f, name: subvector_loop(c, w, f, False),
+}
 
 def subvector_loop(c: Ctx, w: Wave, f: dict, begin: bool):
   """S_SUBVECTOR_LOOP_BEGIN / END: the wave64 block as two 32-lane passes, the rule of csrc/emu_prose.h h_subvec_begin/end."""
-  hi = w.s[127] if c.wave_size == 64 else 0
+  hi = w.s[SREG_EXEC_HI] if c.wave_size == 64 else 0
   branch = lambda: setattr(w, "pc", w.pc0 + 4 + sext(f["simm16"], 16) * 4)
   if begin:
-    w.s[127] = 0; sdst_write(w, f["sdst"], hi, 32)
-    if not w.s[126]: branch()
+    w.s[SREG_EXEC_HI] = 0; sdst_write(w, f["sdst"], hi, 32)
+    if not w.s[SREG_EXEC_LO]: branch()
     return
   sd = scalar_src(w, f, f["sdst"], 32, 0) & M32
-  if hi: w.s[126] = sd
-  elif sd: sdst_write(w, f["sdst"], w.s[126], 32); w.s[126], w.s[127] = 0, sd; branch()
+  if hi: w.s[SREG_EXEC_LO] = sd
+  elif sd: sdst_write(w, f["sdst"], w.s[SREG_EXEC_LO], 32); w.s[SREG_EXEC_LO], w.s[SREG_EXEC_HI] = 0, sd; branch()
 
 def swizzle_src(off: int, i: int) -> int:
   """DS_SWIZZLE_B32: the lane whose DATA0 lane i receives (as csrc/emu_prose.h swizzle_src)."""
@@ -830,7 +819,7 @@ def ds_ordered(c: Ctx, w: Wave, f: dict):
   base, ex = w.s[c.arch.enc_m0] & 0xffff, w.exec
   for i in range(((f["offset1"] >> 6) & 3) + 1):
     if ex >> i & 1 and (base & 3 or base + 4 * i + 4 > GDS_BYTES):
-      raise Stop(ST_FAULT, kind=3, space=6, addr=base + 4 * i, size=4, lane=i, limit=GDS_BYTES, msg="DS_ORDERED_COUNT outside the ordered-count memory")
+      raise Stop(ST_FAULT, kind=K_ATOMIC, space=SP_GDS, addr=base + 4 * i, size=4, lane=i, limit=GDS_BYTES, msg=MSG["ORDERED_GDS"])
   idx = f["offset0"] >> 2 & 63
   if ordered_blocker(c, w, idx) is not None: _block(w, WK_ORDERED, idx, 0)
   else: _ordered_op(c, w, f)
@@ -854,7 +843,7 @@ def _fetch(c: Ctx, w: Wave):
   addr = (c.d.code_addr + w.pc) & M64   # w.pc wraps below the code after a jump there (as csrc/emu_sched.c decode_at)
   if w.pc in c.cache: return c.cache[w.pc]
   if w.pc & 3 or not (c.code[0] <= addr and addr + 4 <= c.code[1]):
-    raise Stop(ST_FAULT, kind=4, space=4, addr=addr, size=4, lane=-1, limit=c.code[1] - c.d.code_addr, noinst=True)
+    raise Stop(ST_FAULT, kind=K_FETCH, space=SP_CODE, addr=addr, size=4, lane=-1, limit=c.code[1] - c.d.code_addr, noinst=True)
   n = min(4, (c.code[1] - addr) // 4)
   words = list((ctypes.c_uint32 * n).from_address(addr))
   r = decode(c.arch, words)
@@ -965,7 +954,7 @@ def _init_wave(c: Ctx, w: Wave, nt: int, nw: int):
   d, n = c.d, (c.d.rsrc2 >> 1) & 31
   for k in range(n): w.s[k] = d.user_sgprs[k] if k < len(d.user_sgprs) else 0
   k = n
-  if c.arch.tgid_in_ttmp: w.s[108 + 9], w.s[108 + 7] = c.wg[0], c.wg[1] | c.wg[2] << 16
+  if c.arch.tgid_in_ttmp: w.s[SREG_TGID_X], w.s[SREG_TGID_YZ] = c.wg[0], c.wg[1] | c.wg[2] << 16
   else:
     for bit, val in ((7, c.wg[0]), (8, c.wg[1]), (9, c.wg[2]), (10, nw), (0, 0)):
       if d.rsrc2 >> bit & 1: w.s[k] = val; k += 1

@@ -2,7 +2,7 @@
 exports; images are in pyimage.py. Same results, faults and messages as the C handlers."""
 from __future__ import annotations
 from mockgpu.emu.gen_gfx import VINTERP_VGPRS, vinterp_shadows
-from mockgpu.emu.report import ST_FAULT, ST_INVALID, ST_UNSUPPORTED
+from mockgpu.emu.facts import ST_FAULT, ST_INVALID, ST_UNSUPPORTED, MSG, K_READ, SP_LDS
 
 __all__ = ["exec_vinterp", "lds_direct_load", "lds_param_load", "export"]
 
@@ -33,10 +33,10 @@ def exec_vinterp(c, w, f: dict, name: str, ename: str, ops: dict, u, pyrun, post
 def lds_direct_load(c, w, f: dict, Stop):
   m0, exe = w.s[125], w.exec
   ty = (m0 >> 16) & 7; n = (1, 2, 4, 0, 1, 2, 0, 0)[ty]
-  if not n: raise Stop(ST_INVALID, msg="LDS_DIRECT_LOAD: M0[18:16] holds a reserved data type (3, 6 or 7)")
+  if not n: raise Stop(ST_INVALID, msg=MSG["LDS_DIRECT_TYPE"])
   a = m0 & 0xffff
   if a + n > len(w.lds):
-    raise Stop(ST_FAULT, kind=1, space=2, addr=a, size=n, lane=(exe & -exe).bit_length() - 1 if exe else 0, limit=len(w.lds))
+    raise Stop(ST_FAULT, kind=K_READ, space=SP_LDS, addr=a, size=n, lane=(exe & -exe).bit_length() - 1 if exe else 0, limit=len(w.lds))
   v = int.from_bytes(w.lds[a:a + n], "little")
   c.lds_rw[0] += n   # one read, broadcast (h_lds_direct_load)
   if ty >= 4 and v >> (8 * n - 1): v -= 1 << (8 * n)
@@ -44,7 +44,7 @@ def lds_direct_load(c, w, f: dict, Stop):
     if exe >> L & 1: w.v[f["vdst"] - 256][L] = v & M32
 
 def lds_param_load(Stop):
-  raise Stop(ST_UNSUPPORTED, msg="LDS_PARAM_LOAD reads vertex attributes the pixel-shader launch writes to LDS; a compute dispatch has none")
+  raise Stop(ST_UNSUPPORTED, msg=MSG["LDS_PARAM"])
 
 def export(f: dict, Stop):
   raise Stop(ST_UNSUPPORTED, msg=f"EXP target={f['target']} en={f['en']:#x} done={f['done']}: exports go to graphics pipeline outputs; "

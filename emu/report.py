@@ -4,13 +4,15 @@ from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu.errors import Deadlock, FaultReport, GPUFault, InvalidInstruction, WaveTrap, WatchdogExpired, EmuError
 from mockgpu.emu.isa import formats
 from mockgpu.emu.memory import MemoryMap
+from mockgpu.emu import facts
+from mockgpu.emu.facts import ST_OK, ST_FAULT, ST_INVALID, ST_WATCHDOG, ST_UNSUPPORTED, ST_TIMEOUT, ST_NOMEM, ST_TRAP, ST_DEADLOCK
 
 __all__ = ["disasm", "pc_fields", "raise_status", "oob_report", "watch_report", "ST_OK", "ST_FAULT", "ST_INVALID", "ST_WATCHDOG", "ST_UNSUPPORTED", "ST_TIMEOUT", "ST_NOMEM", "ST_TRAP", "ST_DEADLOCK"]
 
-ST_OK, ST_FAULT, ST_INVALID, ST_WATCHDOG, ST_UNSUPPORTED, ST_TIMEOUT, ST_NOMEM, ST_TRAP, ST_DEADLOCK = range(9)
-KINDS = {1: "read", 2: "write", 3: "atomic", 4: "fetch"}
-SPACES = {1: "global", 2: "lds", 3: "scratch", 4: "code", 6: "gds", 7: "vgpr"}
-WAITS = {1: "semaphore", 2: "barrier", 3: "ordered"}   # Wave.wait_kind (WK_* in csrc/emu_core.h)
+# the backends' codes (mockgpu.emu.facts) -> the names FaultReport uses; SP_BUFFER never reaches a report (buffer faults are global)
+KINDS = {v: k.lower() for k, v in facts.KINDS.items()}
+SPACES = {v: k.lower() for k, v in facts.SPACES.items() if k != "BUFFER"}
+WAITS = {v: {"SEMA": "semaphore"}.get(k, k.lower()) for k, v in facts.WAITS.items()}
 STRICT_FAULT = "a write or atomic outside every allocation but inside its mapped page faults only in strict mode (MOCKGPU_STRICT=1)"
 
 M64 = (1 << 64) - 1

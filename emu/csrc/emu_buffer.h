@@ -28,7 +28,7 @@ static inline uint64_t buf_calc_addr(PcState *s) {
  * access of n bytes is in range iff offset + n <= NUM_RECORDS * STRIDE (STRIDE 0: NUM_RECORDS bytes). Out of range: loads
  * read 0, stores and atomics are dropped, as for vector buffer ops */
 static int sbuf_setup(Wave *w, Buf *b, int sbase, uint32_t off, uint32_t align) {
-  if (UNLIKELY(sbase + 3 >= NSREG)) { set_status(w, ST_UNSUPPORTED, "scalar buffer resource descriptor register out of range"); return 0; }
+  if (UNLIKELY(sbase + 3 >= NSREG)) { set_status(w, ST_UNSUPPORTED, MSG_SBUF_RSRC); return 0; }
   const uint32_t *d = w->s + sbase;
   uint32_t st = VS_STRIDE(d);
   b->base = ((uint64_t)VS_BASE_ADDRESS(d) | (uint64_t)VS_BASE_ADDRESS_HI(d) << 32) & ~3ull;
@@ -40,8 +40,8 @@ static int sbuf_setup(Wave *w, Buf *b, int sbase, uint32_t off, uint32_t align) 
 /* tfe_ok: the op returns data in VGPRs (a load). TFE on a store, an atomic or a load into LDS has no status VGPR to write:
  * the ISA defines the fail status for fetches into VGPRs only (LLVM has no TFE form of them either) */
 static int buf_setup(Wave *w, const Inst *in, Buf *b, int rsrc, int soffset, int ioff, int idxen, int offen, int vaddr, int tfe, int tfe_ok) {
-  if (UNLIKELY(tfe && !tfe_ok)) { set_status(w, ST_INVALID, "TFE set on a buffer store, atomic or load into LDS: the fail status VGPR exists only for loads into VGPRs"); return 0; }
-  if (UNLIKELY(rsrc + 3 >= NSREG)) { set_status(w, ST_UNSUPPORTED, "buffer resource descriptor register out of range"); return 0; }
+  if (UNLIKELY(tfe && !tfe_ok)) { set_status(w, ST_INVALID, MSG_TFE_INVALID); return 0; }
+  if (UNLIKELY(rsrc + 3 >= NSREG)) { set_status(w, ST_UNSUPPORTED, MSG_BUF_RSRC); return 0; }
   const uint32_t *d = w->s + rsrc;
   uint32_t so = (uint32_t)scalar_src(w, in, soffset, 32, 0);
   b->base = ((uint64_t)VS_BASE_ADDRESS(d) | (uint64_t)VS_BASE_ADDRESS_HI(d) << 32) + so;

@@ -10,21 +10,16 @@
 
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define MAXLANES 64
-#define NSREG 128            /* scalar encodings 0..127: SGPRs, VCC 106/107, TTMP 108..123, EXEC 126/127; M0/NULL: ENC_M0/ENC_NULL */
+/* MAXLANES, NSREG (scalar encodings 0..127), the special registers SREG_* (VCC, TTMPs, EXEC), the status/kind/space/wait codes,
+ * NGWS, GDS_BYTES, the inline constants, apertures and error texts (MSG_*) come from mockgpu.emu.facts (gen_c emits them first) */
 /* NVREG (VGPR slots per lane, a power of two: 256, or 512 for the gfx90a+ unified ArchVGPR + AccVGPR file), NAGPR, ENC_M0,
- * ENC_NULL (-1: none) and DPP_GFX9 are defined by the generated translation unit from the ArchSpec */
+ * ENC_NULL (-1: none) and the DPP16 source-lane table DPP16_SRC are defined by the generated translation unit from the ArchSpec */
 
-enum { ST_OK = 0, ST_FAULT = 1, ST_INVALID = 2, ST_WATCHDOG = 3, ST_UNSUPPORTED = 4, ST_TIMEOUT = 5, ST_NOMEM = 6, ST_TRAP = 7, ST_DEADLOCK = 8 };
-enum { K_READ = 1, K_WRITE = 2, K_ATOMIC = 3, K_FETCH = 4 };
-enum { SP_GLOBAL = 1, SP_LDS = 2, SP_SCRATCH = 3, SP_CODE = 4, SP_BUFFER = 5, SP_GDS = 6, SP_VGPR = 7 };   /* SP_BUFFER: through a V# (emu_buffer.h), faults
- * as global; SP_VGPR: a computed VGPR index (VGPR[lane][reg], e.g. V_MOVREL* M0 + operand) past the file, address = the index */
+/* SP_BUFFER: through a V# (emu_buffer.h), faults as global; SP_VGPR: a computed VGPR index (VGPR[lane][reg], e.g. V_MOVREL* M0
+ * + operand) past the file, address = the index */
 /* wave states: W_WAIT blocks on dispatch-wide state (Wave.wait_*: GWS semaphore/barrier, ordered count), W_SLEEP yields
  * for one scheduling round (S_SLEEP) */
 enum { W_RUN = 0, W_BARRIER = 1, W_DONE = 2, W_WAIT = 3, W_SLEEP = 4 };
-enum { WK_SEMA = 1, WK_BARRIER = 2, WK_ORDERED = 3 };   /* Wave.wait_kind */
-#define NGWS 64            /* GWS resources (the profiles' num_gws) */
-#define GDS_BYTES 4096     /* the ordered-count memory DS_ORDERED_COUNT addresses through M0 */
 
 typedef struct Ctx Ctx;
 typedef struct Wave Wave;
@@ -142,10 +137,10 @@ static __attribute__((noinline, cold)) void pc_poison(PcState *s, int b) { memse
 #define PC_STATE(s, w) PcState s; if (UNLIKELY((w)->c->poison)) pc_poison(&s, (w)->c->poison & 0xff); \
   s.user = (w); s.fault = 0; s.MODE = (w)->mode
 
-static inline uint64_t rd_exec(const Wave *w) { return ((uint64_t)w->s[127] << 32 | w->s[126]) & w->c->wave_mask; }
-static inline void wr_exec(Wave *w, uint64_t v) { w->s[126] = (uint32_t)v; w->s[127] = w->c->wave_size == 64 ? (uint32_t)(v >> 32) : 0; }
-static inline uint64_t rd_vcc(const Wave *w) { return ((uint64_t)w->s[107] << 32 | w->s[106]) & w->c->wave_mask; }
-static inline void wr_vcc(Wave *w, uint64_t v) { w->s[106] = (uint32_t)v; if (w->c->wave_size == 64) w->s[107] = (uint32_t)(v >> 32); }
+static inline uint64_t rd_exec(const Wave *w) { return ((uint64_t)w->s[SREG_EXEC_HI] << 32 | w->s[SREG_EXEC_LO]) & w->c->wave_mask; }
+static inline void wr_exec(Wave *w, uint64_t v) { w->s[SREG_EXEC_LO] = (uint32_t)v; w->s[SREG_EXEC_HI] = w->c->wave_size == 64 ? (uint32_t)(v >> 32) : 0; }
+static inline uint64_t rd_vcc(const Wave *w) { return ((uint64_t)w->s[SREG_VCC_HI] << 32 | w->s[SREG_VCC_LO]) & w->c->wave_mask; }
+static inline void wr_vcc(Wave *w, uint64_t v) { w->s[SREG_VCC_LO] = (uint32_t)v; if (w->c->wave_size == 64) w->s[SREG_VCC_HI] = (uint32_t)(v >> 32); }
 
 /* ---------------- faults ---------------- */
 static void set_fault(Wave *w, int kind, int space, uint64_t addr, int size, int lane, uint64_t limit, const char *msg) {

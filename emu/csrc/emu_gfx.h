@@ -9,7 +9,7 @@ static const int8_t LDS_DIRECT_BYTES[8] = {1, 2, 4, 0, 1, 2, 0, 0};
 static void h_lds_direct_load(Wave *w, const Inst *in) {
   uint32_t m0 = w->s[125], ty = (m0 >> 16) & 7; int n = LDS_DIRECT_BYTES[ty];
   uint64_t ex = rd_exec(w);
-  if (!n) { set_status(w, ST_INVALID, "LDS_DIRECT_LOAD: M0[18:16] holds a reserved data type (3, 6 or 7)"); return; }
+  if (!n) { set_status(w, ST_INVALID, MSG_LDS_DIRECT_TYPE); return; }
   PC_STATE(s, w); s.laneId = ex ? (uint64_t)__builtin_ctzll(ex) : 0;
   uint64_t v = l_rd(&s, m0 & 0xffff, n);
   if (s.fault) return;
@@ -19,7 +19,7 @@ static void h_lds_direct_load(Wave *w, const Inst *in) {
 }
 static void h_lds_param_load(Wave *w, const Inst *in) {
   (void)in;
-  set_status(w, ST_UNSUPPORTED, "LDS_PARAM_LOAD reads vertex attributes the pixel-shader launch writes to LDS; a compute dispatch has none");
+  set_status(w, ST_UNSUPPORTED, MSG_LDS_PARAM);
 }
 /* EXP / VEXPORT: every target (MRT, Z, NULL, position, primitive) is a graphics pipeline output; a compute wave has none */
 static void h_export(Wave *w, const Inst *in) {

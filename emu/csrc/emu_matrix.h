@@ -1,9 +1,8 @@
 /* emu_matrix.h: the generic matrix kernel (WMMA, SWMMAC, MFMA). Shapes, element types and lane layouts are data generated
  * by mockgpu.emu.matrix (MatOp tables, one packed `lane | reg << 8 | shift << 16` per matrix element), which also defines
- * MAT_MINI (small float values) and the MFMA field accessors MAT_CBSZ/MAT_ABID/MAT_BLGP/MAT_SCALE before including this header; the
- * semantics are described there and mirrored by its Python kernel. */
-enum { ET_F16, ET_BF16, ET_FP8, ET_BF8, ET_IU8, ET_IU4, ET_F32, ET_I32, ET_I8, ET_F64, ET_F8F6F4, ET_XF32 };
-static const uint8_t ET_BITS[] = {16, 16, 8, 8, 8, 4, 32, 32, 8, 64, 8, 32};
+ * MAT_MINI (small float values), the element-type codes ET_* and widths ET_BITS (matrix.ETYPES) and the MFMA field accessors
+ * MAT_CBSZ/MAT_ABID/MAT_BLGP/MAT_SCALE before including this header; the semantics are described there and mirrored by its
+ * Python kernel. */
 typedef struct {
   uint16_t m, n, k, blocks; uint8_t ta, tb, tc, opsel_half, sparse, mfma, scaled;
   const uint32_t *lay[2][4];   /* [wave64][A, B, C/D, sparse index]; NULL: not defined in that wave size */

@@ -13,18 +13,8 @@ typedef struct {
   uint8_t pk32;       /* VOP3P sources (bit i) holding two 32-bit values in a register pair (gen_c.pk32) */
 } OpInfo;
 
-static const uint64_t FCONST64[9] = {0x3fe0000000000000ull, 0xbfe0000000000000ull, 0x3ff0000000000000ull, 0xbff0000000000000ull,
-  0x4000000000000000ull, 0xc000000000000000ull, 0x4010000000000000ull, 0xc010000000000000ull, 0x3fc45f306dc9c882ull};
-static const uint32_t FCONST32[9] = {0x3f000000, 0xbf000000, 0x3f800000, 0xbf800000, 0x40000000, 0xc0000000, 0x40800000, 0xc0800000, 0x3e22f983};
-static const uint16_t FCONST16[9] = {0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118};
-
-/* the flat apertures, 4 GiB each, as SRC_SHARED_BASE/LIMIT and SRC_PRIVATE_BASE/LIMIT report them: SH_MEM_BASES
- * shared_base = 1, private_base = 2 in 64-bit address mode (base << 48), the values amdgpu's KFD (gfx9+) and tinygrad's AM
- * driver program. A FLAT address whose high dword is an aperture's goes to the workgroup's LDS / the lane's scratch at the
- * low dword; everything else is global */
-#define APERTURE_SHARED 0x1000000000000ull
-#define APERTURE_PRIVATE 0x2000000000000ull
-#define SH_MEM_BASES ((uint32_t)(APERTURE_SHARED >> 48) << 16 | (uint32_t)(APERTURE_PRIVATE >> 48))
+/* the inline constants FCONST16/32/64 and the flat apertures (APERTURE_SHARED/PRIVATE, SH_MEM_BASES): mockgpu.emu.facts. A FLAT
+ * address whose high dword is an aperture's goes to the workgroup's LDS / the lane's scratch at the low dword; the rest is global */
 static inline int flat_space(uint64_t addr) {
   uint64_t hi = addr >> 32;
   return LIKELY(hi != APERTURE_SHARED >> 32 && hi != APERTURE_PRIVATE >> 32) ? SP_GLOBAL : hi == APERTURE_SHARED >> 32 ? SP_LDS : SP_SCRATCH;
@@ -35,39 +25,39 @@ static inline uint64_t scalar_src(Wave *w, const Inst *in, int e, int bits, int 
   if (e < 128) {
     if (e == ENC_NULL) return 0;
     uint64_t v = w->s[e];
-    if (bits > 32 && e < 127) v |= (uint64_t)w->s[e + 1] << 32;
-    if (e == 126 || e == 127) v &= w->c->wave_mask >> (e == 127 ? 32 : 0) | (bits > 32 ? w->c->wave_mask : 0);
+    if (bits > 32 && e < SREG_EXEC_HI) v |= (uint64_t)w->s[e + 1] << 32;
+    if (e == SREG_EXEC_LO || e == SREG_EXEC_HI) v &= w->c->wave_mask >> (e == SREG_EXEC_HI ? 32 : 0) | (bits > 32 ? w->c->wave_mask : 0);
     return v;
   }
-  if (e <= 192) return (uint64_t)(e - 128);
-  if (e <= 208) return (uint64_t)(int64_t)(192 - e);
-  if (e >= 240 && e <= 248) {
+  if (e <= SRC_INT_POS_END) return (uint64_t)(e - SRC_INT_ZERO);
+  if (e <= SRC_INT_NEG_END) return (uint64_t)(int64_t)(SRC_INT_POS_END - e);
+  if (e >= SRC_FLOAT && e <= SRC_FLOAT_END) {
     int k = fw ? fw : bits;
-    return k == 64 ? FCONST64[e - 240] : k == 16 ? FCONST16[e - 240] : FCONST32[e - 240];
+    return k == 64 ? FCONST64[e - SRC_FLOAT] : k == 16 ? FCONST16[e - SRC_FLOAT] : FCONST32[e - SRC_FLOAT];
   }
   switch (e) {
-    case 255: return (fw == 64) ? (uint64_t)in->lit << 32 : in->lit;
-    case 253: return w->scc;
-    case 251: return rd_vcc(w) == 0;
-    case 252: return rd_exec(w) == 0;
-    case 235: return bits > 32 ? APERTURE_SHARED : APERTURE_SHARED >> 32;
-    case 236: return bits > 32 ? APERTURE_SHARED + 0xffffffffull : (APERTURE_SHARED + 0xffffffffull) >> 32;
-    case 237: return bits > 32 ? APERTURE_PRIVATE : APERTURE_PRIVATE >> 32;
-    case 238: return bits > 32 ? APERTURE_PRIVATE + 0xffffffffull : (APERTURE_PRIVATE + 0xffffffffull) >> 32;
+    case SRC_LITERAL: return (fw == 64) ? (uint64_t)in->lit << 32 : in->lit;
+    case SRC_SCC: return w->scc;
+    case SRC_VCCZ: return rd_vcc(w) == 0;
+    case SRC_EXECZ: return rd_exec(w) == 0;
+    case SRC_SHARED_BASE: return bits > 32 ? APERTURE_SHARED : APERTURE_SHARED >> 32;
+    case SRC_SHARED_LIMIT: return bits > 32 ? APERTURE_SHARED + 0xffffffffull : (APERTURE_SHARED + 0xffffffffull) >> 32;
+    case SRC_PRIVATE_BASE: return bits > 32 ? APERTURE_PRIVATE : APERTURE_PRIVATE >> 32;
+    case SRC_PRIVATE_LIMIT: return bits > 32 ? APERTURE_PRIVATE + 0xffffffffull : (APERTURE_PRIVATE + 0xffffffffull) >> 32;
   }
-  set_status(w, ST_UNSUPPORTED, "source operand encoding not supported (LDS_DIRECT, POPS, reserved)");
+  set_status(w, ST_UNSUPPORTED, MSG_SRC_ENCODING);
   return 0;
 }
 
 /* scalar destination write: `bits` wide to the SGPR encoding e (NULL discards, EXEC/VCC honour the wave size) */
 static inline void sdst_write(Wave *w, int e, uint64_t v, int bits) {
   if (e == ENC_NULL) return;
-  if (e == 126) { if (bits > 32) wr_exec(w, v); else w->s[126] = (uint32_t)v; return; }
+  if (e == SREG_EXEC_LO) { if (bits > 32) wr_exec(w, v); else w->s[SREG_EXEC_LO] = (uint32_t)v; return; }
   if (e < 128) w->s[e] = (uint32_t)v;
   if (bits > 32 && e + 1 < 128) w->s[e + 1] = (uint32_t)(v >> 32);
 }
 static inline void sdst_write_reg(Wave *w, int e, const PcReg *r, int bits) {
-  for (int i = 0; i < (bits + 31) / 32 && e + i < 124; i++) w->s[e + i] = r->d[i];
+  for (int i = 0; i < (bits + 31) / 32 && e + i < SREG_WIDE_END; i++) w->s[e + i] = r->d[i];
 }
 
 typedef struct {
@@ -82,31 +72,12 @@ typedef struct {
   uint32_t dpp[2][MAXLANES];
 } VOps;
 
+/* the source lane of lane L under DPP16 control ctl: DPP16_SRC is generated from gen_c.dpp16_src (the rules, per arch); *valid
+ * 1, 0 (out of range) or -1 (a control this arch does not have) */
 static inline int dpp16_src(int ctl, int L, int *valid) {
-  int row = L & ~15, r = L & 15; *valid = 1;
-#if DPP_GFX9   /* gfx9: wave-wide shifts/rotates by one lane and the row broadcasts; 0x150..0x15f is row_newbcast (= row_share) */
-  switch (ctl) {
-    case 0x130: if (L + 1 >= MAXLANES) { *valid = 0; return L; } return L + 1;   /* wave_shl:1 */
-    case 0x134: return (L + 1) & (MAXLANES - 1);                                  /* wave_rol:1 */
-    case 0x138: if (L == 0) { *valid = 0; return L; } return L - 1;              /* wave_shr:1 */
-    case 0x13c: return (L - 1) & (MAXLANES - 1);                                  /* wave_ror:1 */
-    case 0x142: if (row == 0) { *valid = 0; return L; } return row - 1;          /* row_bcast:15: lane 15 of the previous row */
-    case 0x143: if (L < 32) { *valid = 0; return L; } return 31;                 /* row_bcast:31: lane 31 to rows 2 and 3 */
-  }
-  if (ctl >= 0x160) { *valid = -1; return L; }
-#endif
-#if DPP_BCAST_ROW0   /* gfx11 runs gfx9's row_bcast:15 / row_bcast:31 encodings as a broadcast of each row's lane 0 (hardware) */
-  if (ctl == 0x142 || ctl == 0x143) return row;
-#endif
-  if (ctl <= 0xff) return (L & ~3) | ((ctl >> ((L & 3) * 2)) & 3);                         /* quad_perm */
-  if (ctl >= 0x101 && ctl <= 0x10f) { int s = r + (ctl & 15); if (s > 15) { *valid = 0; return L; } return row | s; }  /* row_shl */
-  if (ctl >= 0x111 && ctl <= 0x11f) { int s = r - (ctl & 15); if (s < 0) { *valid = 0; return L; } return row | s; }  /* row_shr */
-  if (ctl >= 0x121 && ctl <= 0x12f) return row | ((r - (ctl & 15)) & 15);                     /* row_ror */
-  if (ctl == 0x140) return row | (15 - r);                                                     /* row_mirror */
-  if (ctl == 0x141) return row | (r & 8) | (7 - (r & 7));                                      /* row_half_mirror */
-  if (ctl >= 0x150 && ctl <= 0x15f) return row | (ctl & 15);                                   /* row_share */
-  if (ctl >= 0x160 && ctl <= 0x16f) return row | (r ^ (ctl & 15));                            /* row_xmask */
-  *valid = -1; return L;
+  int s = DPP16_SRC[ctl & 511][L];
+  *valid = s >= 0 ? 1 : s == -1 ? 0 : -1;
+  return s >= 0 ? s : L;
 }
 
 static int sdwa_setup(Wave *w, const Inst *in, const OpInfo *oi, VOps *o);
@@ -176,7 +147,7 @@ static __attribute__((noinline)) int valu_setup(Wave *w, const Inst *in, const O
       int valid = 1, sl;
       if (in->dpp_kind == 1) {
         sl = dpp16_src(in->dpp, L, &valid);
-        if (valid < 0) { set_status(w, ST_UNSUPPORTED, "DPP16 control not supported on this arch"); return 0; }
+        if (valid < 0) { set_status(w, ST_UNSUPPORTED, MSG_DPP16_CTRL); return 0; }
         if (!(in->row_mask >> (L >> 4) & 1) || !(in->bank_mask >> ((L >> 2) & 3) & 1)) continue;
         if (valid && !in->fi && !(ex >> sl & 1)) valid = 0;
         if (!valid && !in->bc) continue;
@@ -284,7 +255,7 @@ static inline uint64_t iclamp(const IClamp *ic, uint64_t a, uint64_t b, uint64_t
  * dst_sel byte/word/dword, with the other bits zeroed (dst_unused 0), sign-extended (1) or preserved (2). omod/clamp apply. */
 static inline int sdwa_sel(int sel, int *sh) { *sh = sel < 4 ? sel * 8 : sel < 6 ? (sel - 4) * 16 : 0; return sel < 4 ? 8 : sel < 6 ? 16 : 32; }
 static int sdwa_setup(Wave *w, const Inst *in, const OpInfo *oi, VOps *o) {
-  if (in->src0_sel > 6 || in->src1_sel > 6 || in->dst_sel > 6 || in->dst_unused > 2) { set_status(w, ST_INVALID, "SDWA select out of range"); return 0; }
+  if (in->src0_sel > 6 || in->src1_sel > 6 || in->dst_sel > 6 || in->dst_unused > 2) { set_status(w, ST_INVALID, MSG_SDWA_SEL); return 0; }
   for (int i = 0; i < 2; i++) {
     int bits = oi->sbits[i], fw = oi->sfw[i], sh, e = i == 0 ? in->vsrc0 : in->src1;
     if (!bits) continue;

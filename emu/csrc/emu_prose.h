@@ -2,18 +2,17 @@
  * the list in docs/emu.md): program end, barrier, waits (execution is in order, so waits complete immediately), hardware
  * registers, traps. */
 static void h_nop(Wave *w, const Inst *in) { (void)w; (void)in; }
-static void h_unsupported(Wave *w, const Inst *in) { (void)in; set_status(w, ST_UNSUPPORTED, "instruction has no semantics in this build"); }
-static void h_code_end(Wave *w, const Inst *in) { (void)in; set_status(w, ST_INVALID, "executed S_CODE_END (padding after the kernel's last instruction)"); }
+static void h_unsupported(Wave *w, const Inst *in) { (void)in; set_status(w, ST_UNSUPPORTED, MSG_NO_SEMANTICS); }
+/* the ops that only raise (S_CODE_END, ...) are generated from gen_c.PROSE_STOP */
 /* S_TRAP / S_SETHALT / S_SENDMSGHALT stop the dispatch with a structured report (ST_TRAP; f_kind TR_*, f_addr the trap id):
  * tinygrad's runtime installs no trap handler (TBA/TMA read 0), and nothing resumes a halted wave */
-enum { TR_TRAP = 1, TR_HALT = 2 };
 static void wave_stop(Wave *w, int kind, uint64_t id, const char *msg) {
   Ctx *c = w->c;
   if (c->status) return;
   set_status(w, ST_TRAP, msg); c->a->f_kind = kind; c->a->f_addr = id;
 }
-static void h_trap(Wave *w, const Inst *in) { wave_stop(w, TR_TRAP, in->simm16 & 0xff, "S_TRAP executed and no trap handler is installed"); }
-static void h_sethalt(Wave *w, const Inst *in) { if (in->simm16 & 1) wave_stop(w, TR_HALT, 0, "S_SETHALT 1: the wave halted and nothing resumes it"); }
+static void h_trap(Wave *w, const Inst *in) { wave_stop(w, TR_TRAP, in->simm16 & 0xff, MSG_TRAP); }
+static void h_sethalt(Wave *w, const Inst *in) { if (in->simm16 & 1) wave_stop(w, TR_HALT, 0, MSG_SETHALT); }
 /* S_SETKILL 1: the wave is terminated (no register capture); the rest of the dispatch continues */
 static void h_setkill(Wave *w, const Inst *in) { if (in->simm16 & 1) w->state = W_DONE; }
 /* S_SENDMSG: SIMM16[7:0] is the message (gfx11+ numbering). Compute waves send MSG_DEALLOC_VGPRS (3) before S_ENDPGM: the
@@ -21,11 +20,11 @@ static void h_setkill(Wave *w, const Inst *in) { if (in->simm16 & 1) w->state = 
 static void sendmsg(Wave *w, uint32_t msg) {
   char buf[96];
   if (msg == 3) return;
-  snprintf(buf, sizeof(buf), "S_SENDMSG message %u is not modelled (graphics / host interrupt)", msg);
+  snprintf(buf, sizeof(buf), MSG_SENDMSG, (int)msg);
   set_status(w, ST_UNSUPPORTED, buf);
 }
 static void h_sendmsg(Wave *w, const Inst *in) { sendmsg(w, in->simm16 & 0xff); }
-static void h_sendmsghalt(Wave *w, const Inst *in) { sendmsg(w, in->simm16 & 0xff); wave_stop(w, TR_HALT, 0, "S_SENDMSGHALT: the wave halted and nothing resumes it"); }
+static void h_sendmsghalt(Wave *w, const Inst *in) { sendmsg(w, in->simm16 & 0xff); wave_stop(w, TR_HALT, 0, MSG_SENDMSGHALT); }
 /* S_SENDMSG_RTN_B32/B64: SSRC0 is the message (enum MSG). REALTIME is an emulated deterministic clock: the wave-instructions
  * the dispatch executed so far, this one included; TBA/TMA are 0 (no trap handler); DOORBELL/DDID are 0 (a Dispatch carries
  * neither the queue's doorbell nor a dispatch id). SAVE_WAVE and TBA_TO_PC belong to a trap handler's context save. */
@@ -35,26 +34,15 @@ static void sendmsg_rtn(Wave *w, const Inst *in, int bits) {
   switch (in->src0) {
     case 128: case 129: case 130: case 133: v = 0; break;
     case 131: v = w->c->icount; break;
-    default: snprintf(buf, sizeof(buf), "S_SENDMSG_RTN message %d is not modelled (trap-handler context save / illegal)", in->src0);
+    default: snprintf(buf, sizeof(buf), MSG_SENDMSG_RTN, (int)in->src0);
       set_status(w, ST_UNSUPPORTED, buf); return;
   }
   sdst_write(w, in->sdst, v, bits);
 }
 static void h_sendmsg_rtn32(Wave *w, const Inst *in) { sendmsg_rtn(w, in, 32); }
 static void h_sendmsg_rtn64(Wave *w, const Inst *in) { sendmsg_rtn(w, in, 64); }
-/* V_MFMA_LD_SCALE_B32 is the first dword of a VOP3PX2 scaled MFMA (which the decoder takes whole, see matrix.py); alone,
- * not followed by V_MFMA_F32_{16X16X128,32X32X64}_F8F6F4, its scales have no consumer: a malformed program */
-static void h_mfma_ld_scale(Wave *w, const Inst *in) {
-  (void)in; set_status(w, ST_INVALID, "V_MFMA_LD_SCALE_B32 without its F8F6F4 MFMA: it is only the first half of a VOP3PX2 V_MFMA_SCALE_*");
-}
 /* S_MEMTIME / S_MEMREALTIME (gfx9 SMEM): SDATA[1:0] = the emulated clock of GET_REALTIME (deterministic) */
 static void h_memtime(Wave *w, const Inst *in) { sdst_write(w, in->sdata, w->c->icount, 64); }
-static void h_rfe_restore(Wave *w, const Inst *in) {
-  (void)in; set_status(w, ST_INVALID, "S_RFE_RESTORE_B64 returns from a trap handler, and none is installed (TBA/TMA read 0): no wave can be in one");
-}
-static void h_screen_partition(Wave *w, const Inst *in) {
-  (void)in; set_status(w, ST_UNSUPPORTED, "V_SCREEN_PARTITION_4SE_B32 maps screen tiles to shader engines for graphics; a compute dispatch has no screen");
-}
 static void h_barrier(Wave *w, const Inst *in) { (void)in; w->state = W_BARRIER; }
 /* S_SLEEP: the wave yields until the scheduler's next round over its workgroup (the other waves run first), so spin loops
  * that sleep see what other waves write; S_WAKEUP has nothing to wake early and is a no-op */
@@ -220,21 +208,10 @@ static void h_ds_ordered(Wave *w, const Inst *in) {
   uint64_t ex = rd_exec(w);
   for (uint32_t i = 0; i < n; i++)   /* checked at issue: M0 and EXEC can not change while the wave waits */
     if (ex >> i & 1 && ((base & 3) || base + 4 * i + 4 > GDS_BYTES)) {
-      set_fault(w, K_ATOMIC, SP_GDS, base + 4 * i, 4, (int)i, GDS_BYTES, "DS_ORDERED_COUNT outside the ordered-count memory"); return;
+      set_fault(w, K_ATOMIC, SP_GDS, base + 4 * i, 4, (int)i, GDS_BYTES, MSG_ORDERED_GDS); return;
     }
   uint32_t idx = in->offset0 >> 2 & 63;
   if (ordered_blocker(w->c, w, idx) != UINT64_MAX) wave_block(w, WK_ORDERED, idx, 0); else ordered_op(w, in);
-}
-/* graphics-only ops (pybackend.GFX_ONLY has the same messages): S_ENDPGM_ORDERED_PS_DONE ends a pixel-shader wave and
- * releases its primitive-ordered (POPS) section, DS_ADD/SUB_GS_REG_RTN update the geometry shader's stream-out registers
- * (GS_REGS); a compute dispatch has neither, so they are a clear error rather than a guess */
-static void h_ps_done(Wave *w, const Inst *in) {
-  (void)in; set_status(w, ST_UNSUPPORTED, "S_ENDPGM_ORDERED_PS_DONE is pixel-shader only (it also ends the wave's primitive-ordered "
-                                          "pixel-shader section, which a compute wave does not have); end a compute wave with S_ENDPGM");
-}
-static void h_gs_reg(Wave *w, const Inst *in) {
-  (void)in; set_status(w, ST_UNSUPPORTED, "DS_ADD_GS_REG_RTN/DS_SUB_GS_REG_RTN update the geometry-shader stream-out registers (GS_REGS), "
-                                          "which exist only for a graphics pipeline's GS stage; a compute dispatch has none");
 }
 /* S_SUBVECTOR_LOOP_BEGIN / S_SUBVECTOR_LOOP_END (RDNA3 SOPK): a wave64 runs the block between them as two 32-lane passes,
  * low half first; SDST keeps the EXEC half that is not running, SIMM16 is a branch offset in dwords from the next
@@ -245,13 +222,13 @@ static void h_gs_reg(Wave *w, const Inst *in) {
  * EXEC_HI reads as 0 in wave32, so there the block runs once (skipped when EXEC is 0) */
 static inline void subvec_branch(Wave *w, const Inst *in) { w->pc = w->pc0 + 4 + (uint64_t)((int64_t)(int16_t)in->simm16 * 4); }
 static void h_subvec_begin(Wave *w, const Inst *in) {
-  uint32_t hi = w->c->wave_size == 64 ? w->s[127] : 0;
-  w->s[127] = 0; sdst_write(w, in->sdst, hi, 32);
-  if (!w->s[126]) subvec_branch(w, in);
+  uint32_t hi = w->c->wave_size == 64 ? w->s[SREG_EXEC_HI] : 0;
+  w->s[SREG_EXEC_HI] = 0; sdst_write(w, in->sdst, hi, 32);
+  if (!w->s[SREG_EXEC_LO]) subvec_branch(w, in);
 }
 static void h_subvec_end(Wave *w, const Inst *in) {
-  uint32_t sd = (uint32_t)scalar_src(w, in, in->sdst, 32, 0), hi = w->c->wave_size == 64 ? w->s[127] : 0;
-  if (hi) { w->s[126] = sd; return; }
+  uint32_t sd = (uint32_t)scalar_src(w, in, in->sdst, 32, 0), hi = w->c->wave_size == 64 ? w->s[SREG_EXEC_HI] : 0;
+  if (hi) { w->s[SREG_EXEC_LO] = sd; return; }
   if (!sd) return;
-  sdst_write(w, in->sdst, w->s[126], 32); w->s[126] = 0; w->s[127] = sd; subvec_branch(w, in);
+  sdst_write(w, in->sdst, w->s[SREG_EXEC_LO], 32); w->s[SREG_EXEC_LO] = 0; w->s[SREG_EXEC_HI] = sd; subvec_branch(w, in);
 }

@@ -6,7 +6,7 @@ static void h_vopd(Wave *w, const Inst *in) {
   uint32_t ox[MAXLANES], oy[MAXLANES];
   uint64_t ex = rd_exec(w);
   VHalf hx = VOPD_HALF[in->opx], hy = VOPD_HALF[in->opy];
-  if (!hx || !hy) { set_status(w, ST_UNSUPPORTED, "VOPD half has no compiled pseudocode"); return; }
+  if (!hx || !hy) { set_status(w, ST_UNSUPPORTED, MSG_VOPD_HALF); return; }
   hx(w, in, 0, ox, ex); if (w->c->status) return;
   hy(w, in, 1, oy, ex); if (w->c->status) return;
   uint32_t *dx = w->v + (in->vdstx - 256) * MAXLANES, *dy = w->v + (in->vdsty - 256) * MAXLANES;
@@ -98,7 +98,7 @@ static void init_wave(Ctx *c, Wave *w, int id) {
   w->scc = 0; w->pc = 0; w->pc0 = 0; w->state = W_RUN; w->id = id; w->c = c; w->mode = a->mode;
   uint32_t n = (a->rsrc2 >> 1) & 31, k = 0;
   for (; k < n; k++) w->s[k] = k < a->nuser ? a->user_sgprs[k] : 0;
-  if (a->tgid_in_ttmp) { w->s[108 + 9] = c->wg[0]; w->s[108 + 7] = c->wg[1] | c->wg[2] << 16; }
+  if (a->tgid_in_ttmp) { w->s[SREG_TGID_X] = c->wg[0]; w->s[SREG_TGID_YZ] = c->wg[1] | c->wg[2] << 16; }
   else {
     if (a->rsrc2 >> 7 & 1) w->s[k++] = c->wg[0];
     if (a->rsrc2 >> 8 & 1) w->s[k++] = c->wg[1];

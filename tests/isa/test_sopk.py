@@ -17,6 +17,11 @@ def test_s_getreg_hw_id_reads_wave_id():
   st = run([s_getreg_b32(s[4], 23 | (4 << 11))], sgprs=(), block=(64, 1, 1))
   assert st.state.sgprs[4] == 0
 
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_s_version_does_nothing(backend):
+  """S_VERSION: "Do nothing - for use by tools only" (the ISA text under its pseudocode `nop()`): no register, SCC or PC change."""
+  st = run([s_mov_b32(s[4], 7), s_cmp_eq_u32(s[4], 7), s_version(simm16=0x1234), s_cselect_b32(s[5], s[4], 0)], sgprs=(), backend=backend)
+  assert st.state.sgprs[5] == 7 and st.state.scc == 1 and st.instructions == 5
 
 @pytest.mark.parametrize("backend", ["c", "python"])
 @pytest.mark.parametrize("wave64, lo, hi", [(True, 0x0000ff0f, 0xf0000001), (True, 0, 0x80000000), (True, 0x3, 0), (True, 0, 0), (False, 0xff00ff00, 0)])

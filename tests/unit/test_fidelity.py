@@ -3,7 +3,7 @@ agreement of the classification with the C generator, the coverage file's schema
 plugin), staleness warnings and the CLI's answers."""
 import json, re, subprocess, sys
 import pytest
-from tinygrad.runtime.autogen.amd.rdna3.ins import s_version, s_endpgm_ordered_ps_done, s_endpgm, v_add_f32_e32, v_mov_b32_e32, v
+from tinygrad.runtime.autogen.amd.rdna3.ins import s_code_end, s_endpgm_ordered_ps_done, s_endpgm, v_add_f32_e32, v_mov_b32_e32, v
 import tinygrad.runtime.autogen.amd.cdna.ins as C
 from mockgpu.emu import fidelity
 from mockgpu.emu.api import OP_HOOKS, run_code
@@ -39,7 +39,6 @@ def test_published_corrected_prose():
   assert [(i.fmt, i.status) for i in r.impls] == [("GLOBAL", "prose"), ("FLAT", "unsupported")] and r.status == "unsupported"
 
 @pytest.mark.parametrize("arch,m,code,msg,detail", [
-  ("gfx1100", "S_VERSION", code(s_version(simm16=0)), "unsupported: nop", "its pseudocode calls nop(), a machine built-in the emulator does not provide"),
   ("gfx1100", "S_ENDPGM_ORDERED_PS_DONE", code(s_endpgm_ordered_ps_done()), "unsupported: S_ENDPGM_ORDERED_PS_DONE is pixel-shader only",
    "h_ps_done: pixel-shader only"),
   ("gfx950", "S_SCRATCH_LOAD_DWORD", C.s_scratch_load_dword(sdata=C.s[4], sbase=C.s[0:1], offset=0).to_bytes() + C.s_endpgm().to_bytes(),
@@ -71,16 +70,16 @@ def test_op_hooks_see_every_dispatch_that_ran():
   try:
     prog = code(v_mov_b32_e32(v[1], 1.0), v_add_f32_e32(v[1], v[1], v[1]), v_add_f32_e32(v[1], v[1], v[1]))
     for be in ("c", "python"): assert run_code(prog, backend=be).op_counts is None   # not asked for: the hook does not change Stats
-    bad = code(v_mov_b32_e32(v[1], 1.0), s_version(simm16=0))
+    bad = code(v_mov_b32_e32(v[1], 1.0), s_code_end())
     for be in ("c", "python"):   # a dispatch that raised: its counts include the instruction that raised, the error carries none unasked
       with pytest.raises(InvalidInstruction) as ei: run_code(bad, backend=be)
       assert ei.value.op_counts is None
   finally: OP_HOOKS.clear()
   assert seen == [("gfx1100", {"VOP1 V_MOV_B32_E32": 1, "VOP2 V_ADD_F32_E32": 2, "SOPP S_ENDPGM": 1})] * 2 + \
-                 [("gfx1100", {"VOP1 V_MOV_B32_E32": 1, "SOPK S_VERSION": 1})] * 2
+                 [("gfx1100", {"VOP1 V_MOV_B32_E32": 1, "SOPP S_CODE_END": 1})] * 2
   for be in ("c", "python"):
     with pytest.raises(InvalidInstruction) as ei: run_code(bad, backend=be, op_counts=True)
-    assert ei.value.op_counts == {"VOP1 V_MOV_B32_E32": 1, "SOPK S_VERSION": 1}
+    assert ei.value.op_counts == {"VOP1 V_MOV_B32_E32": 1, "SOPP S_CODE_END": 1}
 
 def _cov(tmp_path, ran_add, failed=()):
   tests = {"t.py::test_ka": {"kind": "known-answer", "hw_fact": set(), "source": None, "ran": {("gfx1100", "V_ADD_F32"), ("gfx950", "V_ADD_F32")}},
@@ -147,7 +146,7 @@ def test_cli_explains_one_instruction(tmp_path, capsys):
                                      "did you mean V_DIV_SCALE_F32, V_DIV_SCALE_F64, V_DIV_FMAS_F32?\n")
   assert main(["fidelity", "--arch", "gfx1100", "--status", "unsupported", "--json", str(tmp_path / "r.json")]) == 0
   doc = json.loads((tmp_path / "r.json").read_text())
-  assert set(doc["archs"]) == {"gfx1100"} and "S_VERSION" in doc["archs"]["gfx1100"]["instructions"]
+  assert set(doc["archs"]) == {"gfx1100"} and "S_ENDPGM_ORDERED_PS_DONE" in doc["archs"]["gfx1100"]["instructions"]
   assert {r["status"] for r in doc["archs"]["gfx1100"]["instructions"].values()} == {"unsupported"}
   assert doc["archs"]["gfx1100"]["totals"]["unsupported"] == len(doc["archs"]["gfx1100"]["instructions"])
   assert main(["fidelity", "--totals"]) == 0
