@@ -4,7 +4,7 @@ from __future__ import annotations
 import ctypes, struct
 import numpy as np
 from mockgpu.emu.bvh import BVH_OPS, BVH_TYPE, INVALID_NODE, MISS, NODE_BYTES, NODE_TYPES, field, groups, known_mask
-from mockgpu.emu.facts import ST_FAULT, ST_INVALID, ST_UNSUPPORTED
+from mockgpu.emu.facts import ST_INVALID, ST_UNSUPPORTED
 from mockgpu.pcode.softfloat import cvt, fmt_of
 
 __all__ = ["exec_bvh"]

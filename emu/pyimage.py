@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from mockgpu.emu.buffer import format_table, from_format, to_format
 from mockgpu.emu.gen_gfx import image_kind
 from mockgpu.emu.image import DIM_COORDS, DIM_GRADS, DIM_NAMES, SAMPLE_FLAGS as SF, SW_MODES, field, linear_pitch, sfield
-from mockgpu.emu.facts import ST_FAULT, ST_INVALID, ST_UNSUPPORTED
+from mockgpu.emu.facts import ST_INVALID, ST_UNSUPPORTED
 from mockgpu.pcode.softfloat import cvt, fmt_of
 
 __all__ = ["exec_mimg"]
