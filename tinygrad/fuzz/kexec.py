@@ -20,18 +20,33 @@ __all__ = ["Executor", "check_param_slots", "EXECUTORS", "executor", "compile_as
            "amd_executor", "amd_worker", "ensure_cc", "quiet"]
 
 def check_param_slots(ast:UOp, renderer:Renderer, name:str) -> None:
-  """Lower `ast` for `renderer` and check that every variable PARAM's slot comes after every buffer's slot.
+  """Lower `ast` for `renderer` and check that the rendered function takes its PARAMs in the order the CPU runtime passes them:
+  every buffer (by slot), then every variable (by slot). tinygrad 0.14.0 numbers variables from the count of buffers, so
+  when simplification drops a buffer a variable shares a slot with a buffer or lands before it (finding F1); whether that
+  breaks the call depends on the order the renderer emits the PARAMs in (the linearizer's order for C and LLVM, the
+  instruction selector's for ISA renderers, both ties broken by the UOps themselves), and for LLVM on unique names
+  (`%data<slot>`). Only a broken order, a shared LLVM name, or a tie the linearizer cannot sort (it raises TypeError
+  lowering the kernel) is a collision.
 
   Raises:
-    ParamSlotCollision: a variable slot is not past the last buffer slot.
+    ParamSlotCollision: the rendered function's parameters do not match the runtime's argument order.
   """
   from tinygrad.codegen import full_rewrite_to_sink
+  from tinygrad.codegen.late.linearizer import linearize
   from tinygrad.dtype import AddrSpace
+  from tinygrad.renderer.isa import ISARenderer, IselContext
+  from tinygrad.renderer.llvmir import LLVMRenderer
   with quiet(): sink = full_rewrite_to_sink(ast, renderer, optimize=ast.tag is None)
   params = {u for u in sink.toposort() if u.op is Ops.PARAM}
   bufs = sorted(u.arg.slot for u in params if u.addrspace != AddrSpace.ALU)
   vs = sorted((str(u.arg.name), u.arg.slot) for u in params if u.addrspace == AddrSpace.ALU)
-  if bufs and any(s <= bufs[-1] for _, s in vs): raise ParamSlotCollision(name, bufs, vs)
+  if not bufs or all(s > bufs[-1] for _, s in vs): return
+  # a buffer and a variable on the same slot can tie in the linearizer's sort, whose tie-break then compares None with a tuple
+  try: order = [u for u in (IselContext(sink).func_args if isinstance(renderer, ISARenderer) else linearize(sink)) if u.op is Ops.PARAM]
+  except TypeError: raise ParamSlotCollision(name, bufs, vs) from None
+  kinds = [u.addrspace == AddrSpace.ALU for u in order]
+  in_order = kinds == sorted(kinds) and [u.arg.slot for u in order if u.addrspace != AddrSpace.ALU] == bufs
+  if not in_order or (isinstance(renderer, LLVMRenderer) and any(s in bufs for _, s in vs)): raise ParamSlotCollision(name, bufs, vs)
 
 @contextlib.contextmanager
 def quiet():
