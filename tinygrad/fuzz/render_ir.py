@@ -19,16 +19,22 @@ import math, random, struct
 from typing import Any
 import numpy as np
 
-__all__ = ["INTS", "FLOATS", "ULP", "generate", "evaluate", "build_ast", "to_arrays", "from_bits", "to_bits", "gc", "value_str"]
+__all__ = ["INTS", "FLOATS", "SMALL_FLOATS", "RAW", "ULP", "generate", "evaluate", "build_ast", "to_arrays", "from_bits", "to_bits", "gc", "value_str"]
 
 INTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
-FLOATS = ("float32", "float64")
+SMALL_FLOATS = ("float16", "bfloat16", "fp8e4m3", "fp8e5m2")
+FLOATS = ("float32", "float64") + SMALL_FLOATS
+RAW = ("bfloat16", "fp8e4m3", "fp8e5m2")  # numpy has no such dtype: their arrays hold the raw bits (uint16/uint8)
 BITS = {"bool": 1, "int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32, "int64": 64, "uint64": 64,
-        "float32": 32, "float64": 64}
-NP = {"bool": np.bool_, **{d: np.dtype(d) for d in INTS + FLOATS}}
+        "float32": 32, "float64": 64, "float16": 16, "bfloat16": 16, "fp8e4m3": 8, "fp8e5m2": 8}
+NP = {"bool": np.bool_, **{d: np.dtype(d) for d in INTS + FLOATS[:3]}, "bfloat16": np.dtype(np.uint16), "fp8e4m3": np.dtype(np.uint8),
+      "fp8e5m2": np.dtype(np.uint8)}
+# (explicit mantissa bits, exponent of the smallest normal) of each float format: its ulp at any magnitude
+FMT = {"float64": (52, -1022), "float32": (23, -126), "float16": (10, -14), "bfloat16": (7, -126), "fp8e4m3": (3, -6), "fp8e5m2": (2, -14)}
 # ULP class of the approximated float ops: allowed error in ulps of the result (rel) plus ulps of 1.0 (abs), see the doc
 ULP: dict[str, tuple[float, float]] = {"EXP2": (4, 0), "LOG2": (4, 2), "SIN": (4, 4), "RECIPROCAL": (1, 0), "SQRT": (1, 0)}
-FMAX = {"float32": float(np.finfo(np.float32).max), "float64": float(np.finfo(np.float64).max)}
+FMAX = {"float32": float(np.finfo(np.float32).max), "float64": float(np.finfo(np.float64).max), "float16": 65504.0,
+        "bfloat16": 3.3895313892515355e38, "fp8e4m3": 448.0, "fp8e5m2": 57344.0}
 INT_BIN, FLOAT_UN, CMP = ("ADD", "MUL", "MAX", "AND", "OR", "XOR"), ("SQRT", "EXP2", "LOG2", "SIN", "RECIPROCAL", "TRUNC"), \
   ("CMPLT", "CMPNE", "CMPEQ")
 
@@ -39,22 +45,38 @@ def wrap(x:int, dt:str) -> int:
   """Wrap an integer to dtype `dt` (two's complement), as tinygrad's PYTHON backend does."""
   m = x & ((1 << BITS[dt]) - 1)
   return m - (1 << BITS[dt]) if signed(dt) and m >> (BITS[dt] - 1) else m
+def _tg(dt:str):
+  from tinygrad.dtype import dtypes
+  return getattr(dtypes, dt)
 def from_bits(bits:int, dt:str) -> Any:
   """Returns: the Python value (bool/int/float) of raw `bits` in dtype `dt`."""
   if dt == "bool": return bool(bits & 1)
+  if dt == "float16": return struct.unpack("<e", struct.pack("<H", bits & 0xffff))[0]
+  if dt == "bfloat16": return struct.unpack("<f", struct.pack("<I", (bits & 0xffff) << 16))[0]
+  if dt in SMALL_FLOATS:
+    from tinygrad.dtype import fp8_to_float
+    return fp8_to_float(bits & 0xff, _tg(dt))
   if dt in FLOATS: return struct.unpack("<f" if dt == "float32" else "<d", struct.pack("<I" if dt == "float32" else "<Q", bits))[0]
   return wrap(bits, dt)
 def to_bits(v:Any, dt:str) -> int:
   """Returns: the raw bits of Python value `v` in dtype `dt`."""
   if dt == "bool": return int(bool(v))
+  if dt == "float16": return struct.unpack("<H", struct.pack("<e", _rnd(v, dt)))[0]
+  if dt == "bfloat16": return struct.unpack("<I", struct.pack("<f", _rnd(v, dt)))[0] >> 16
+  if dt in SMALL_FLOATS:
+    from tinygrad.dtype import float_to_fp8
+    return float_to_fp8(v, _tg(dt))
   if dt in FLOATS: return struct.unpack("<I" if dt == "float32" else "<Q", struct.pack("<f" if dt == "float32" else "<d", v))[0]
   return int(v) & ((1 << BITS[dt]) - 1)
 def to_arrays(case:dict, out_dtypes:list[str]) -> list[np.ndarray]:
   """Returns: the buffers of a case in slot order (zeroed outputs, then inputs)."""
   n = case["n"]
   outs = [np.zeros(n, NP[d]) for d in out_dtypes]
-  ins = [np.array([from_bits(b, i["dtype"]) for b in i["bits"]], NP[i["dtype"]]) for i in case["inputs"]]
+  ins = [np.array(i["bits"] if i["dtype"] in RAW else [from_bits(b, i["dtype"]) for b in i["bits"]], NP[i["dtype"]]) for i in case["inputs"]]
   return outs + ins
+def from_array(x:Any, dt:str) -> Any:
+  """Returns: the value of an element `x` (`.item()`) of an array made by `to_arrays` (raw bits for the `RAW` dtypes)."""
+  return from_bits(int(x), dt) if dt in RAW else x
 def value_str(v:Any) -> str: return repr(v) if not isinstance(v, float) else f"{v!r}({v.hex()})"
 
 # *** generation ***
@@ -64,10 +86,11 @@ def _rand_val(rng:random.Random, dt:str, denormals:bool=True) -> Any:
   if dt in FLOATS:
     r = rng.random()
     if r < 0.04: return rng.choice([0.0, -0.0, math.inf, -math.inf, math.nan])
-    if r < 0.07 and denormals: return rng.choice([1, -1]) * rng.randint(1, 2**20) * 2.0**(-149 if dt == "float32" else -1074)  # denormals
-    if r < 0.35: return float(rng.randint(-16, 16)) / rng.choice([1, 2, 4])
-    if r < 0.75: return rng.uniform(-8, 8)
-    return math.ldexp(rng.uniform(-1, 1), rng.randint(-40, 40))
+    m, emin = FMT[dt]
+    if r < 0.07 and denormals: return rng.choice([1, -1]) * rng.randint(1, min(2**20, 2**m - 1)) * 2.0**(emin - m)  # denormals
+    if r < 0.35: return _rnd(float(rng.randint(-16, 16)) / rng.choice([1, 2, 4]), dt)
+    if r < 0.75: return _rnd(rng.uniform(-8, 8), dt)
+    return _rnd(math.ldexp(rng.uniform(-1, 1), rng.randint(-40, 40) if dt not in ("fp8e4m3", "fp8e5m2") else rng.randint(-8, 8)), dt)
   lo, hi = (-(1 << (BITS[dt]-1)), (1 << (BITS[dt]-1)) - 1) if signed(dt) else (0, (1 << BITS[dt]) - 1)
   r = rng.random()
   if r < 0.3: return wrap(rng.randint(-10, 10), dt)
@@ -90,7 +113,7 @@ def generate(rng:random.Random, max_nodes:int=10, avoid_known:bool=False) -> dic
     a case dict (see the module docstring).
   """
   n = rng.choice([1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33])
-  pool = rng.sample(["int32", "float32", "uint32", "int64", "float64", "int8", "uint8", "int16", "uint64", "uint16"], rng.randint(1, 3))
+  pool = rng.sample(["int32", "float32", "uint32", "int64", "float64", "int8", "uint8", "int16", "uint64", "uint16", *SMALL_FLOATS], rng.randint(1, 3))
   if rng.random() < 0.5: pool.insert(0, rng.choice(["int32", "float32"]))
   case: dict = {"n": n, "axis": rng.choice(["LOOP", "LOOP", "GLOBAL"]), "inputs": [], "nodes": [], "outs": []}
   nodes, dts = case["nodes"], lambda: [nd[1] for nd in nodes]
@@ -111,8 +134,10 @@ def generate(rng:random.Random, max_nodes:int=10, avoid_known:bool=False) -> dic
   def nonconst(dt:str) -> int:
     i = get(dt)
     return i if nodes[i][0] != "const" else leaf(dt, const_ok=False)
-  def positive(dt:str) -> int:  # a divisor that is never 0 (and never -1): (x & mask) | 1, or a constant
-    if rng.random() < 0.5: return add(["const", dt, rng.choice([1, 2, 3, 5, 7, 8, 10, 16, 100, 127])])
+  def divisor(dt:str) -> int:  # mostly never 0 or -1 ((x & mask) | 1, or a positive constant), else 0, -1 or anything
+    if (r:=rng.random()) < 0.08: return add(["const", dt, to_bits(rng.choice([0, -1]), dt)])
+    if r < 0.16: return get(dt)
+    if r < 0.58: return add(["const", dt, rng.choice([1, 2, 3, 5, 7, 8, 10, 16, 100, 127])])
     return add(["OR", dt, add(["AND", dt, get(dt), add(["const", dt, rng.choice([3, 7, 15, 127])])]), add(["const", dt, 1])])
   for _ in range(rng.randint(1, max_nodes)):
     dt = rng.choice(pool + ["bool"] * (rng.random() < 0.15))
@@ -131,10 +156,10 @@ def generate(rng:random.Random, max_nodes:int=10, avoid_known:bool=False) -> dic
       if r < 0.5: add([rng.choice([o for o in FLOAT_UN if not avoid_known or (o != "SQRT" and (o, dt) != ("SIN", "float64"))]), dt, get(dt)])
       else: add([rng.choice(("ADD", "MUL", "MAX")), dt, get(dt), get(dt)])
     elif dt in NARROW and avoid_known:
-      if r < 0.5: add([rng.choice(("CDIV", "CMOD")), dt, get(dt), positive(dt)])
+      if r < 0.5: add([rng.choice(("CDIV", "CMOD")), dt, get(dt), divisor(dt)])
       else: add([rng.choice(("MAX", "AND", "OR", "XOR")), dt, get(dt), get(dt)])
     else:
-      if r < 0.35: add([rng.choice(("CDIV", "CMOD")), dt, get(dt), positive(dt)])
+      if r < 0.35: add([rng.choice(("CDIV", "CMOD")), dt, get(dt), divisor(dt)])
       elif r < 0.5: add([rng.choice(("SHL", "SHR")), dt, leaf(dt, const_ok=False) if avoid_known else get(dt),
                          add(["const", dt, rng.randint(0, BITS[dt]-1)])
                          if rng.random() < 0.6 else add(["AND", dt, get(dt), add(["const", dt, BITS[dt]-1])])])
@@ -168,9 +193,17 @@ def gc(case:dict) -> dict:
 
 # *** reference evaluation ***
 
-def _rnd(x:float, dt:str) -> float: return float(np.float32(x)) if dt == "float32" else float(x)
+def _rnd(x:float, dt:str) -> float:
+  """`x` rounded to the nearest value of float dtype `dt`, as tinygrad's PYTHON backend rounds (`tinygrad.dtype.truncate`: bfloat16
+  through float32, fp8 saturating)."""
+  if dt == "float64": return float(x)
+  if dt == "float32": return float(np.float32(x))
+  from tinygrad.dtype import truncate
+  return float(truncate[_tg(dt)](x))
 def _ulp(x:float, dt:str) -> float:
-  return float(np.spacing(np.float32(abs(x)) if dt == "float32" else np.float64(abs(x)))) if math.isfinite(x) else 0.0
+  if not math.isfinite(x): return 0.0
+  m, emin = FMT[dt]
+  return 2.0 ** (max(math.frexp(abs(x))[1] - 1 if x else emin, emin) - m)
 def _np(fn, *a):
   with np.errstate(all="ignore"): return float(fn(*[np.float64(x) for x in a]))
 
@@ -215,6 +248,13 @@ def _feval(op:str, xs:list, dt:str, fusable:bool, mag:float):
 def _cast(x, src:str, dt:str):
   if src in FLOATS:
     v, e = x
+    if dt in SMALL_FLOATS:
+      # fp8 overflow saturates on PYTHON, clamps on AMD, may be NaN elsewhere; float64 -> float16/bfloat16 goes through float32
+      # on the CPU renderers (a double rounding) but is one `fptrunc` on LLVM's GPU targets: undetermined where they differ
+      if dt.startswith("fp8") and not (math.isnan(v) or abs(v) + e <= FMAX[dt]): return None
+      r = _rnd(v, dt)
+      if e: return (r, e + _ulp(r, dt))
+      return (r, 0.0) if math.isnan(v) or r == _rnd(_rnd(v, "float32"), dt) and r == _exact_rnd(v, dt) else None
     if dt in FLOATS:
       r = _rnd(v, dt)
       return (r, 0.0 if e == 0 and r == v or math.isnan(v) else e + (_ulp(r, dt) if dt == "float32" and src == "float64" else 0))
@@ -227,12 +267,31 @@ def _cast(x, src:str, dt:str):
     return t if lo <= t <= hi else None
   iv = int(x)
   if dt == "bool": return iv != 0
+  if dt in SMALL_FLOATS:  # through float32 on the renderers without the type (two roundings), directly elsewhere
+    if dt.startswith("fp8") and abs(iv) > FMAX[dt]: return None
+    r = _exact_rnd(iv, dt)
+    return (r, 0.0) if r == _rnd(float(np.float32(iv)), dt) else None
   if dt in FLOATS: return (float(NP[dt].type(iv)) if abs(iv) < 2**63 or src == "uint64" else float(iv), 0.0)
   return wrap(iv, dt)
 
+def _exact_rnd(x, dt:str) -> float:
+  """A number (int or float) rounded once, to nearest even, to float dtype `dt` (no float32 step)."""
+  if isinstance(x, float) and not math.isfinite(x): return _rnd(x, dt)
+  m, emin = FMT[dt]
+  from fractions import Fraction
+  f = Fraction(x)
+  if f == 0: return 0.0 * (math.copysign(1, x) if isinstance(x, float) else 1)
+  e = max(math.floor(math.log2(abs(f))), emin) - m
+  while abs(f) >= Fraction(2) ** (e + m + 1): e += 1  # log2 of a huge Fraction may round down
+  q = f / Fraction(2) ** e
+  r = round(q)  # Python rounds halves to even
+  v = float(r * Fraction(2) ** e) if abs(r * Fraction(2) ** e) < 2 ** 1024 else math.copysign(math.inf, x)
+  return _rnd(v, dt)  # overflow to inf (or fp8 saturation) as the dtype does
+
 def _bitcast(x, src:str, dt:str):
-  # the sign of a float zero is not determined (`nsz`; PYTHON's TRUNC returns +0.0 for trunc(-0.5)), nor the bits of an inexact value
-  if src in FLOATS and (x[1] != 0 or x[0] == 0): return None
+  # the sign of a float zero is not determined (`nsz`; PYTHON's TRUNC returns +0.0 for trunc(-0.5)), nor the bits of an inexact value;
+  # NaN payloads of float16/bfloat16/fp8 are not kept by the reference's Python floats
+  if src in FLOATS and (x[1] != 0 or x[0] == 0 or (src in SMALL_FLOATS and math.isnan(x[0]))): return None
   b = to_bits(x[0] if src in FLOATS else x, src)
   v = from_bits(b, dt)
   return (v, 0.0) if dt in FLOATS else v
@@ -255,13 +314,15 @@ def _cmp(op:str, a, b, is_float:bool):
   return {"CMPLT": a < b, "CMPNE": a != b, "CMPEQ": a == b}[op]
 
 _ARITH = ("ADD", "MUL")
-def evaluate(case:dict, signed_overflow:bool=True) -> list[list[Any]]:
+def evaluate(case:dict, signed_overflow:bool=True, ub:set|None=None) -> list[list[Any]]:
   """The reference value of every output lane.
 
   Args:
     case: the program.
     signed_overflow: True: signed integer ADD/MUL/SHL wrap (tinygrad's PYTHON backend, numpy); False: a lane whose signed
       ADD/MUL/SHL overflows is undetermined (C and LLVM `nsw` semantics, see finding F8).
+    ub: if given, gets "division" when some lane may divide by 0 or divide the minimum by -1 (undefined in C and LLVM for
+      every integer width: x86 traps with SIGFPE, the GPUs return some value), so the whole kernel may trap.
   Returns:
     outs[j][lane]: None (undetermined) or a bool/int, or (float value, absolute error bound) for float outputs.
   """
@@ -294,6 +355,7 @@ def evaluate(case:dict, signed_overflow:bool=True) -> list[list[Any]]:
           col[i] = _ieval(op, xs[0], xs[1], dt)
           if not signed_overflow and signed(dt) and op in ("ADD", "MUL", "SHL") and col[i] is not None and \
              col[i] != (xs[0]+xs[1] if op == "ADD" else xs[0]*xs[1] if op == "MUL" else xs[0] << xs[1]): col[i] = None
+    if ub is not None and op in ("CDIV", "CMOD") and any(c is None for c in col): ub.add("division")
     vals.append(col)
     mags.append([abs(x[0]) if isinstance(x, tuple) and math.isfinite(x[0]) else 0.0 for x in col] if op != "ADD" or dt not in FLOATS else
                 [mags[args[0]][i] + mags[args[1]][i] for i in range(n)])
@@ -310,6 +372,11 @@ def build_ast(case):
     if name == "bool": return bool(bits & 1)
     if name in ("float32", "float64"):
       return struct.unpack("<f" if name == "float32" else "<d", struct.pack("<I" if name == "float32" else "<Q", bits))[0]
+    if name == "float16": return struct.unpack("<e", struct.pack("<H", bits & 0xffff))[0]
+    if name == "bfloat16": return struct.unpack("<f", struct.pack("<I", (bits & 0xffff) << 16))[0]
+    if name.startswith("fp8"):
+      from tinygrad.dtype import fp8_to_float
+      return fp8_to_float(bits & 0xff, dtype(name))
     nb = dtype(name).itemsize * 8
     m = bits & ((1 << nb) - 1)
     return m - (1 << nb) if name.startswith("int") and m >> (nb - 1) else m
