@@ -179,18 +179,24 @@ class RenderFuzzer(Fuzzer):
                          expect=json.dumps(expect), executor=json.dumps(bad), to_arrays=_TO_ARRAYS)
 
 _TO_ARRAYS = '''
+RAW = {"bfloat16": "uint16", "fp8e4m3": "uint8", "fp8e5m2": "uint8"}  # numpy has no such dtype: arrays hold their bits
+def val(b, name):
+  import struct
+  if name == "bool": return bool(b & 1)
+  if name in ("float32", "float64"):
+    return struct.unpack("<f" if name == "float32" else "<d", struct.pack("<I" if name == "float32" else "<Q", b))[0]
+  if name == "float16": return struct.unpack("<e", struct.pack("<H", b & 0xffff))[0]
+  if name == "bfloat16": return struct.unpack("<f", struct.pack("<I", (b & 0xffff) << 16))[0]
+  if name.startswith("fp8"):
+    from tinygrad.dtype import dtypes, fp8_to_float
+    return fp8_to_float(b & 0xff, getattr(dtypes, name))
+  nb = np.dtype(name).itemsize * 8
+  m = b & ((1 << nb) - 1)
+  return m - (1 << nb) if name.startswith("int") and m >> (nb - 1) else m
 def arrays(case):
-  import numpy as np, struct
-  def val(b, name):
-    if name == "bool": return bool(b & 1)
-    if name in ("float32", "float64"):
-      return struct.unpack("<f" if name == "float32" else "<d", struct.pack("<I" if name == "float32" else "<Q", b))[0]
-    nb = np.dtype(name).itemsize * 8
-    m = b & ((1 << nb) - 1)
-    return m - (1 << nb) if name.startswith("int") and m >> (nb - 1) else m
-  npd = lambda n: np.bool_ if n == "bool" else np.dtype(n)
+  npd = lambda n: np.bool_ if n == "bool" else np.dtype(RAW.get(n, n))
   outs = [np.zeros(case["n"], npd(case["nodes"][o][1])) for o in case["outs"]]
-  return outs + [np.array([val(b, i["dtype"]) for b in i["bits"]], npd(i["dtype"])) for i in case["inputs"]]
+  return outs + [np.array(i["bits"] if i["dtype"] in RAW else [val(b, i["dtype"]) for b in i["bits"]], npd(i["dtype"])) for i in case["inputs"]]
 '''
 
 _REPRO = '''"""Standalone repro of a mockgpu render-fuzzer failure (needs tinygrad; numpy; clang for CPU executors, unicorn for *-A64,
@@ -267,6 +273,7 @@ for name in ("PYTHON", {executor}):
   for j, col in enumerate(expect):
     for lane, want in enumerate(col):
       got = arrs[j][lane].item()
+      if (dt:=case["nodes"][case["outs"][j]][1]) in RAW: got = val(got, dt)
       if want is None: continue
       if isinstance(want, list):
         v, e = want
