@@ -103,6 +103,9 @@ class RenderFuzzer(Fuzzer):
         return Failure(f"fault:{ex.name}", f"{ex.name} faulted: {e.detail}")
       except ParamSlotCollision as e: return Failure(f"param-slot-collision:{ex.name}", str(e))
       except Exception as e:
+        if type(e).__name__ == "KernelOptError" and case.get("opts"):  # e.g. LOCAL/GROUP on a renderer without local memory
+          self._stats["skipped_opts"] += 1
+          continue
         if isinstance(e, (OverflowError, ValueError)) and "cannot convert float" in str(e):
           return Failure(f"cast-nonfinite:{ex.name}", f"{ex.name} cannot cast a non-finite float to an integer: {e}")
         return Failure(f"crash:{ex.name}", f"{ex.name} raised {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
@@ -118,7 +121,15 @@ class RenderFuzzer(Fuzzer):
     if len(case["outs"]) > 1:
       for o in case["outs"]: yield ir.gc({**case, "outs": [o]})
       for k in range(len(case["outs"])): yield ir.gc({**case, "outs": case["outs"][:k] + case["outs"][k+1:]})
-    n = case["n"]
+    n, k = case["n"], ir.red_k(case)
+    if case.get("opts"): yield {key: v for key, v in case.items() if key != "opts"}
+    if k > 1:
+      for keep in (1, k // 2):  # iterations j < keep of every lane (1: no reduction left)
+        c = copy.deepcopy(case)
+        for inp in c["inputs"]: inp["bits"] = [b for i in range(n) for b in inp["bits"][i*k:i*k+keep]]
+        if keep == 1: del c["red"]
+        else: c["red"]["k"] = keep
+        yield c
     if n > 1:
       spans = [(0, n//2), (n//2, n)] + [(i, i+1) for i in range(n)] + [(0, n-1), (1, n)]
       for a, b in spans: yield self._lanes(case, a, b)
@@ -145,9 +156,9 @@ class RenderFuzzer(Fuzzer):
 
   @staticmethod
   def _lanes(case:dict, a:int, b:int) -> dict:
-    c = copy.deepcopy(case)
+    c, k = copy.deepcopy(case), ir.red_k(case)
     c["n"] = b - a
-    for inp in c["inputs"]: inp["bits"] = inp["bits"][a:b]
+    for inp in c["inputs"]: inp["bits"] = inp["bits"][a*k:b*k]
     for nd in c["nodes"]:
       if nd[0] == "idx": nd[2] += a
     return c
@@ -165,7 +176,8 @@ class RenderFuzzer(Fuzzer):
     return ir.gc(c)
 
   def describe(self, case:dict) -> str:
-    return f"n={case['n']} " + " ".join(f"%{i}={nd[0]}.{nd[1]}{tuple(nd[2:])}" for i, nd in enumerate(case["nodes"])) + f" outs={case['outs']}"
+    extra = (f" red={case['red']['op']}x{case['red']['k']}" if case.get("red") else "") + (f" opts={case['opts']}" if case.get("opts") else "")
+    return f"n={case['n']}{extra} " + " ".join(f"%{i}={nd[0]}.{nd[1]}{tuple(nd[2:])}" for i, nd in enumerate(case["nodes"])) + f" outs={case['outs']}"
 
   def repro(self, case:dict) -> str:
     f = self.check(case)

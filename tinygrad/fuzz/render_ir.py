@@ -9,6 +9,11 @@ Element values are stored as raw bit patterns (so NaN, -0.0 and denormals surviv
   [ALU, dt, a, b, ...]   a tinygrad ALU op (names of `Ops`) on earlier nodes
   ["CAST"|"BITCAST", dt, a]
 Output j is stored to buffer slot j, inputs follow in slots len(outs)+k.
+Optional keys: `"red": {"k": K, "op": "ADD"|"MAX"}` makes the kernel a reduction: every lane i runs an inner REDUCE loop j < K,
+inputs hold n*K elements (element i*K + j), `idx` stays i, and output i is the ADD/MAX fold over j of its node (bool outputs
+are not generated in reductions). `"opts": [[op, axis, amount]]` are tinygrad `Opt`s applied instead of the heuristics
+(`UPCAST`/`LOCAL` on a GLOBAL lane loop, `UNROLL`/`GROUP`/`GROUPTOP` on the reduce loop: vectors, local (shared) memory); an
+executor whose renderer cannot apply them does not run the case.
 
 The reference (`evaluate`) gives every output lane either `None` (not determined: the backends may legitimately differ, e.g. a
 comparison of two floats closer than their error bounds) or `(value, err)`: integers and bools exact (err 0), floats with an
@@ -68,6 +73,7 @@ def to_bits(v:Any, dt:str) -> int:
     return float_to_fp8(v, _tg(dt))
   if dt in FLOATS: return struct.unpack("<I" if dt == "float32" else "<Q", struct.pack("<f" if dt == "float32" else "<d", v))[0]
   return int(v) & ((1 << BITS[dt]) - 1)
+def red_k(case:dict) -> int: return case["red"]["k"] if case.get("red") else 1
 def to_arrays(case:dict, out_dtypes:list[str]) -> list[np.ndarray]:
   """Returns: the buffers of a case in slot order (zeroed outputs, then inputs)."""
   n = case["n"]
@@ -116,6 +122,7 @@ def generate(rng:random.Random, max_nodes:int=10, avoid_known:bool=False) -> dic
   pool = rng.sample(["int32", "float32", "uint32", "int64", "float64", "int8", "uint8", "int16", "uint64", "uint16", *SMALL_FLOATS], rng.randint(1, 3))
   if rng.random() < 0.5: pool.insert(0, rng.choice(["int32", "float32"]))
   case: dict = {"n": n, "axis": rng.choice(["LOOP", "LOOP", "GLOBAL"]), "inputs": [], "nodes": [], "outs": []}
+  k = rng.choice([2, 3, 4, 8, 16]) if rng.random() < 0.25 else 1
   nodes, dts = case["nodes"], lambda: [nd[1] for nd in nodes]
   def add(nd:list) -> int:
     nodes.append(nd)
@@ -123,7 +130,7 @@ def generate(rng:random.Random, max_nodes:int=10, avoid_known:bool=False) -> dic
   def leaf(dt:str, const_ok:bool=True) -> int:
     r = rng.random()
     if r < 0.55 or not const_ok:
-      case["inputs"].append({"dtype": dt, "bits": [to_bits(_rand_val(rng, dt, not avoid_known), dt) for _ in range(n)]})
+      case["inputs"].append({"dtype": dt, "bits": [to_bits(_rand_val(rng, dt, not avoid_known), dt) for _ in range(n*k)]})
       return add(["in", dt, len(case["inputs"]) - 1])
     if r < 0.7 and dt in INTS and not (avoid_known and BITS[dt] == 64): return add(["idx", dt, rng.choice([0, 0, 1, 3, 100])])
     return add(["const", dt, to_bits(_rand_val(rng, dt, not avoid_known), dt)])
@@ -167,6 +174,15 @@ def generate(rng:random.Random, max_nodes:int=10, avoid_known:bool=False) -> dic
   last = len(nodes) - 1
   extra = [i for i, nd in enumerate(nodes) if nd[0] not in ("in", "const", "idx") and i != last]
   case["outs"] = [last] + rng.sample(extra, min(len(extra), rng.randint(0, 2)))
+  if k > 1:
+    case["red"] = {"k": k, "op": rng.choice(["ADD", "ADD", "MAX"])}
+    case["outs"] = [o if nodes[o][1] != "bool" else add(["CAST", "int32", o]) for o in case["outs"]]
+  if rng.random() < 0.3:
+    # tinygrad upcasts only GLOBAL axes (a LOOP axis becomes GLOBAL only on renderers with local memory)
+    glob = case["axis"] == "GLOBAL"
+    cands = [["UPCAST", 0, a] for a in (2, 4, 8) if n % a == 0 and glob] + [["LOCAL", 0, a] for a in (2, 4) if n % a == 0 and glob] + \
+            [[op, 0, a] for op in ("UNROLL", "GROUP", "GROUPTOP") for a in (2, 4) if k % a == 0 and k > a]
+    if cands: case["opts"] = [rng.choice(cands)]
   return gc(case)
 
 def gc(case:dict) -> dict:
@@ -189,7 +205,7 @@ def gc(case:dict) -> dict:
     elif nd[0] in ("idx", "const"): new_nodes.append(list(nd))
     else: new_nodes.append([nd[0], nd[1], *[remap[a] for a in nd[2:]]])
   return {"n": case["n"], "axis": case["axis"], "inputs": [case["inputs"][k] for k in used_in], "nodes": new_nodes,
-          "outs": [remap[o] for o in case["outs"]]}
+          "outs": [remap[o] for o in case["outs"]], **{key: case[key] for key in ("red", "opts") if case.get(key)}}
 
 # *** reference evaluation ***
 
@@ -326,13 +342,14 @@ def evaluate(case:dict, signed_overflow:bool=True, ub:set|None=None) -> list[lis
   Returns:
     outs[j][lane]: None (undetermined) or a bool/int, or (float value, absolute error bound) for float outputs.
   """
-  nodes, n = case["nodes"], case["n"]
+  nodes, k = case["nodes"], red_k(case)
+  n = case["n"] * k  # virtual lanes i*K + j of a reduction
   vals: list[list[Any]] = []
   mags: list[list[float]] = []  # per float lane: the sum of |terms| of the add chain it ends (bounds reassociated partial sums)
   for nd in nodes:
     op, dt, args = nd[0], nd[1], nd[2:]
     if op == "in": col = [from_bits(b, dt) for b in case["inputs"][args[0]]["bits"]]
-    elif op == "idx": col = [wrap(i + args[0], dt) for i in range(n)]
+    elif op == "idx": col = [wrap(i // k + args[0], dt) for i in range(n)]
     elif op == "const": col = [from_bits(args[0], dt)] * n
     else: col = [None] * n
     if dt in FLOATS and op in ("in", "const"): col = [(v, 0.0) for v in col]
@@ -359,7 +376,28 @@ def evaluate(case:dict, signed_overflow:bool=True, ub:set|None=None) -> list[lis
     vals.append(col)
     mags.append([abs(x[0]) if isinstance(x, tuple) and math.isfinite(x[0]) else 0.0 for x in col] if op != "ADD" or dt not in FLOATS else
                 [mags[args[0]][i] + mags[args[1]][i] for i in range(n)])
-  return [vals[o] for o in case["outs"]]
+  if k == 1: return [vals[o] for o in case["outs"]]
+  return [[_fold(case["red"]["op"], vals[o][i*k:(i+1)*k], mags[o][i*k:(i+1)*k], nodes[o][1], signed_overflow) for i in range(case["n"])]
+          for o in case["outs"]]
+
+def _fold(op:str, xs:list, mags:list[float], dt:str, signed_overflow:bool):
+  """A REDUCE lane: the ADD or MAX fold of `xs` (in order from the identity, as tinygrad's accumulator; its float ADD may be
+  reassociated by UNROLL/UPCAST/GROUP partial sums, so each of the K additions may round at the magnitude of all terms)."""
+  if any(x is None for x in xs): return None
+  if dt not in FLOATS:
+    if op == "MAX": return max(xs)
+    total = sum(xs)
+    return wrap(total, dt) if signed_overflow or not signed(dt) or wrap(total, dt) == total else None
+  if op == "MAX":
+    if any(math.isnan(v) for v, _ in xs): return None
+    return max(v for v, _ in xs), max(e for _, e in xs)
+  if not all(math.isfinite(v) for v, _ in xs):
+    if any(e for _, e in xs): return None
+    return _rnd(_np(lambda a: np.sum(a), [v for v, _ in xs]), dt), 0.0
+  v = _rnd(math.fsum(v for v, _ in xs), dt)
+  bound = sum(e for _, e in xs) + len(xs) * _ulp(sum(mags) + sum(abs(x) for x, _ in xs), dt)
+  if not math.isfinite(v) or abs(v) + bound >= FMAX[dt]: return None
+  return v, bound
 
 def build_ast(case):
   """Build the tinygrad kernel AST of a render case (self-contained: repro scripts embed this function's source)."""
@@ -380,17 +418,23 @@ def build_ast(case):
     nb = dtype(name).itemsize * 8
     m = bits & ((1 << nb) - 1)
     return m - (1 << nb) if name.startswith("int") and m >> (nb - 1) else m
-  n, nodes, outs = case["n"], case["nodes"], case["outs"]
+  from tinygrad.codegen.opt import Opt, OptOps
+  n, nodes, outs, red = case["n"], case["nodes"], case["outs"], case.get("red")
+  k = red["k"] if red else 1
   rng = UOp.range(n, 0, AxisType.LOOP if case["axis"] == "LOOP" else AxisType.GLOBAL)
-  ins = [param(len(outs) + k, n, dtype(i["dtype"])) for k, i in enumerate(case["inputs"])]
+  r2 = UOp.range(k, 1, AxisType.REDUCE) if red else None
+  at = rng * k + r2 if red else rng
+  ins = [param(len(outs) + j, n * k, dtype(i["dtype"])) for j, i in enumerate(case["inputs"])]
   u: list = []
   for nd in nodes:
     op, dt, args = nd[0], dtype(nd[1]), nd[2:]
-    if op == "in": u.append(ins[args[0]].index(rng))
+    if op == "in": u.append(ins[args[0]].index(at))
     elif op == "idx": u.append((rng + args[0]).cast(dt))
     elif op == "const": u.append(UOp.const(value(args[0], nd[1]), dt))
     elif op == "CAST": u.append(u[args[0]].cast(dt))
     elif op == "BITCAST": u.append(u[args[0]].bitcast(dt))
     else: u.append(UOp(getattr(Ops, op), dt, tuple(u[a] for a in args)))
-  stores = [param(j, n, dtype(nodes[o][1])).index(rng).store(u[o]) for j, o in enumerate(outs)]
-  return UOp.group(*stores).end(rng).sink(arg=KernelInfo(name="fuzz_render"))
+  res = [u[o].reduce(r2, arg=getattr(Ops, red["op"])) if red else u[o] for o in outs]
+  stores = [param(j, n, dtype(nodes[o][1])).index(rng).store(r) for j, (o, r) in enumerate(zip(outs, res))]
+  opts = tuple(Opt(getattr(OptOps, op), axis, amt) for op, axis, amt in case["opts"]) if case.get("opts") else None
+  return UOp.group(*stores).end(rng).sink(arg=KernelInfo(name="fuzz_render", opts_to_apply=opts))
