@@ -1,7 +1,9 @@
 """The render fuzzer: the same random program on every renderer/backend, judged against a reference with per-op ULP classes.
 
-Programs are small SSA lists over one loop (see `render_ir`), lowered by tinygrad 0.14.0 for each executor of
-`mockgpu.tinygrad.fuzz.kexec` (PYTHON, CPU with CLANG/LLVM/X86, and aarch64 under unicorn). Integers, bools and
+Programs are small SSA lists over one loop, optionally reducing over an inner loop and with tinygrad Opts (vectors, local
+memory), on integer, bool, float16, bfloat16, fp8, float32 and float64 values (see `render_ir`), lowered by tinygrad 0.14.0 for
+each executor of `mockgpu.tinygrad.fuzz.kexec` (PYTHON, CPU with CLANG/LLVM/X86, aarch64 under unicorn, the mock AMD GPU;
+opt-in gfx1201, gfx950 and NVIDIA PTX) that supports the case's dtypes and opts. Integers, bools and
 exactly-determined floats must match the reference bit for bit (+0.0 and -0.0 are equal: the LLVM renderer emits `nsz`);
 other floats must lie within the error bound the reference carries. Failure classes: `mismatch:<EXEC>` (a value outside its
 class), `fault:<EXEC>` (the kernel faulted), `crash:<EXEC>` (lowering, rendering or compiling raised),
@@ -12,6 +14,7 @@ from __future__ import annotations
 import copy, inspect, json, math, random
 from collections import Counter
 from typing import Any, Iterator, Sequence
+from tinygrad.codegen.opt import KernelOptError
 from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure
 from mockgpu.tinygrad.fuzz import render_ir as ir
 from mockgpu.tinygrad.fuzz.kexec import Executor, ExecFault, ParamSlotCollision, EXECUTORS, executor
@@ -77,7 +80,7 @@ class RenderFuzzer(Fuzzer):
     """Returns: the render dtypes `ex`'s renderer supports (a case using another one is not run there: `skipped_dtype`)."""
     if ex.name not in self._supported:
       sup = ex.renderer().supported_dtypes()
-      self._supported[ex.name] = {"bool", *(d for d in ir.INTS + ir.FLOATS if ir._tg(d) in sup)}
+      self._supported[ex.name] = {"bool", *(d for d in ir.INTS + ir.FLOATS if ir.tg_dtype(d) in sup)}
     return self._supported[ex.name]
 
   def generate(self, rng:random.Random) -> dict: return ir.generate(rng, self.max_nodes, self.avoid_known)
@@ -103,7 +106,7 @@ class RenderFuzzer(Fuzzer):
         return Failure(f"fault:{ex.name}", f"{ex.name} faulted: {e.detail}")
       except ParamSlotCollision as e: return Failure(f"param-slot-collision:{ex.name}", str(e))
       except Exception as e:
-        if type(e).__name__ == "KernelOptError" and case.get("opts"):  # e.g. LOCAL/GROUP on a renderer without local memory
+        if isinstance(e, KernelOptError) and case.get("opts"):  # e.g. LOCAL/GROUP on a renderer without local memory
           self._stats["skipped_opts"] += 1
           continue
         if isinstance(e, (OverflowError, ValueError)) and "cannot convert float" in str(e):

@@ -24,7 +24,7 @@ import math, random, struct
 from typing import Any
 import numpy as np
 
-__all__ = ["INTS", "FLOATS", "SMALL_FLOATS", "RAW", "ULP", "generate", "evaluate", "build_ast", "to_arrays", "from_bits", "to_bits", "gc", "value_str"]
+__all__ = ["INTS", "FLOATS", "SMALL_FLOATS", "RAW", "FMT", "ULP", "tg_dtype", "red_k", "from_array", "generate", "evaluate", "build_ast", "to_arrays", "from_bits", "to_bits", "gc", "value_str"]
 
 INTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 SMALL_FLOATS = ("float16", "bfloat16", "fp8e4m3", "fp8e5m2")
@@ -50,7 +50,8 @@ def wrap(x:int, dt:str) -> int:
   """Wrap an integer to dtype `dt` (two's complement), as tinygrad's PYTHON backend does."""
   m = x & ((1 << BITS[dt]) - 1)
   return m - (1 << BITS[dt]) if signed(dt) and m >> (BITS[dt] - 1) else m
-def _tg(dt:str):
+def tg_dtype(dt:str):
+  """Returns: the tinygrad DType called `dt` here."""
   from tinygrad.dtype import dtypes
   return getattr(dtypes, dt)
 def from_bits(bits:int, dt:str) -> Any:
@@ -60,7 +61,7 @@ def from_bits(bits:int, dt:str) -> Any:
   if dt == "bfloat16": return struct.unpack("<f", struct.pack("<I", (bits & 0xffff) << 16))[0]
   if dt in SMALL_FLOATS:
     from tinygrad.dtype import fp8_to_float
-    return fp8_to_float(bits & 0xff, _tg(dt))
+    return fp8_to_float(bits & 0xff, tg_dtype(dt))
   if dt in FLOATS: return struct.unpack("<f" if dt == "float32" else "<d", struct.pack("<I" if dt == "float32" else "<Q", bits))[0]
   return wrap(bits, dt)
 def to_bits(v:Any, dt:str) -> int:
@@ -70,7 +71,7 @@ def to_bits(v:Any, dt:str) -> int:
   if dt == "bfloat16": return struct.unpack("<I", struct.pack("<f", _rnd(v, dt)))[0] >> 16
   if dt in SMALL_FLOATS:
     from tinygrad.dtype import float_to_fp8
-    return float_to_fp8(v, _tg(dt))
+    return float_to_fp8(v, tg_dtype(dt))
   if dt in FLOATS: return struct.unpack("<I" if dt == "float32" else "<Q", struct.pack("<f" if dt == "float32" else "<d", v))[0]
   return int(v) & ((1 << BITS[dt]) - 1)
 def red_k(case:dict) -> int: return case["red"]["k"] if case.get("red") else 1
@@ -215,7 +216,7 @@ def _rnd(x:float, dt:str) -> float:
   if dt == "float64": return float(x)
   if dt == "float32": return float(np.float32(x))
   from tinygrad.dtype import truncate
-  return float(truncate[_tg(dt)](x))
+  return float(truncate[tg_dtype(dt)](x))
 def _ulp(x:float, dt:str) -> float:
   if not math.isfinite(x): return 0.0
   m, emin = FMT[dt]
