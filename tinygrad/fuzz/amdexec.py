@@ -157,6 +157,9 @@ class AmdWorker:
                                  stderr=self.log, env=env)
     self.starts += 1
     return self.proc
+  def warm(self) -> None:
+    """Start the worker now, without waiting for it (its start, seconds on a loaded machine, then overlaps other work)."""
+    if self.proc is None or self.proc.poll() is not None: self._start()
   def close(self) -> None:
     """Stop the worker (it is restarted on the next run)."""
     if self.proc is not None:

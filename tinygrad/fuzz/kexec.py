@@ -78,12 +78,14 @@ class Executor:
     threads: the renderer splits kernels over CPU threads (a `core_id` PARAM), so `run` checks the PARAM slots first.
     slack: `slack(nbytes) -> (before, after, guard)`: how many bytes around a buffer an out-of-bounds access may touch without a
       fault (page-granular devices), and how far beyond that every access faults; None: every out-of-bounds access faults.
+    warm: starts what the first run would wait for (a GPU worker process) without waiting; None: nothing to start.
   """
   name: str
   renderer: Callable[[], Renderer]
   runner: Callable[[UOp, list[np.ndarray]], None]
   threads: bool = False
   slack: Callable[[int], tuple[int, int, int]]|None = None
+  warm: Callable[[], None]|None = None
   def run(self, ast:UOp, arrays:list[np.ndarray]) -> str:
     """Compile and run `ast` on `arrays` (updated in place). Returns the rendered source, for reports.
 
@@ -228,7 +230,7 @@ def amd_executor(name:str="AMD", renderer:Callable[[], Renderer]|None=None, arch
   if renderer is None:
     from tinygrad.renderer.llvmir import AMDLLVMRenderer
     def renderer(): return AMDLLVMRenderer(Target("AMD", "LLVM", arch))
-  return Executor(name, renderer, lambda prg, arrays: amd_worker(arch).run(prg, arrays), slack=slack)
+  return Executor(name, renderer, lambda prg, arrays: amd_worker(arch).run(prg, arrays), slack=slack, warm=lambda: amd_worker(arch).warm())
 
 # *** more mock GPUs (opt-in, see GPU_EXECUTORS): gfx1201 as AMD above; gfx950, compiled in its worker with a libLLVM >= 20;
 # NVIDIA through tinygrad's PTX renderer on MOCK+NV. These use plain device buffers (no guard model: render only) ***
@@ -292,7 +294,7 @@ def gfx950_executor(name:str="AMD-gfx950") -> Executor:
     ren = AMDLLVMRenderer.__new__(AMDLLVMRenderer)
     Renderer.__init__(ren, Target("AMD", "LLVM", "gfx950"))
     return ren
-  return RemoteExecutor(name, renderer, lambda prg, arrays: None, remote=remote)
+  return RemoteExecutor(name, renderer, lambda prg, arrays: None, warm=lambda: gpu_worker(name, "gfx950", {"LLVM_PATH": path}).warm(), remote=remote)
 
 def nv_executor(name:str="NV", arch:str="sm_70") -> Executor:
   """The mock NVIDIA GPU (`DEV=MOCK+NV:PTX`, its PTX engine) with tinygrad's `PTXRenderer` for `arch` (what the mock reports)."""
@@ -302,7 +304,7 @@ def nv_executor(name:str="NV", arch:str="sm_70") -> Executor:
     out = _gpu_call(gpu_worker(name, arch, env), "run_plain", prg.to_elf(), tuple(prg.arg.global_size), tuple(prg.arg.local_size or (1, 1, 1)),
                     tuple(prg.arg.vals({})), {i: arrays[i] for i in prg.arg.globals})
     for i, a in out.items(): arrays[i][...] = a
-  return Executor(name, lambda: PTXRenderer(Target("NV", "PTX", arch, "MOCK")), runner)
+  return Executor(name, lambda: PTXRenderer(Target("NV", "PTX", arch, "MOCK")), runner, warm=lambda: gpu_worker(name, arch, env).warm())
 
 _FACTORIES: dict[str, Callable[[], Executor]] = {
   "PYTHON": python_executor, **{n: (lambda n=n: cpu_executor(n)) for n in ("CLANG", "LLVM", "X86")},

@@ -73,7 +73,10 @@ class RenderFuzzer(Fuzzer):
   def stats(self) -> dict[str, int]: return dict(self._stats)
   def executors(self) -> list[Executor]:
     """Returns: the executors, built on first use (so forked campaign workers build their own)."""
-    if self._executors is None: self._executors = [executor(n) for n in self.executor_names] + list(self.extra)
+    if self._executors is None:
+      self._executors = [executor(n) for n in self.executor_names] + list(self.extra)
+      for ex in self._executors:
+        if ex.warm is not None: ex.warm()  # GPU workers start while the CPU executors run the first case
     return self._executors
 
   def _dtypes(self, ex:Executor) -> set[str]:
