@@ -31,3 +31,9 @@ def test_gpu_executor_agrees_with_the_reference(name, cases, runs):
   executor(name).run(ir.build_ast(BF16 if name != "NV" else HALF), arrays)
   if name == "NV": assert arrays[0].tolist() == [float("inf"), 0.10992431640625, 8.75] and arrays[1].tolist() == [2048.0, 1.099609375, -2.5]
   else: assert arrays[0].tolist() == [2.375, 4.0, 6.103515625e-05] and arrays[1].tolist() == [0x4018, 0x4080, 0x3880]
+
+def test_gfx950_lowers_in_its_worker_and_skips_opts_it_cannot_apply():
+  # campaign seed 12 case 66, minimised: an UNROLL without a reduce loop is refused by tinygrad in the worker: not run, not a crash
+  case = {"n": 1, "axis": "LOOP", "inputs": [], "nodes": [["const", "float64", ir.to_bits(1.0, "float64")]], "outs": [0], "opts": [["UNROLL", 0, 4]]}
+  fz = RenderFuzzer(executors=["PYTHON", "AMD-gfx950"])
+  assert fz.check(case) is None and fz.stats()["skipped_opts"] == 2

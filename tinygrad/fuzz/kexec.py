@@ -257,7 +257,10 @@ def compile_run(device:str, ast:UOp, arch:str, arrays:list[np.ndarray]) -> dict[
 
 def _gpu_call(worker, fn:str, *args) -> dict[int, np.ndarray]:
   state, out = worker.call("mockgpu.tinygrad.fuzz.kexec", fn, *args)
-  if state == "raised": raise RuntimeError(f"the GPU worker raised {out}")
+  if state == "raised":
+    from tinygrad.codegen.opt import KernelOptError
+    if out.startswith("KernelOptError"): raise KernelOptError(out)  # the worker lowered (gfx950): an Opt it cannot apply
+    raise RuntimeError(f"the GPU worker raised {out}")
   return out
 
 _GPU_WORKERS: dict[tuple[int, str], object] = {}
