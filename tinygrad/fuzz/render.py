@@ -35,16 +35,17 @@ def lane_ok(got:Any, ref:Any, dt:str) -> bool:
   return abs(got - v) <= 2 * e
 
 def simpler(bits:int, dt:str) -> list[int]:
-  """Simpler values than raw `bits` of dtype `dt`, most aggressive first: 0, 1, the magnitude, then halving toward 0 (integers:
-  truncating division by 2; floats: the integer part, half the value, the value with 1, 2 or 4 significant bits), so
-  greedy minimisation walks a value down to a small canonical one in about log2 steps. Returns: their bits (never `bits`)."""
+  """Simpler values than raw `bits` of dtype `dt`, most aggressive first: 0, 1, the magnitude, then integers halved toward 0
+  (truncating division by 2) and floats rounded to their integer part or to 1, 2, 4, 8, 10, 12 or 16 significant bits and
+  scaled toward 1 by 2 (halved above 2, doubled below 0.5), so greedy minimisation walks a value to a small canonical one (the
+  fewest significant bits that still fail) in about log2 steps. Returns: their bits (never `bits`)."""
   v = ir.from_bits(bits, dt)
   if dt == "bool": cands: list = [False]
   elif dt in ir.FLOATS:
     cands = [0.0, 1.0, abs(v)]
     if math.isfinite(v) and v != 0:
       m, e = math.frexp(v)
-      cands += [float(math.trunc(v))] + [math.ldexp(round(m * 2**k) / 2**k, e) for k in (1, 2, 4)] + \
+      cands += [float(math.trunc(v))] + [math.ldexp(round(m * 2**k) / 2**k, e) for k in (1, 2, 4, 8, 10, 12, 16)] + \
                ([v / 2] if abs(v) >= 2 else [v * 2] if abs(v) < 0.5 else [])
   else: cands = [0, 1, abs(v), int(v / 2) if abs(v) < 2**52 else v // 2 if v > 0 else -(-v // 2)]
   out: list[int] = []
