@@ -96,8 +96,11 @@ def _rand_val(rng:random.Random, dt:str, denormals:bool=True) -> Any:
     m, emin = FMT[dt]
     if r < 0.07 and denormals: return rng.choice([1, -1]) * rng.randint(1, min(2**20, 2**m - 1)) * 2.0**(emin - m)  # denormals
     if r < 0.35: return _rnd(float(rng.randint(-16, 16)) / rng.choice([1, 2, 4]), dt)
-    if r < 0.75: return _rnd(rng.uniform(-8, 8), dt)
-    return _rnd(math.ldexp(rng.uniform(-1, 1), rng.randint(-40, 40) if dt not in ("fp8e4m3", "fp8e5m2") else rng.randint(-8, 8)), dt)
+    if r < 0.75: v = _rnd(rng.uniform(-8, 8), dt)
+    elif dt not in SMALL_FLOATS: return _rnd(math.ldexp(rng.uniform(-1, 1), rng.randint(-40, 40)), dt)
+    else: v = _rnd(math.ldexp(rng.uniform(-1, 1), rng.randint(-40 if denormals else emin + 2, min(40, math.frexp(FMAX[dt])[1]))), dt)
+    # a narrow float stays in its normal range unless denormals are wanted (float16's 2**-40 is a denormal: F15's trigger)
+    return v if denormals or v == 0 or abs(v) >= 2.0 ** emin or dt not in SMALL_FLOATS else math.copysign(2.0 ** emin, v)
   lo, hi = (-(1 << (BITS[dt]-1)), (1 << (BITS[dt]-1)) - 1) if signed(dt) else (0, (1 << BITS[dt]) - 1)
   r = rng.random()
   if r < 0.3: return wrap(rng.randint(-10, 10), dt)
