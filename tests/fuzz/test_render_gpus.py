@@ -37,3 +37,12 @@ def test_gfx950_lowers_in_its_worker_and_skips_opts_it_cannot_apply():
   case = {"n": 1, "axis": "LOOP", "inputs": [], "nodes": [["const", "float64", ir.to_bits(1.0, "float64")]], "outs": [0], "opts": [["UNROLL", 0, 4]]}
   fz = RenderFuzzer(executors=["PYTHON", "AMD-gfx950"])
   assert fz.check(case) is None and fz.stats()["skipped_opts"] == 2
+
+@pytest.mark.parametrize("name", ["AMD-gfx1201", "AMD-gfx950"])
+def test_repro_script_runs_on_the_opt_in_gpus(tmp_path, name):
+  import subprocess, sys
+  # F19 (float64 1/0 is NaN on every AMD target): the script activates the right mock (gfx950 with a libLLVM >= 20) and exits 1
+  case = {"n": 1, "axis": "LOOP", "inputs": [_in("float64", 0.0)], "nodes": [["in", "float64", 0], ["RECIPROCAL", "float64", 0]], "outs": [1]}
+  (p:=tmp_path / "repro.py").write_text(RenderFuzzer(executors=["PYTHON", name]).repro(case))
+  r = subprocess.run([sys.executable, str(p)], capture_output=True, text=True, timeout=300)
+  assert r.returncode == 1 and f"{name:9s} out0[0] = nan reference [inf, 0.0] MISMATCH" in r.stdout, r.stdout + r.stderr[-2000:]

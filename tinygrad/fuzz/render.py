@@ -17,7 +17,7 @@ from typing import Any, Iterator, Sequence
 from tinygrad.codegen.opt import KernelOptError
 from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure
 from mockgpu.tinygrad.fuzz import render_ir as ir
-from mockgpu.tinygrad.fuzz.kexec import Executor, ExecFault, ParamSlotCollision, EXECUTORS, executor
+from mockgpu.tinygrad.fuzz.kexec import Executor, ExecFault, ParamSlotCollision, EXECUTORS, GPU_EXECUTORS, executor
 
 __all__ = ["RenderFuzzer", "DEFAULT_EXECUTORS", "lane_ok", "simpler"]
 
@@ -191,7 +191,7 @@ class RenderFuzzer(Fuzzer):
     bad = f.cls.split(":", 1)[1] if f is not None and ":" in f.cls else "CLANG"
     msg = f.message if f else "passes now"
     # a failure of a test-only executor (an injected renderer) cannot reproduce on stock tinygrad: the script runs CLANG instead
-    if bad not in EXECUTORS: bad, msg = "CLANG", f"{msg}\n(found with the test-only executor {bad}; stock CLANG is run instead)"
+    if bad not in EXECUTORS + GPU_EXECUTORS: bad, msg = "CLANG", f"{msg}\n(found with the test-only executor {bad}; stock CLANG is run instead)"
     ref = ir.evaluate(case, signed_overflow=not self.avoid_known)
     expect = [[None if r is None else (list(r) if isinstance(r, tuple) else r) for r in col] for col in ref]
     return _REPRO.format(msg=msg, build=inspect.getsource(ir.build_ast), case=json.dumps(case),
@@ -219,12 +219,17 @@ def arrays(case):
 '''
 
 _REPRO = '''"""Standalone repro of a mockgpu render-fuzzer failure (needs tinygrad; numpy; clang for CPU executors, unicorn for *-A64,
-mockgpu for AMD: the mock gfx1100 GPU behind DEV=MOCKKFD+AMD).
+mockgpu for the GPUs: the mock AMD GPU behind DEV=MOCKKFD+AMD::<arch>, the mock NVIDIA GPU behind DEV=MOCK+NV:PTX).
 {msg}
 """
 import json, math, os, shutil, sys
-if {executor} == "AMD":  # activate the mock before tinygrad's runtime is imported
-  os.environ["DEV"] = "MOCKKFD+AMD"
+GPU = {executor}.startswith("AMD") or {executor} == "NV"
+ARCH = {executor}.split("-", 1)[1] if {executor}.startswith("AMD-") else "gfx1100"
+if GPU:  # activate the mock before tinygrad's runtime is imported
+  os.environ["DEV"] = "MOCK+NV:PTX" if {executor} == "NV" else f"MOCKKFD+AMD::{{ARCH}}"
+  if ARCH == "gfx950":  # tinygrad compiles gfx950 with libLLVM >= 20
+    from mockgpu.tinygrad.checks import find_libllvm
+    os.environ["LLVM_PATH"] = os.environ.get("MOCKGPU_LLVM20") or find_libllvm(20)
   from mockgpu.tinygrad.activate import install
   install()
 import numpy as np
@@ -242,14 +247,17 @@ def run(name, ast, arrs):
     Device["PYTHON"].runtime(prg.to_elf())(*[memoryview(arrs[i].view(np.uint8)).cast("B") for i in prg.arg.globals],
                                             global_size=prg.arg.global_size, local_size=prg.arg.local_size or (1, 1, 1), vals=prg.arg.vals({{}}))
     return
-  if name == "AMD":
+  if name.startswith("AMD") or name == "NV":
     from tinygrad.renderer.llvmir import AMDLLVMRenderer
-    prg, al = do_to_program(ast, AMDLLVMRenderer(Target("AMD", "LLVM", "gfx1100"))), Device["AMD"].allocator
+    from tinygrad.renderer.ptx import PTXRenderer
+    dev = "NV" if name == "NV" else "AMD"
+    ren = PTXRenderer(Target("NV", "PTX", "sm_70", "MOCK")) if name == "NV" else AMDLLVMRenderer(Target("AMD", "LLVM", ARCH))
+    prg, al = do_to_program(ast, ren), Device[dev].allocator
     mvs = {{i: memoryview(arrs[i].view(np.uint8)).cast("B") for i in prg.arg.globals}}
     bufs = {{i: al.alloc(max(mv.nbytes, 1)) for i, mv in mvs.items()}}
     for i, b in bufs.items(): al._copyin(b, mvs[i])
-    Device["AMD"].runtime(prg.to_elf())(*bufs.values(), global_size=prg.arg.global_size, local_size=prg.arg.local_size or (1, 1, 1),
-                                        vals=prg.arg.vals({{}}), wait=True)
+    Device[dev].runtime(prg.to_elf())(*bufs.values(), global_size=prg.arg.global_size, local_size=prg.arg.local_size or (1, 1, 1),
+                                      vals=prg.arg.vals({{}}), wait=True)
     for i, b in bufs.items(): al._copyout(mvs[i], b)
     return
   from tinygrad.renderer.cstyle import ClangRenderer
