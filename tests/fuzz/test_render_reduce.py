@@ -3,6 +3,7 @@ apply tinygrad Opts (UPCAST/UNROLL: vector code, GROUPTOP: a shared-memory reduc
 lanes exactly (integers, MAX) or with the reassociation bound (float ADD), every executor agrees, and the renderers really
 emit vectors and local memory for them. Finding F19 (AMD float64 reciprocal of 0) is pinned here."""
 import math
+import numpy as np
 import pytest
 from mockgpu.tinygrad.fuzz import render_ir as ir
 from mockgpu.tinygrad.fuzz.render import RenderFuzzer
@@ -24,7 +25,7 @@ VEC = {"n": 8, "axis": "GLOBAL", "inputs": [_in("float32", [0.5 * i for i in ran
 def test_reference_folds():
   assert ir.evaluate(ISUM) == [[0, 100]]  # lane 0: idx 0 times anything; lane 1: 10+20+30+40
   v = ir.evaluate(FMAX)[0]
-  assert v[0] is None and v[1] == (float(__import__("numpy").float32(math.sqrt(40))), 2**-21)  # sqrt(-1) is NaN; 1 ulp: MAX undetermined
+  assert v[0] is None and v[1] == (float(np.float32(math.sqrt(40))), 2**-21)  # sqrt(-1) is NaN; 1 ulp: MAX undetermined
   # 0.25+0.0625+9+1 = 10.3125 exactly; 4 additions may each round at the magnitude of all terms (ulp of bfloat16 at 20.6: 0.125)
   assert ir.evaluate(BSUM) == [[(10.3125, 0.5)] * 4] and ir.evaluate(GROUP) == [[6, 22, 38, 54]]
   wrap = {"n": 1, "axis": "LOOP", "inputs": [_in("int8", [100, 100])], "nodes": [["in", "int8", 0]], "outs": [0], "red": {"k": 2, "op": "ADD"}}
@@ -51,7 +52,8 @@ def test_shrink_drops_opts_and_reduction():
   assert cands[1]["inputs"][0]["bits"] == BSUM["inputs"][0]["bits"][::4] and "red" not in cands[1]
   assert cands[2]["red"] == {"k": 2, "op": "ADD"} and len(cands[2]["inputs"][0]["bits"]) == 8
 
-F19 = {"n": 1, "axis": "LOOP", "inputs": [{"dtype": "float64", "bits": [0]}], "nodes": [["in", "float64", 0], ["RECIPROCAL", "float64", 0]], "outs": [1]}
+F19 = {"n": 1, "axis": "LOOP", "inputs": [{"dtype": "float64", "bits": [0]}], "nodes": [["in", "float64", 0], ["RECIPROCAL", "float64", 0]],
+       "outs": [1]}
 def test_finding_f19_amd_float64_reciprocal_of_zero_is_nan():
   f = RenderFuzzer(executors=["PYTHON", "CLANG", "AMD"]).check(F19)
   assert f is not None and (f.cls, f.message) == ("mismatch:AMD", "AMD out0[0] (float64) = nan(nan), reference inf(inf) +- 0")

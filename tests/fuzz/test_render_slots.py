@@ -33,8 +33,9 @@ def test_shared_slot_collides_where_the_renderer_breaks(name):
       dataclasses.replace(executor(name), threads=False).run(ir.build_ast(SHARED), ir.to_arrays(SHARED, ["uint16", "int8", "uint64"]))
 
 def test_f1_collision_is_real():
-  from tests.fuzz.test_render import FINDINGS
-  case = FINDINGS["F1"][0]
+  case = {"n": 2, "axis": "GLOBAL", "inputs": [{"dtype": "float32", "bits": [1065353216, 0]}, {"dtype": "bool", "bits": [1, 0]},
+          {"dtype": "float32", "bits": [1065353216, 1065353216]}], "nodes": [["in", "float32", 0], ["in", "bool", 1], ["const", "bool", 0],
+          ["AND", "bool", 1, 2], ["in", "float32", 2], ["WHERE", "float32", 3, 0, 4]], "outs": [5]}  # F1 (tests/fuzz/test_render.py)
   ex = executor("CLANG")
   with pytest.raises(ParamSlotCollision) as e: check_param_slots(ir.build_ast(case), ex.renderer(), "CLANG")
   assert (e.value.buffers, e.value.variables) == ([0, 3], [("core_id", 2)])

@@ -24,7 +24,8 @@ import math, random, struct
 from typing import Any
 import numpy as np
 
-__all__ = ["INTS", "FLOATS", "SMALL_FLOATS", "RAW", "FMT", "ULP", "tg_dtype", "red_k", "from_array", "generate", "evaluate", "build_ast", "to_arrays", "from_bits", "to_bits", "gc", "value_str"]
+__all__ = ["INTS", "FLOATS", "SMALL_FLOATS", "RAW", "FMT", "ULP", "tg_dtype", "red_k", "from_array", "generate", "evaluate", "build_ast",
+           "to_arrays", "from_bits", "to_bits", "gc", "value_str"]
 
 INTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 SMALL_FLOATS = ("float16", "bfloat16", "fp8e4m3", "fp8e5m2")
@@ -123,7 +124,8 @@ def generate(rng:random.Random, max_nodes:int=10, avoid_known:bool=False) -> dic
     a case dict (see the module docstring).
   """
   n = rng.choice([1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33])
-  pool = rng.sample(["int32", "float32", "uint32", "int64", "float64", "int8", "uint8", "int16", "uint64", "uint16", *SMALL_FLOATS], rng.randint(1, 3))
+  pool = rng.sample(["int32", "float32", "uint32", "int64", "float64", "int8", "uint8", "int16", "uint64", "uint16", *SMALL_FLOATS],
+                    rng.randint(1, 3))
   if rng.random() < 0.5: pool.insert(0, rng.choice(["int32", "float32"]))
   case: dict = {"n": n, "axis": rng.choice(["LOOP", "LOOP", "GLOBAL"]), "inputs": [], "nodes": [], "outs": []}
   # a reduction over K of at most 40 lanes in all: PYTHON (tinygrad's uop emulator) costs ~0.05 s per lane
