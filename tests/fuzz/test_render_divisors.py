@@ -41,3 +41,16 @@ def test_defined_lanes_are_still_compared():
   # lane 0 divides the minimum by -1 (undetermined; clang's code does not trap on the constant -1), lane 1 is 12 % -1 = 0
   f = RenderFuzzer(executors=["PYTHON"], extra=[ex]).check(_case("int32", [-2**31, 12], None, op="CMOD", const=-1))
   assert f is not None and f.message == "CLANG-MOD out0[1] (int32) = 1, reference 0"
+
+def test_finding_f20_narrowing_cast_range_turns_cdiv_into_a_shift():
+  # campaign seed 13 case 100: uint32 205 -> int8 is -51 and -51 cdiv 16 is -3; tinygrad gives CAST(int8, uint32) the range
+  # [0, 127], so the division becomes a shift (-51 >> 4 = -4) on every backend
+  from tinygrad.dtype import dtypes
+  from tinygrad.uop.ops import UOp
+  v = UOp.variable("x", 0, 2**32 - 1, dtypes.uint32).cast(dtypes.int8)
+  assert (v.vmin, v.vmax) == (0, 127)
+  case = {"n": 2, "axis": "LOOP", "inputs": [{"dtype": "uint32", "bits": [1375118029, 205]}],
+          "nodes": [["in", "uint32", 0], ["CAST", "int8", 0], ["const", "int8", 16], ["CDIV", "int8", 1, 2]], "outs": [3]}
+  assert ir.evaluate(case) == [[-3, -3]]
+  f = RenderFuzzer(executors=["PYTHON"]).check(case)
+  assert f is not None and f.message == "PYTHON out0[0] (int8) = -4, reference -3"

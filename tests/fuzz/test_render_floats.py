@@ -123,3 +123,11 @@ def test_avoid_known_generates_no_small_float_denormals():
           v, seen = ir.from_bits(b, inp["dtype"]), seen + 1
           assert not (0 < abs(v) < 2.0 ** ir.FMT[inp["dtype"]][1]), (i, inp["dtype"], v)
   assert seen > 1000
+
+@pytest.mark.parametrize("dt,nan", [("float32", 0x7fc00000), ("bfloat16", 0x7fc0), ("fp8e4m3", 0x7f)])
+def test_finding_f21_nan_times_zero_folds_to_zero(dt, nan):
+  # campaign seed 13 case 119 (fp8e4m3): tinygrad's symbolic folds x * 0 to 0 for floats, so NaN * 0 (and inf * 0) is 0, not NaN
+  case = {"n": 1, "axis": "LOOP", "inputs": [{"dtype": dt, "bits": [nan]}], "nodes": [["const", dt, 0], ["in", dt, 0], ["MUL", dt, 0, 1]],
+          "outs": [2]}
+  f = RenderFuzzer(executors=["PYTHON"]).check(case)
+  assert f is not None and f.message == f"PYTHON out0[0] ({dt}) = 0.0(0x0.0p+0), reference nan(nan) +- 0"
