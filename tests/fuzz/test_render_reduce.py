@@ -57,3 +57,13 @@ F19 = {"n": 1, "axis": "LOOP", "inputs": [{"dtype": "float64", "bits": [0]}], "n
 def test_finding_f19_amd_float64_reciprocal_of_zero_is_nan():
   f = RenderFuzzer(executors=["PYTHON", "CLANG", "AMD"]).check(F19)
   assert f is not None and (f.cls, f.message) == ("mismatch:AMD", "AMD out0[0] (float64) = nan(nan), reference inf(inf) +- 0")
+
+def test_finding_f22_fp8e4m3_max_reduce_starts_from_nan():
+  # campaign seed 13 case 88: a MAX reduction over a loop (16 iterations are not unrolled) starts its fp8e4m3 accumulator at the
+  # identity -inf, which fp8e4m3 (no infinities) stores as NaN, and PYTHON's max(NaN, x) stays NaN; fp8e5m2 has -inf and is right
+  case = {"n": 1, "axis": "LOOP", "inputs": [_in("fp8e4m3", [1.0] * 16)], "nodes": [["in", "fp8e4m3", 0]], "outs": [0], "red": {"k": 16, "op": "MAX"}}
+  f = RenderFuzzer(executors=["PYTHON"]).check(case)
+  assert f is not None and f.message == "PYTHON out0[0] (fp8e4m3) = nan(nan), reference 1.0(0x1.0000000000000p+0) +- 0"
+  assert RenderFuzzer(executors=["PYTHON"]).check({**case, "red": {"k": 8, "op": "MAX"}, "inputs": [_in("fp8e4m3", [1.0] * 8)]}) is None
+  e5 = {**case, "inputs": [_in("fp8e5m2", [1.0] * 16)], "nodes": [["in", "fp8e5m2", 0]]}
+  assert RenderFuzzer(executors=["PYTHON"]).check(e5) is None
