@@ -49,6 +49,7 @@ def test_repro_script_runs_on_the_opt_in_gpus(tmp_path, name):
   assert r.returncode == 1 and f"{name:9s} out0[0] = nan reference [inf, 0.0] MISMATCH" in r.stdout, r.stdout + r.stderr[-2000:]
 
 def test_finding_f22_on_gfx950():
-  case = {"n": 1, "axis": "LOOP", "inputs": [_in("fp8e4m3", *[1.0] * 16)], "nodes": [["in", "fp8e4m3", 0]], "outs": [0], "red": {"k": 16, "op": "MAX"}}
+  case = {"n": 1, "axis": "LOOP", "inputs": [_in("fp8e4m3", *[1.0] * 16)], "nodes": [["in", "fp8e4m3", 0]], "outs": [0],
+          "red": {"k": 16, "op": "MAX"}}
   f = RenderFuzzer(executors=["AMD-gfx950"]).check(case)
   assert f is not None and f.message == "AMD-gfx950 out0[0] (fp8e4m3) = nan(nan), reference 1.0(0x1.0000000000000p+0) +- 0"
