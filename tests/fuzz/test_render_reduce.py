@@ -30,6 +30,9 @@ def test_reference_folds():
   assert ir.evaluate(BSUM) == [[(10.3125, 0.5)] * 4] and ir.evaluate(GROUP) == [[6, 22, 38, 54]]
   wrap = {"n": 1, "axis": "LOOP", "inputs": [_in("int8", [100, 100])], "nodes": [["in", "int8", 0]], "outs": [0], "red": {"k": 2, "op": "ADD"}}
   assert ir.evaluate(wrap) == [[-56]] and ir.evaluate(wrap, signed_overflow=False) == [[None]]
+  # 100 + 100 - 100 ends in range but a partial sum overflows int8 in some order: undefined without wrapping
+  zig = {**wrap, "inputs": [_in("int8", [100, 100, -100])], "red": {"k": 3, "op": "ADD"}}
+  assert ir.evaluate(zig) == [[100]] and ir.evaluate(zig, signed_overflow=False) == [[None]]
 
 @pytest.mark.parametrize("case,skipped", [(ISUM, {}), (FMAX, {}), (BSUM, {"skipped_dtype": 1}), (GROUP, {"skipped_opts": 3}),
                                           (UNROLL, {}), (VEC, {})])

@@ -276,7 +276,7 @@ def _cast(x, src:str, dt:str):
       # on the CPU renderers (a double rounding) but is one `fptrunc` on LLVM's GPU targets: undetermined where they differ
       if dt.startswith("fp8") and not (math.isnan(v) or abs(v) + e <= FMAX[dt]): return None
       r = _rnd(v, dt)
-      if e: return (r, e + _ulp(r, dt))
+      if e: return (r, e + _ulp(r, dt)) if abs(v) + e < FMAX[dt] else None
       return (r, 0.0) if math.isnan(v) or r == _rnd(_rnd(v, "float32"), dt) and r == _exact_rnd(v, dt) else None
     if dt in FLOATS:
       r = _rnd(v, dt)
@@ -393,8 +393,9 @@ def _fold(op:str, xs:list, mags:list[float], dt:str, signed_overflow:bool):
   if any(x is None for x in xs): return None
   if dt not in FLOATS:
     if op == "MAX": return max(xs)
-    total = sum(xs)
-    return wrap(total, dt) if signed_overflow or not signed(dt) or wrap(total, dt) == total else None
+    # without wrapping (nsw), every partial sum of every order must fit: the sums of the positive and of the negative terms do
+    pos, neg = sum(x for x in xs if x > 0), sum(x for x in xs if x < 0)
+    return wrap(sum(xs), dt) if signed_overflow or not signed(dt) or (wrap(pos, dt) == pos and wrap(neg, dt) == neg) else None
   if op == "MAX":
     if any(math.isnan(v) for v, _ in xs): return None
     return max(v for v, _ in xs), max(e for _, e in xs)
