@@ -59,7 +59,8 @@ class _Runner:
   def __init__(self): self.gpu, self.dev = 0, None
   def device(self):
     from tinygrad.device import Device
-    if self.dev is None: self.dev = Device["AMD" if self.gpu == 0 else f"AMD:{self.gpu}"]
+    name = os.environ.get("MOCKGPU_FUZZ_DEVICE", "AMD")  # another mock device (NV) for AmdWorker(env=...)'s `call`
+    if self.dev is None: self.dev = Device[name if self.gpu == 0 else f"{name}:{self.gpu}"]
     return self.dev
   def alloc(self, arr:np.ndarray):
     from tinygrad.runtime.support.hcq import FileIOInterface
@@ -142,18 +143,23 @@ class AmdWorker:
   Args:
     arch: the emulated target (`gfx1100`).
     gpus: mock GPUs per worker process; each fault retires one, so a worker survives `gpus - 1` faults.
+    env: extra environment of the worker (e.g. `DEV=MOCK+NV:PTX` with `MOCKGPU_FUZZ_DEVICE=NV` for another mock device, whose
+      kernels then run through `call`; `LLVM_PATH` for a target the parent's libLLVM cannot compile).
   Attributes:
     starts, faults: how many worker processes were started and how many runs faulted (for reports and tests).
   """
-  def __init__(self, arch:str="gfx1100", gpus:int=GPUS):
-    self.arch, self.gpus, self.proc, self.starts, self.faults, self.log = arch, gpus, None, 0, 0, None
+  def __init__(self, arch:str="gfx1100", gpus:int=GPUS, env:dict[str, str]|None=None):
+    self.arch, self.gpus, self.proc, self.starts, self.faults, self.log, self.env = arch, gpus, None, 0, 0, None, dict(env or {})
   def _start(self) -> subprocess.Popen:
-    env = {**os.environ, "DEV": f"MOCKKFD+AMD::{self.arch}", "MOCKGPU_GPUS": str(self.gpus)}
+    env = {**os.environ, "DEV": f"MOCKKFD+AMD::{self.arch}", "MOCKGPU_GPUS": str(self.gpus), **self.env}
     self.log = tempfile.TemporaryFile()  # the worker's stderr outside kernel runs: why it died, if it does
     self.proc = subprocess.Popen([sys.executable, "-m", "mockgpu.tinygrad.fuzz.amdexec"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=self.log, env=env)
     self.starts += 1
     return self.proc
+  def warm(self) -> None:
+    """Start the worker now, without waiting for it (its start, seconds on a loaded machine, then overlaps other work)."""
+    if self.proc is None or self.proc.poll() is not None: self._start()
   def close(self) -> None:
     """Stop the worker (it is restarted on the next run)."""
     if self.proc is not None:

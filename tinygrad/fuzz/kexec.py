@@ -7,7 +7,7 @@ run under unicorn, and the mock AMD GPU (gfx1100 emulator, `amdexec`). A backend
 pass their own (a renderer with an injected bug) to the fuzzers instead of patching tinygrad.
 """
 from __future__ import annotations
-import os, shutil, contextlib, io, mmap, signal, struct, importlib.util
+import os, shutil, contextlib, faulthandler, io, mmap, signal, struct, importlib.util
 from dataclasses import dataclass
 from typing import Callable
 import numpy as np
@@ -17,21 +17,37 @@ from tinygrad.renderer import Renderer
 from mockgpu.tinygrad.fuzz.errors import ExecFault, ExecutorUnavailable, ParamSlotCollision
 
 __all__ = ["Executor", "check_param_slots", "EXECUTORS", "executor", "compile_ast", "python_executor", "cpu_executor", "unicorn_executor",
-           "amd_executor", "amd_worker", "ensure_cc", "quiet"]
+           "amd_executor", "amd_worker", "ensure_cc", "quiet",
+           "GPU_EXECUTORS", "RemoteExecutor", "gfx950_executor", "nv_executor", "gpu_worker", "run_plain", "compile_run"]
 
 def check_param_slots(ast:UOp, renderer:Renderer, name:str) -> None:
-  """Lower `ast` for `renderer` and check that every variable PARAM's slot comes after every buffer's slot.
+  """Lower `ast` for `renderer` and check that the rendered function takes its PARAMs in the order the CPU runtime passes them:
+  every buffer (by slot), then every variable (by slot). tinygrad 0.14.0 numbers variables from the count of buffers, so
+  when simplification drops a buffer a variable shares a slot with a buffer or lands before it (finding F1); whether that
+  breaks the call depends on the order the renderer emits the PARAMs in (the linearizer's order for C and LLVM, the
+  instruction selector's for ISA renderers, both ties broken by the UOps themselves), and for LLVM on unique names
+  (`%data<slot>`). Only a broken order, a shared LLVM name, or a tie the linearizer cannot sort (it raises TypeError
+  lowering the kernel) is a collision.
 
   Raises:
-    ParamSlotCollision: a variable slot is not past the last buffer slot.
+    ParamSlotCollision: the rendered function's parameters do not match the runtime's argument order.
   """
   from tinygrad.codegen import full_rewrite_to_sink
+  from tinygrad.codegen.late.linearizer import linearize
   from tinygrad.dtype import AddrSpace
+  from tinygrad.renderer.isa import ISARenderer, IselContext
+  from tinygrad.renderer.llvmir import LLVMRenderer
   with quiet(): sink = full_rewrite_to_sink(ast, renderer, optimize=ast.tag is None)
   params = {u for u in sink.toposort() if u.op is Ops.PARAM}
   bufs = sorted(u.arg.slot for u in params if u.addrspace != AddrSpace.ALU)
   vs = sorted((str(u.arg.name), u.arg.slot) for u in params if u.addrspace == AddrSpace.ALU)
-  if bufs and any(s <= bufs[-1] for _, s in vs): raise ParamSlotCollision(name, bufs, vs)
+  if not bufs or all(s > bufs[-1] for _, s in vs): return
+  # a buffer and a variable on the same slot can tie in the linearizer's sort, whose tie-break then compares None with a tuple
+  try: order = [u for u in (IselContext(sink).func_args if isinstance(renderer, ISARenderer) else linearize(sink)) if u.op is Ops.PARAM]
+  except TypeError: raise ParamSlotCollision(name, bufs, vs) from None
+  kinds = [u.addrspace == AddrSpace.ALU for u in order]
+  in_order = kinds == sorted(kinds) and [u.arg.slot for u in order if u.addrspace != AddrSpace.ALU] == bufs
+  if not in_order or (isinstance(renderer, LLVMRenderer) and any(s in bufs for _, s in vs)): raise ParamSlotCollision(name, bufs, vs)
 
 @contextlib.contextmanager
 def quiet():
@@ -62,12 +78,14 @@ class Executor:
     threads: the renderer splits kernels over CPU threads (a `core_id` PARAM), so `run` checks the PARAM slots first.
     slack: `slack(nbytes) -> (before, after, guard)`: how many bytes around a buffer an out-of-bounds access may touch without a
       fault (page-granular devices), and how far beyond that every access faults; None: every out-of-bounds access faults.
+    warm: starts what the first run would wait for (a GPU worker process) without waiting; None: nothing to start.
   """
   name: str
   renderer: Callable[[], Renderer]
   runner: Callable[[UOp, list[np.ndarray]], None]
   threads: bool = False
   slack: Callable[[int], tuple[int, int, int]]|None = None
+  warm: Callable[[], None]|None = None
   def run(self, ast:UOp, arrays:list[np.ndarray]) -> str:
     """Compile and run `ast` on `arrays` (updated in place). Returns the rendered source, for reports.
 
@@ -121,6 +139,7 @@ def _run_cpu(prg:UOp, arrays:list[np.ndarray], name:str="CPU") -> None:
   views = {i: np.frombuffer(m, arrays[i].dtype, arrays[i].size).reshape(arrays[i].shape) for i, m in maps.items()}
   for i, v in views.items(): v[...] = arrays[i]
   if (pid:=os.fork()) == 0:
+    faulthandler.disable()  # a crash is the verdict, reported by the parent: no traceback dump from the child
     code = 0
     try: rt(*[_HostBuf(views[i].ctypes.data) for i in prg.arg.globals], global_size=prg.arg.global_size, vals=prg.arg.vals({}))
     except BaseException: code = 3
@@ -211,18 +230,98 @@ def amd_executor(name:str="AMD", renderer:Callable[[], Renderer]|None=None, arch
   if renderer is None:
     from tinygrad.renderer.llvmir import AMDLLVMRenderer
     def renderer(): return AMDLLVMRenderer(Target("AMD", "LLVM", arch))
-  return Executor(name, renderer, lambda prg, arrays: amd_worker(arch).run(prg, arrays), slack=slack)
+  return Executor(name, renderer, lambda prg, arrays: amd_worker(arch).run(prg, arrays), slack=slack, warm=lambda: amd_worker(arch).warm())
+
+# *** more mock GPUs (opt-in, see GPU_EXECUTORS): gfx1201 as AMD above; gfx950, compiled in its worker with a libLLVM >= 20;
+# NVIDIA through tinygrad's PTX renderer on MOCK+NV. These use plain device buffers (no guard model: render only) ***
+
+def run_plain(device:str, elf, global_size, local_size, vals, arrays:dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+  """Run a compiled program on tinygrad device `device` with plain allocator buffers (runs in a GPU worker, `AmdWorker.call`).
+  Returns: the arrays after the run."""
+  from tinygrad.device import Device
+  dev = Device[device]
+  al = dev.allocator
+  bufs = {i: al.alloc(max(a.nbytes, 1)) for i, a in arrays.items()}
+  for i, a in arrays.items(): al._copyin(bufs[i], memoryview(a.view(np.uint8)).cast("B"))
+  dev.runtime(elf)(*bufs.values(), global_size=global_size, local_size=local_size, vals=vals, wait=True)
+  for i, a in arrays.items(): al._copyout(memoryview(a.view(np.uint8)).cast("B"), bufs[i])
+  for i, b in bufs.items(): al.free(b, max(arrays[i].nbytes, 1))
+  return arrays
+
+def compile_run(device:str, ast:UOp, arch:str, arrays:list[np.ndarray]) -> dict[int, np.ndarray]:
+  """Lower and compile `ast` with `AMDLLVMRenderer` for `arch` in this (worker) process, then `run_plain` it. Returns: the arrays."""
+  from tinygrad.renderer.llvmir import AMDLLVMRenderer
+  prg = compile_ast(ast, AMDLLVMRenderer(Target("AMD", "LLVM", arch)))
+  return run_plain(device, prg.to_elf(), tuple(prg.arg.global_size), tuple(prg.arg.local_size or (1, 1, 1)), tuple(prg.arg.vals({})),
+                   {i: arrays[i] for i in prg.arg.globals})
+
+def _gpu_call(worker, fn:str, *args) -> dict[int, np.ndarray]:
+  state, out = worker.call("mockgpu.tinygrad.fuzz.kexec", fn, *args)
+  if state == "raised":
+    from tinygrad.codegen.opt import KernelOptError
+    if out.startswith("KernelOptError"): raise KernelOptError(out)  # the worker lowered (gfx950): an Opt it cannot apply
+    raise RuntimeError(f"the GPU worker raised {out}")
+  return out
+
+_GPU_WORKERS: dict[tuple[int, str], object] = {}
+def gpu_worker(key:str, arch:str, env:dict[str, str]):
+  """Returns: this process's `amdexec.AmdWorker` called `key` (started with `env`)."""
+  from mockgpu.tinygrad.fuzz.amdexec import AmdWorker
+  if (k:=(os.getpid(), key)) not in _GPU_WORKERS: _GPU_WORKERS[k] = AmdWorker(arch, env=env)
+  return _GPU_WORKERS[k]
+
+@dataclass(frozen=True)
+class RemoteExecutor(Executor):
+  """An executor whose worker process also lowers and compiles (`remote(ast, arrays)`): a target the parent's libLLVM lacks.
+  `renderer` is still built here, for `supported_dtypes` and reports."""
+  remote: Callable[[UOp, list[np.ndarray]], None]|None = None
+  def run(self, ast:UOp, arrays:list[np.ndarray]) -> str:
+    assert self.remote is not None
+    self.remote(ast, arrays)
+    return ""
+
+def gfx950_executor(name:str="AMD-gfx950") -> Executor:
+  """The mock gfx950 (MI350) GPU: tinygrad 0.14.0 needs libLLVM >= 20 to compile for it, so its worker runs with `LLVM_PATH` set
+  to one (`checks.find_libllvm(20)`) and compiles there; the parent keeps its own libLLVM for the other executors.
+
+  Raises:
+    ExecutorUnavailable: no libLLVM >= 20 on this machine.
+  """
+  from mockgpu.tinygrad.checks import find_libllvm
+  from tinygrad.renderer.llvmir import AMDLLVMRenderer
+  if (path:=os.environ.get("MOCKGPU_LLVM20") or find_libllvm(20)) is None:
+    raise ExecutorUnavailable(f"executor={name} needs libLLVM >= 20 for gfx950: apt install libllvm20 (or set MOCKGPU_LLVM20 to its path)")
+  def remote(ast:UOp, arrays:list[np.ndarray]) -> None:
+    for i, a in _gpu_call(gpu_worker(name, "gfx950", {"LLVM_PATH": path}), "compile_run", ast, "gfx950", arrays).items(): arrays[i][...] = a
+  def renderer() -> Renderer:  # for supported_dtypes only: constructing its compiler would make this process's libLLVM warn about gfx950
+    ren = AMDLLVMRenderer.__new__(AMDLLVMRenderer)
+    Renderer.__init__(ren, Target("AMD", "LLVM", "gfx950"))
+    return ren
+  return RemoteExecutor(name, renderer, lambda prg, arrays: None, warm=lambda: gpu_worker(name, "gfx950", {"LLVM_PATH": path}).warm(), remote=remote)
+
+def nv_executor(name:str="NV", arch:str="sm_70") -> Executor:
+  """The mock NVIDIA GPU (`DEV=MOCK+NV:PTX`, its PTX engine) with tinygrad's `PTXRenderer` for `arch` (what the mock reports)."""
+  from tinygrad.renderer.ptx import PTXRenderer
+  env = {"DEV": "MOCK+NV:PTX", "MOCKGPU_FUZZ_DEVICE": "NV"}
+  def runner(prg:UOp, arrays:list[np.ndarray]) -> None:
+    out = _gpu_call(gpu_worker(name, arch, env), "run_plain", prg.to_elf(), tuple(prg.arg.global_size), tuple(prg.arg.local_size or (1, 1, 1)),
+                    tuple(prg.arg.vals({})), {i: arrays[i] for i in prg.arg.globals})
+    for i, a in out.items(): arrays[i][...] = a
+  return Executor(name, lambda: PTXRenderer(Target("NV", "PTX", arch, "MOCK")), runner, warm=lambda: gpu_worker(name, arch, env).warm())
 
 _FACTORIES: dict[str, Callable[[], Executor]] = {
   "PYTHON": python_executor, **{n: (lambda n=n: cpu_executor(n)) for n in ("CLANG", "LLVM", "X86")},
   **{n: (lambda n=n: unicorn_executor(n)) for n in ("CLANG-A64", "LLVM-A64")}, "AMD": amd_executor}
 EXECUTORS: tuple[str, ...] = tuple(_FACTORIES)
+# opt-in (not in EXECUTORS, the default set): a worker start and an emulator build per arch each
+_FACTORIES.update({"AMD-gfx1201": lambda: amd_executor("AMD-gfx1201", arch="gfx1201"), "AMD-gfx950": gfx950_executor, "NV": nv_executor})
+GPU_EXECUTORS: tuple[str, ...] = ("AMD", "AMD-gfx1201", "AMD-gfx950", "NV")
 
 def executor(name:str) -> Executor:
-  """The executor called `name` (one of EXECUTORS).
+  """The executor called `name` (one of EXECUTORS, or of the opt-in GPU_EXECUTORS).
 
   Raises:
     ExecutorUnavailable: unknown name, or its toolchain is missing.
   """
-  if name not in _FACTORIES: raise ExecutorUnavailable(f"unknown executor {name!r}: pick from {', '.join(EXECUTORS)}")
+  if name not in _FACTORIES: raise ExecutorUnavailable(f"unknown executor {name!r}: pick from {', '.join(_FACTORIES)}")
   return _FACTORIES[name]()
