@@ -11,7 +11,7 @@ FINDINGS_MD = Path(__file__).resolve().parents[2] / "docs" / "findings.md"
 
 def _doc_ids() -> tuple[set[str], set[str]]:
   text = FINDINGS_MD.read_text()
-  ids = set(re.findall(r"^## (\d+)\. ", text, re.M)) | set(re.findall(r"^\| (F\d+) \|", text, re.M))
+  ids = set(re.findall(r"^## (\d+)\. ", text, re.M)) | set(re.findall(r"^\| (F\d+) \|", text, re.M)) | set(re.findall(r"^(F\d+) \(", text, re.M))
   m = re.search(r"^Not registered: (.*)$", text, re.M)
   assert m is not None, "docs/findings.md must say which findings have no registry entry (line 'Not registered: ...')"
   return ids, set(re.findall(r"\b(\d+|F\d+) \(", m[1]))
@@ -104,6 +104,14 @@ MATCH = [
   ("F18", "render", _mm("AMD", "uint32", "= 15, reference 4294967293"),
    _render([["const", "uint32", 4294967293], ["in", "uint32", 0], ["const", "uint32", 15], ["AND", "uint32", 1, 2], ["CDIV", "uint32", 0, 3]],
            [("uint32", [1])])),
+  ("F19", "render", Failure("mismatch:AMD", "AMD out0[0] (float64) = nan(nan), reference inf(inf) +- 0"),
+   _render([["in", "float64", 0], ["RECIPROCAL", "float64", 0]], [("float64", [0])])),
+  ("F20", "render", _mm("PYTHON", "int8", "= -4, reference -3"),
+   _render([["in", "uint32", 0], ["CAST", "int8", 0], ["const", "int8", 16], ["CDIV", "int8", 1, 2]], [("uint32", [1375118029, 205])], n=2)),
+  ("F21", "render", _mm("PYTHON", "fp8e4m3", "= 0.0(0x0.0p+0), reference nan(nan) +- 0"),
+   _render([["const", "fp8e4m3", 0], ["in", "fp8e4m3", 0], ["MUL", "fp8e4m3", 0, 1]], [("fp8e4m3", [0x7f])])),
+  ("F22", "render", _mm("PYTHON", "fp8e4m3", "= nan(nan), reference 1.0(0x1.0000000000000p+0) +- 0"),
+   {**_render([["in", "fp8e4m3", 0]], [("fp8e4m3", [56] * 16)]), "outs": [0], "red": {"k": 16, "op": "MAX"}}),
 ]
 
 @pytest.mark.parametrize("fid,kind,failure,case", MATCH, ids=[f"{m[0]}-{i}" for i, m in enumerate(MATCH)])
@@ -135,6 +143,10 @@ NEW = [
   ("render", _mm("X86", "int64"), _render([["idx", "int64", 0], ["const", "int64", 31], ["SHR", "int64", 0, 1]], n=2)),  # F3 needs >= 32
   ("render", Failure("crash:CLANG", "CLANG raised CompileError: something else"),
    _render([["in", "int32", 0], ["NEG", "int32", 0]], [("int32", [1])])),
+  ("render", Failure("mismatch:AMD", "AMD out0[0] (float32) = nan(nan), reference inf(inf) +- 0"),  # F19 is float64 only
+   _render([["in", "float32", 0], ["RECIPROCAL", "float32", 0]], [("float32", [0])])),
+  ("render", _mm("PYTHON", "fp8e5m2", "= nan(nan), reference 1.0(0x1.0000000000000p+0) +- 0"),  # F22 needs fp8e4m3 (no -inf)
+   {**_render([["in", "fp8e5m2", 0]], [("fp8e5m2", [60] * 16)]), "outs": [0], "red": {"k": 16, "op": "MAX"}}),
   ("oob", Failure("static-miss", "truth=OOB static=False PYTHON=fault"), {"dims": [8], "size": 7}),
   ("render", Failure("mismatch:CLANG", "no lane here"), {"not": "a render case"}),
 ]

@@ -68,7 +68,7 @@ def _lane(f:Failure) -> tuple[int, int]:
   if m is None: raise ValueError("no output lane in the message")
   return int(m[1]), int(m[2])
 NARROW_INTS, INTS64 = ("int8", "uint8", "int16", "uint16"), ("int64", "uint64")
-FLOATS = ("float16", "bfloat16", "float32", "float64")
+FLOATS = ("float16", "bfloat16", "float32", "float64", "fp8e4m3", "fp8e5m2")
 
 def _f8_signed_overflow(f:Failure, case:dict) -> bool:
   # the mismatching lane is undetermined once signed ADD/MUL/SHL may not wrap (C, LLVM `nsw`): the failure is the overflow
@@ -117,6 +117,16 @@ def _sym_compare_over_wrap(case:dict) -> bool:
   wrapping = ("add", "sub", "mul", "neg", "shl")
   return any(n[0] in ("lt", "ne", "eq", "max", "min") and any(m[0] in wrapping and _sym_unsigned(m, case) for c in n[1:] for m in _sym_nodes(c))
              for n in _sym_nodes(case["expr"]))
+
+def _f20_div_of_unsigned_to_signed_cast(case:dict) -> bool:
+  # CDIV/CMOD of CAST(signed, unsigned value): the cast's range is [0, max], so the division is lowered as a shift
+  nodes = _nodes(case)
+  casts = {i for i, nd in enumerate(nodes) if nd[0] == "CAST" and nd[1].startswith("int") and _src_dt(case, nd).startswith("uint")}
+  return any(nd[0] in ("CDIV", "CMOD") and nd[2] in casts for nd in nodes)
+
+def _f21_float_times_zero(case:dict) -> bool:
+  nodes = _nodes(case)
+  return any(nd[0] == "MUL" and nd[1] in FLOATS and any(nodes[a][0] == "const" and nodes[a][2] in (0, 0.0) for a in nd[2:4]) for nd in nodes)
 
 _V = ("0.14.0",)
 KNOWN: tuple[Known, ...] = (
@@ -176,6 +186,16 @@ KNOWN: tuple[Known, ...] = (
         _has(c, lambda nd: nd[0] == "CAST" and nd[1] in NARROW_INTS and _src_dt(c, nd) in FLOATS)),
   Known("F18", "LLVM AMDGPU: udiv i32 C, (x & m) with C >= 2**31 masks the quotient with m", ("render",), _V,
         lambda f, c: _mismatch(f, "AMD") and _f18_udiv_large_const_by_mask(c)),
+  Known("F19", "AMD: float64 RECIPROCAL of +-0 is NaN (fdiv afn -> v_rcp_f64 + Newton steps, fma(-0, inf, 1))", ("render",), _V,
+        lambda f, c: _mismatch(f, "AMD") and _has(c, lambda nd: nd[0] == "RECIPROCAL" and nd[1] == "float64")
+        and re.search(r"= -?nan\(nan\), reference -?inf", f.message) is not None),
+  Known("F20", "a CAST of an unsigned value to a signed int gets the range [0, max], so CDIV/CMOD by a constant becomes a shift", ("render",), _V,
+        lambda f, c: _mismatch(f) and _f20_div_of_unsigned_to_signed_cast(c)),
+  Known("F21", "x * 0 folds to 0 for floats, so NaN * 0 and inf * 0 are 0", ("render",), _V,
+        lambda f, c: _mismatch(f) and _f21_float_times_zero(c) and "reference nan" in f.message),
+  Known("F22", "a looped fp8e4m3 MAX reduction starts from -inf, stored as NaN", ("render",), _V,
+        lambda f, c: _mismatch(f) and c.get("red", {}).get("op") == "MAX" and c["red"]["k"] > 8 and
+        any(i["dtype"] == "fp8e4m3" for i in c["inputs"]) and re.search(r"= -?nan\(", f.message) is not None),
 )
 
 def classify(kind:str, failure:Failure, case:Any, version:str|None=None) -> str|None:
