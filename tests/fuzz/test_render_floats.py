@@ -40,7 +40,7 @@ def test_finds_and_minimises_truncating_bf16_conversion():
   assert rep.seconds < 60 and time.monotonic() - t0 < 120  # inside the default budgets (23-33 s and 42-59 s at load average 11-15)
 
 def _ev(dt, op, *vals, out=None):
-  src = [v for v in vals]
+  src = list(vals)
   nodes = [["in", dt, k] for k in range(len(src))] + [[op, out or dt, *range(len(src))]]
   case = {"n": 1, "axis": "LOOP", "inputs": [{"dtype": dt, "bits": [ir.to_bits(v, dt)]} for v in src], "nodes": nodes, "outs": [len(src)]}
   return ir.evaluate(case)[0][0]
