@@ -123,22 +123,22 @@ def test_shrink_steps_bisect_and_prefer_simple_values():
 
 def test_finding_negative_constant_divisor_has_a_stable_signature():
   # docs/findings.md #2: with DISABLE_FAST_IDIV=0, x // -c on a non-negative signed x hits fast_idiv's `assert d>0`
-  fz = IdivFuzzer(kernel_devices=["CLANG", "LLVM", "X86"])
+  fz = IdivFuzzer()
   for case in ({"mode": "uop", "ren": "CLANG", "dtype": "int32", "box": [[0, 255]], "expr": ["floordiv", ["x", 0], -7]},
                {"mode": "uop", "ren": "NV", "dtype": "int64", "box": [[0, 9], [1, 2]], "expr": ["cmod", ["mul", ["x", 0], ["x", 1]], -3]}):
     f = fz.check(case)
     assert f is not None and f.cls == "exception:lower:AssertionError"
     assert f.message.startswith("Sign should have been taken out of divisor (lowering ")
-  for dev in ("CLANG", "X86"):
+  for dev in ("CLANG", "X86", "NV"):
     f = fz.check({"mode": "kernel", "dev": dev, "dtype": "int32", "expr": ["floordiv", ["x", 0], -7], "src": ["uint8"], "values": [[0, 5, 255]]})
     assert f is not None and f.cls == "exception:kernel:AssertionError"
     assert f.message.startswith(f"Sign should have been taken out of divisor (kernel on {dev}: ")
   f = fz.check(start:={"mode": "uop", "ren": "X86", "dtype": "int32", "box": [[0, 2**30]], "expr": ["floormod", ["x", 0], -1000]})
   assert minimise(fz, start, f)[0] == {"mode": "uop", "ren": "CLANG", "dtype": "int8", "box": [[0, 0]], "expr": ["cdiv", ["x", 0], -1]}
 
-def test_kernels_on_cpu_renderers_and_mock_amd_end_to_end():
+def test_kernels_on_cpu_renderers_and_mock_gpus_end_to_end():
   fz = IdivFuzzer()
-  for dev in ("CLANG", "LLVM", "X86", "AMD"):
+  for dev in ("CLANG", "LLVM", "X86", "AMD", "NV"):
     assert fz.check({"mode": "kernel", "dev": dev, "dtype": "int32", "expr": ["floordiv", ["x", 0], 641], "src": ["uint16"],
                      "values": [[0, 1, 640, 641, 65535]]}) is None
     assert fz.check({"mode": "kernel", "dev": dev, "dtype": "uint16", "expr": ["floormod", ["add", ["mul", ["x", 0], ["c", 3]], ["c", 5]], 13],
@@ -146,7 +146,7 @@ def test_kernels_on_cpu_renderers_and_mock_amd_end_to_end():
   case = {"mode": "kernel", "dev": "CLANG", "dtype": "int64", "expr": ["cmod", ["sub", ["x", 0], ["x", 1]], 1000003], "src": ["uint32", "uint8"],
           "values": [[0, 2**32 - 1, 1000002, 3000009], [255, 0, 7, 9]]}
   assert fz.check(case) is None
-  assert fz.stats() == {"kernel-CLANG": 3, "kernel-LLVM": 2, "kernel-X86": 2, "kernel-AMD": 2}
+  assert fz.stats() == {"kernel-CLANG": 3, "kernel-LLVM": 2, "kernel-X86": 2, "kernel-AMD": 2, "kernel-NV": 2}
   with pytest.raises(ExecutorUnavailable, match=r"kernel_devices=\['CUDA'\]"): IdivFuzzer(kernel_devices=["CUDA"])
 
 def test_injected_bug_in_cpu_kernels_found_and_repro(monkeypatch, tmp_path):
@@ -165,11 +165,12 @@ def test_injected_bug_in_cpu_kernels_found_and_repro(monkeypatch, tmp_path):
 class _AmdFailure(IdivFuzzer):  # renders the script of an AMD kernel failure for a case that passes
   def find(self, case): return Failure("kernel-mismatch", "injected"), [0]
 
-def test_amd_kernel_repro_runs_on_the_mock_gpu(tmp_path):
-  case = {"mode": "kernel", "dev": "AMD", "dtype": "int32", "expr": ["floordiv", ["x", 0], 641], "src": ["uint16"],
+@pytest.mark.parametrize("dev,env", [("AMD", "MOCKKFD+AMD"), ("NV", "MOCK+NV:PTX")])
+def test_gpu_kernel_repro_runs_on_the_mock_gpu(tmp_path, dev, env):
+  case = {"mode": "kernel", "dev": dev, "dtype": "int32", "expr": ["floordiv", ["x", 0], 641], "src": ["uint16"],
           "values": [[0, 1, 640, 641, 65535]]}
   (p:=tmp_path / "repro.py").write_text(src:=_AmdFailure().repro(case))
-  assert 'os.environ["DEV"] = "MOCKKFD+AMD"' in src and 'device="AMD"' in src
+  assert f'os.environ["DEV"] = "{env}"' in src and f'device="{dev}"' in src
   r = subprocess.run([sys.executable, str(p)], capture_output=True, text=True, timeout=300)
   assert r.returncode == 0 and r.stdout.strip() == "0 mismatches of 5"
 

@@ -12,8 +12,8 @@ integers) is the answer. Two modes:
   (timeout) falls back to sampling and is counted as `z3-unknown`, never as proved.
 * `kernel`: the same expression end to end as a Tensor program (`//`, `%`, `div(rounding_mode='trunc')`, `fmod`) on
   loaded values cast to the dtype, or on `Tensor.arange` (a RANGE), realised with DISABLE_FAST_IDIV=0 on one device of
-  `KERNEL_DEVICES`: DEV=CPU with the CLANG, LLVM or X86 renderer, or the mock AMD GPU (DEV=MOCKKFD+AMD, gfx1100, in the
-  `amdexec` worker process).
+  `KERNEL_DEVICES`: DEV=CPU with the CLANG, LLVM or X86 renderer, the mock AMD GPU (DEV=MOCKKFD+AMD, gfx1100, in the
+  `amdexec` worker process) or the mock NVIDIA GPU (DEV=MOCK+NV:PTX, tinygrad's PTX renderer, in a `devworker` process).
 
 Failure classes: `mismatch` (uop), `kernel-mismatch`, `kernel-fault`, `exception:lower:<Type>`, `exception:kernel:<Type>`.
 Exception messages start with tinygrad's own text (stable across cases, for the known-findings registry), then the case.
@@ -45,7 +45,7 @@ _RENDERERS = {"CLANG": ("tinygrad.renderer.cstyle", "ClangRenderer", Target("CPU
               "AMD": ("tinygrad.renderer.llvmir", "AMDLLVMRenderer", Target("AMD", "LLVM", "gfx1100")),
               "NV": ("tinygrad.renderer.ptx", "PTXRenderer", Target("NV", "PTX", "sm_70", interface="MOCK"))}
 RENDERERS: tuple[str, ...] = tuple(_RENDERERS)        # renderers whose lowering `uop` cases use (also their shrink order)
-KERNEL_DEVICES: tuple[str, ...] = ("CLANG", "LLVM", "X86", "AMD")  # where `kernel` cases run (shrink order)
+KERNEL_DEVICES: tuple[str, ...] = ("CLANG", "LLVM", "X86", "AMD", "NV")  # where `kernel` cases run (shrink order)
 EXHAUSTIVE, SMALL = 1 << 16, 1 << 12  # boxes up to SMALL points are checked at every point; up to EXHAUSTIVE when z3 cannot decide
 _DIV_OPS = (Ops.CDIV, Ops.CMOD, Ops.FLOORDIV, Ops.FLOORMOD)
 
@@ -111,7 +111,7 @@ class IdivFuzzer(Fuzzer):
   name = "idiv"
   def __init__(self, extra_rules:PatternMatcher|None=None, kernel_rate:float=0.02, widths:list[int]|None=None, negative_divisors:bool=True,
                renderers:list[str]|tuple[str, ...]=RENDERERS, kernel_devices:list[str]|tuple[str, ...]=KERNEL_DEVICES,
-               max_depth:int=2, z3_bits:int=64, z3_timeout_ms:int=2000):
+               max_depth:int=2, z3_bits:int=64, z3_timeout_ms:int=1000):
     self.extra_rules, self.kernel_rate, self.widths, self.neg = extra_rules, kernel_rate, widths or [8, 16, 32, 64], negative_divisors
     self.renderers, self.kernel_devices, self.max_depth = list(renderers), list(kernel_devices), max_depth
     self.z3_bits, self.z3_timeout_ms, self.counts = z3_bits, z3_timeout_ms, collections.Counter()
@@ -218,7 +218,7 @@ class IdivFuzzer(Fuzzer):
     box = [[0, case["n"] - 1]] if "n" in case else [[min(v), max(v)] for v in _cast_values(case)]
     if dev not in KERNEL_DEVICES or not ix.valid(case["expr"], box, dt): return None
     try:
-      if dev == "AMD":
+      if dev in _DEV:
         status, res = _worker(dev).call(__name__, "kernel_values", case)
         if status != "ok":
           typ, _, msg = res.partition(": ")
@@ -346,9 +346,17 @@ def kernel_values(device:str, case:dict) -> tuple[list[list[int]], list[int]]:
       ts = [Tensor(np.array(v, dtype=_np(DTYPES[s])), device=device).cast(dt) for v, s in zip(case["values"], case["src"])]
     return xs, ix.to_tensor(case["expr"], ts).numpy().tolist()
 
+_WORKERS: dict[tuple[int, str], object] = {}
 def _worker(dev:str):
-  from mockgpu.tinygrad.fuzz.kexec import amd_worker
-  return amd_worker()
+  # one worker per process and device (forked campaign jobs start their own)
+  import os
+  if dev == "AMD":
+    from mockgpu.tinygrad.fuzz.kexec import amd_worker
+    return amd_worker()
+  if (key:=(os.getpid(), dev)) not in _WORKERS:
+    from mockgpu.tinygrad.fuzz.devworker import DevWorker
+    _WORKERS[key] = DevWorker(_DEV[dev])
+  return _WORKERS[key]
 
 # *** helpers ***
 

@@ -102,7 +102,7 @@ def _tree(e:_Enc, t:list, xs:list):
   cands = [f(x, y) for x in (alo, ahi) for y in (blo, bhi)]
   return f(a, b), min(cands), max(cands)
 
-def prove(low:UOp, tree:list, box:list[list[int]], dt:DType, timeout_ms:int=2000) -> tuple[str, list[int]|None]:
+def prove(low:UOp, tree:list, box:list[list[int]], dt:DType, timeout_ms:int=1000) -> tuple[str, list[int]|None]:
   """Prove `low` (the lowered graph of `tree`) equal to the exact value of `tree` for every point of `box`.
 
   Args:
@@ -118,7 +118,7 @@ def prove(low:UOp, tree:list, box:list[list[int]], dt:DType, timeout_ms:int=2000
   got = _graph(e, low, {f"x{i}": x for i, x in enumerate(xs)})[0]
   if z3.is_bool(got): got = z3.If(got, 1, 0)
   want = _tree(e, tree, xs)[0]
-  s = z3.Solver()
+  s = z3.SolverFor("QF_LIA")  # z3's linear-integer configuration: about twice as fast here as the default solver
   s.set("timeout", timeout_ms)
   s.add(*(z3.And(x >= lo, x <= hi) for x, lo, hi in xs), *e.facts, got != want)
   r = s.check()
