@@ -136,6 +136,16 @@ def test_finding_negative_constant_divisor_crashes_lowering():
   f = fz.check(start:={"mode": "uop", "ren": "X86", "dtype": "int32", "box": [[0, 2**30]], "expr": ["floormod", ["x", 0], -1000]})
   assert minimise(fz, start, f)[0] == {"mode": "uop", "ren": "CLANG", "dtype": "int8", "box": [[0, 0]], "expr": ["cdiv", ["x", 0], -1]}
 
+def test_finding_x86_int16_arange_division_crashes():
+  # docs/findings.md F19: the X86 renderer's kernel for `Tensor.arange(1024, dtype=int16) // 3` crashes (CPU kernels run in a
+  # forked child, so the campaign reports it as kernel-fault instead of dying); CLANG and int32 are fine
+  fz = IdivFuzzer()
+  f = fz.check({"mode": "kernel", "dev": "X86", "dtype": "int16", "expr": ["floordiv", ["x", 0], 3], "n": 1024})
+  assert f is not None and f.cls == "kernel-fault"
+  assert f.message.startswith("kernel on X86: X86 kernel int16 x0//3 (x0=arange(1024)): the kernel was killed by SIG")
+  assert fz.check({"mode": "kernel", "dev": "CLANG", "dtype": "int16", "expr": ["floordiv", ["x", 0], 3], "n": 1024}) is None
+  assert fz.check({"mode": "kernel", "dev": "X86", "dtype": "int32", "expr": ["floordiv", ["x", 0], 3], "n": 1024}) is None
+
 def test_kernels_on_cpu_renderers_and_mock_gpus_end_to_end():
   fz = IdivFuzzer()
   for dev in ("CLANG", "LLVM", "X86", "AMD", "NV"):
@@ -156,7 +166,7 @@ def test_injected_bug_in_cpu_kernels_found_and_repro(monkeypatch, tmp_path):
            "values": [[0, 7, 640, 51968, 65535]]}  # 51968 is the one input the off-by-one magic gets wrong
   f = fz.check(start)
   assert f is not None and f.cls == "kernel-mismatch" and f.message.startswith("X86 kernel int32 (x0+1234)//641 (x0: uint16): at x0=")
-  case, _, _ = minimise(fz, start, f)
+  case, _, _ = minimise(fz, start, f, time_limit=600)  # every candidate compiles a kernel: slow on a loaded machine
   assert case == {"mode": "kernel", "dev": "CLANG", "dtype": "uint8", "expr": ["cdiv", ["x", 0], 1], "src": ["uint8"], "values": [[1]]}
   (p:=tmp_path / "repro.py").write_text(fz.repro(case))
   r = subprocess.run([sys.executable, str(p)], capture_output=True, text=True, timeout=300)

@@ -226,8 +226,8 @@ class IdivFuzzer(Fuzzer):
         xs, got = res
       else:
         ensure_cc()
-        xs, got = kernel_values("CPU", case)
-    except ExecFault as e: return Failure("kernel-fault", f"kernel on {dev} {self.describe(case)}: {e.detail}"), []
+        xs, got = _forked(kernel_values, "CPU", case)
+    except ExecFault as e: return Failure("kernel-fault", f"kernel on {dev}: {self.describe(case)}: {e.detail}"), []
     except Exception as e: return Failure(f"exception:kernel:{type(e).__name__}", f"{e} (kernel on {dev}: {self.describe(case)})"), []
     self.counts[f"kernel-{dev}"] += 1
     want = [ix.evaluate(case["expr"], list(p)) for p in zip(*xs)]
@@ -286,12 +286,18 @@ class IdivFuzzer(Fuzzer):
     for t, b in ix.tree_shrinks(case["expr"], [[0, 0]] * 8):
       if len(b) == 8 and len(ix.var_ids(t)) == len(ix.var_ids(case["expr"])): yield {**case, "expr": t}  # no fresh variable in kernels
     for dv in KERNEL_DEVICES[:KERNEL_DEVICES.index(case["dev"])]: yield {**case, "dev": dv}
+    if "n" not in case:  # fewer values first: every candidate is a compile
+      for i in bad[:2]: yield {**case, "values": [[v[i]] for v in case["values"]]}
+    def retype(c:dict, n:str) -> dict:  # a narrower dtype: sources no wider than it, values clipped into their source
+      if "n" in c: return {**c, "dtype": n}
+      srcs = [s if DTYPES[s].bitsize <= DTYPES[n].bitsize else n for s in c["src"]]
+      return {**c, "dtype": n, "src": srcs, "values": [[_clip(x, DTYPES[s]) for x in v] for v, s in zip(c["values"], srcs)]}
+    yield from self._shrink_common(case, DTYPES[case["dtype"]], retype)
     if "n" in case:
       if bad: yield {**case, "n": bad[0] + 1}
       for n in ix.toward(case["n"], 1): yield {**case, "n": n}
     else:
       vals = case["values"]
-      for i in bad[:2]: yield {**case, "values": [[v[i]] for v in vals]}
       if len(vals[0]) > 1:
         h = len(vals[0]) // 2
         yield {**case, "values": [v[:h] for v in vals]}
@@ -300,8 +306,6 @@ class IdivFuzzer(Fuzzer):
         for k, v in enumerate(vals):
           s = DTYPES[case["src"][k]]
           for m in ix.simple_below(v[0], s.min, s.max) + ix.toward(v[0]): yield {**case, "values": vals[:k] + [[m]] + vals[k+1:]}
-    yield from self._shrink_common(case, DTYPES[case["dtype"]], lambda c, n: {**c, "dtype": n} if "n" in c else
-                                   {**c, "dtype": n, "src": [s if DTYPES[s].bitsize <= DTYPES[n].bitsize else n for s in c["src"]]})
 
   def describe(self, case:dict) -> str:
     if case["mode"] == "kernel":
@@ -345,6 +349,27 @@ def kernel_values(device:str, case:dict) -> tuple[list[list[int]], list[int]]:
       xs = _cast_values(case)
       ts = [Tensor(np.array(v, dtype=_np(DTYPES[s])), device=device).cast(dt) for v, s in zip(case["values"], case["src"])]
     return xs, ix.to_tensor(case["expr"], ts).numpy().tolist()
+
+def _forked(fn, *args):
+  # native CPU code may crash the process (docs/findings.md F19): run it in a forked child, results back through a pipe
+  import os, pickle, signal
+  from mockgpu.tinygrad.fuzz.errors import ExecFault
+  r, w = os.pipe()
+  if (pid:=os.fork()) == 0:
+    os.close(r)
+    try: out = ("ok", fn(*args))
+    except BaseException as e: out = ("raised", e)
+    try: data = pickle.dumps(out)
+    except Exception as e: data = pickle.dumps(("raised", RuntimeError(f"{type(out[1]).__name__}: {out[1]}")))
+    with os.fdopen(w, "wb") as f: f.write(data)
+    os._exit(0)
+  os.close(w)
+  with os.fdopen(r, "rb") as f: data = f.read()
+  _, status = os.waitpid(pid, 0)
+  if os.WIFSIGNALED(status): raise ExecFault("CPU", f"the kernel was killed by {signal.Signals(os.WTERMSIG(status)).name}")
+  kind, res = pickle.loads(data)
+  if kind == "raised": raise res
+  return res
 
 _WORKERS: dict[tuple[int, str], object] = {}
 def _worker(dev:str):
