@@ -295,7 +295,7 @@ class IdivFuzzer(Fuzzer):
     yield from self._shrink_common(case, DTYPES[case["dtype"]], retype)
     if "n" in case:
       if bad: yield {**case, "n": bad[0] + 1}
-      for n in ix.toward(case["n"], 1): yield {**case, "n": n}
+      for n in ix.simple_below(case["n"], 1, case["n"]) + ix.toward(case["n"], 1): yield {**case, "n": n}
     else:
       vals = case["values"]
       if len(vals[0]) > 1:
