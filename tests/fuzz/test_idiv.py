@@ -115,6 +115,15 @@ def test_expressions_exact_and_lowered_for_every_renderer():
                      "expr": ["floordiv", ["add", ["x", 0], ["x", 1]], 7]}) is None
   assert not ix.valid(["mul", ["x", 0], ["c", 3]], [[0, 2**31]], dtypes.int32)  # would wrap: never generated, never a case
 
+def test_generation_never_raises_and_uop_cases_fit():
+  # seed 21 case 59 once drew a uint8 kernel source for values in [4435, ...] (generate raised): sources now overlap the box
+  from mockgpu.tinygrad.fuzz.core import case_rng
+  from mockgpu.tinygrad.fuzz.idiv import DTYPES
+  fz = IdivFuzzer(kernel_rate=0.5)
+  cases = [fz.generate(case_rng(21, i)) for i in range(1500)]
+  assert all(ix.valid(c["expr"], c["box"], DTYPES[c["dtype"]]) for c in cases if c["mode"] == "uop")
+  assert 600 < sum(c["mode"] == "kernel" for c in cases) < 900 and any("n" in c for c in cases)
+
 def test_shrink_steps_bisect_and_prefer_simple_values():
   assert ix.toward(1000) == [0, 500, 750, 875, 938, 969, 985, 993, 997, 999]
   assert ix.toward(-9, 0) == [0, -5, -7, -8] and ix.toward(5, 5) == []

@@ -155,9 +155,10 @@ class IdivFuzzer(Fuzzer):
 
   def _kernel_case(self, rng:random.Random, dt:DType, expr:list, box:list[list[int]]) -> dict:
     case = {"mode": "kernel", "dev": rng.choice(self.kernel_devices), "dtype": _name(dt), "expr": expr}
-    if len(box) == 1 and rng.random() < 0.3: return {**case, "n": rng.randint(1, min(4096, box[0][1] + 1))}  # Tensor.arange: a RANGE
+    if len(box) == 1 and rng.random() < 0.3 and box[0][1] >= 0: return {**case, "n": rng.randint(1, min(4096, box[0][1] + 1))}  # Tensor.arange: a RANGE
     # loaded values cast from a narrower unsigned dtype (tinygrad knows they are non-negative, so fast_idiv fires) or the same dtype
-    srcs = [rng.choice([n for n, s in DTYPES.items() if s.bitsize <= dt.bitsize and (s == dt or s in dtypes.uints)]) for _ in box]
+    srcs = [rng.choice([n for n, s in DTYPES.items() if s.bitsize <= dt.bitsize and (s == dt or s in dtypes.uints) and s.min <= hi and lo <= s.max])
+            for lo, hi in box]
     vals = []
     for (lo, hi), s in zip(box, srcs):
       lo, hi = max(lo, DTYPES[s].min), min(hi, DTYPES[s].max)
