@@ -57,9 +57,9 @@ MATCH = [
   ("7", "symbolic", Failure("wrap-mismatch", "at v0=1: expected True, simplified graph gives False"),
    {"dtype": "uint16", "vars": [[1, 1]], "expr": ["lt", ["c", 0], ["neg", ["v", 0]]]}),
   ("2", "idiv", Failure("exception:lower:AssertionError", "lowering {...}: Sign should have been taken out of divisor"),
-   {"mode": "uop", "dtype": "int8", "op": "cdiv", "lo": 1, "hi": 1, "d": -1}),
+   {"mode": "uop", "ren": "CLANG", "dtype": "int8", "box": [[0, 0]], "expr": ["cdiv", ["x", 0], -1]}),
   ("2", "idiv", Failure("exception:kernel:AssertionError", "kernel {...}: Sign should have been taken out of divisor"),
-   {"mode": "kernel", "src": "uint8", "dst": "int32", "op": "floordiv", "d": -7, "values": [0, 5, 255]}),
+   {"mode": "kernel", "dev": "CLANG", "dtype": "int32", "expr": ["floordiv", ["x", 0], -7], "src": ["uint8"], "values": [[0, 5, 255]]}),
   ("F1", "render", Failure("param-slot-collision:CLANG", "executor=CLANG: variable PARAMs [('core_id', 3)] ..."),
    _render([["in", "float32", 0], ["in", "bool", 1], ["const", "bool", 0], ["AND", "bool", 1, 2], ["in", "float32", 2],
             ["WHERE", "float32", 3, 0, 4]],
@@ -112,6 +112,8 @@ MATCH = [
    _render([["const", "fp8e4m3", 0], ["in", "fp8e4m3", 0], ["MUL", "fp8e4m3", 0, 1]], [("fp8e4m3", [0x7f])])),
   ("F22", "render", _mm("PYTHON", "fp8e4m3", "= nan(nan), reference 1.0(0x1.0000000000000p+0) +- 0"),
    {**_render([["in", "fp8e4m3", 0]], [("fp8e4m3", [56] * 16)]), "outs": [0], "red": {"k": 16, "op": "MAX"}}),
+  ("F23", "idiv", Failure("kernel-fault", "kernel on X86: X86 kernel int16 x0//3 (x0=arange(1024)): the kernel was killed by SIGSEGV"),
+   {"mode": "kernel", "dev": "X86", "dtype": "int16", "expr": ["floordiv", ["x", 0], 3], "n": 1024}),
 ]
 
 @pytest.mark.parametrize("fid,kind,failure,case", MATCH, ids=[f"{m[0]}-{i}" for i, m in enumerate(MATCH)])
@@ -147,6 +149,8 @@ NEW = [
    _render([["in", "float32", 0], ["RECIPROCAL", "float32", 0]], [("float32", [0])])),
   ("render", _mm("PYTHON", "fp8e5m2", "= nan(nan), reference 1.0(0x1.0000000000000p+0) +- 0"),  # F22 needs fp8e4m3 (no -inf)
    {**_render([["in", "fp8e5m2", 0]], [("fp8e5m2", [60] * 16)]), "outs": [0], "red": {"k": 16, "op": "MAX"}}),
+  ("idiv", Failure("kernel-fault", "kernel on CLANG: CLANG kernel int16 x0//3 (x0=arange(1024)): the kernel was killed by SIGSEGV"),
+   {"mode": "kernel", "dev": "CLANG", "dtype": "int16", "expr": ["floordiv", ["x", 0], 3], "n": 1024}),  # F23 is X86's
   ("oob", Failure("static-miss", "truth=OOB static=False PYTHON=fault"), {"dims": [8], "size": 7}),
   ("render", Failure("mismatch:CLANG", "no lane here"), {"not": "a render case"}),
 ]
@@ -161,5 +165,5 @@ def test_real_fuzzers_failures_are_classified():
   sym = {"dtype": "weakint", "vars": [[0, 5]], "expr": ["div", ["c", 0], ["or", ["v", 0], ["c", 8]]]}
   assert known.classify("symbolic", safe_check(SymbolicFuzzer(), sym), sym) == "1"
   for d in (-1, -7):
-    idiv = {"mode": "uop", "dtype": "int16", "op": "cmod", "lo": 0, "hi": 300, "d": d}
+    idiv = {"mode": "uop", "ren": "CLANG", "dtype": "int16", "box": [[0, 300]], "expr": ["cmod", ["x", 0], d]}
     assert known.classify("idiv", safe_check(IdivFuzzer(), idiv), idiv) == "2"

@@ -196,6 +196,8 @@ KNOWN: tuple[Known, ...] = (
   Known("F22", "a looped fp8e4m3 MAX reduction starts from -inf, stored as NaN", ("render",), _V,
         lambda f, c: _mismatch(f) and c.get("red", {}).get("op") == "MAX" and c["red"]["k"] > 8 and
         any(i["dtype"] == "fp8e4m3" for i in c["inputs"]) and re.search(r"= -?nan\(", f.message) is not None),
+  Known("F23", "X86 renderer: the arange kernel of an int16 division (n >= 1024) crashes the process", ("idiv",), _V,
+        lambda f, c: f.cls == "kernel-fault" and c["dev"] == "X86" and c["dtype"] in ("int16", "uint16") and "n" in c),
 )
 
 def classify(kind:str, failure:Failure, case:Any, version:str|None=None) -> str|None:
