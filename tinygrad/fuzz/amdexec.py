@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 from mockgpu.tinygrad.fuzz.errors import ExecFault, ExecutorCrashed
 
-__all__ = ["AmdWorker", "FaultInfo", "parse_fault", "slack", "worker", "GUARD", "GPUS", "PAGE", "TIMEOUT"]
+__all__ = ["AmdWorker", "FaultInfo", "parse_fault", "slack", "lds_slack", "worker", "GUARD", "GPUS", "PAGE", "TIMEOUT", "LDS_GRANULE"]
 
 PAGE, GUARD, GPUS, TIMEOUT = 0x1000, 1 << 20, 8, 120.0
+LDS_GRANULE = 512  # bytes: a PM4 dispatch's LDS is RSRC2.LDS_SIZE granules (emu `Dispatch.lds_size`), LLVM rounds the group segment up
 _FAULTS = ("MMU fault", "HW fault", "Wait timeout")  # how tinygrad reports a GPU fault
 
 def _align32(n:int) -> int: return (n + 31) // 32 * 32
@@ -29,6 +30,12 @@ def slack(nbytes:int) -> tuple[int, int, int]:
   the size of the unmapped guard beyond them, where every access faults."""
   n = max(nbytes, 1)
   return (-_align32(n)) % PAGE, _align32(n) - n, GUARD
+
+def lds_slack(nbytes:int) -> tuple[int, int, int]:
+  """Returns: (0, bytes after, guard) for a kernel whose only LDS is a buffer of `nbytes`: the emulator faults every DS access
+  outside the workgroup's LDS, which is the group segment rounded up to `LDS_GRANULE` (a negative index wraps to a huge
+  address); nothing precedes the buffer."""
+  return 0, -max(nbytes, 1) % LDS_GRANULE, 1 << 31
 
 @dataclass(frozen=True)
 class FaultInfo:

@@ -62,12 +62,14 @@ class Executor:
     threads: the renderer splits kernels over CPU threads (a `core_id` PARAM), so `run` checks the PARAM slots first.
     slack: `slack(nbytes) -> (before, after, guard)`: how many bytes around a buffer an out-of-bounds access may touch without a
       fault (page-granular devices), and how far beyond that every access faults; None: every out-of-bounds access faults.
+    lds_slack: the same for a local (LDS, DEFINE_LOCAL) buffer of `nbytes`: the device's LDS allocation granule.
   """
   name: str
   renderer: Callable[[], Renderer]
   runner: Callable[[UOp, list[np.ndarray]], None]
   threads: bool = False
   slack: Callable[[int], tuple[int, int, int]]|None = None
+  lds_slack: Callable[[int], tuple[int, int, int]]|None = None
   def run(self, ast:UOp, arrays:list[np.ndarray]) -> str:
     """Compile and run `ast` on `arrays` (updated in place). Returns the rendered source, for reports.
 
@@ -207,11 +209,11 @@ def amd_worker(arch:str="gfx1100"):
 def amd_executor(name:str="AMD", renderer:Callable[[], Renderer]|None=None, arch:str="gfx1100") -> Executor:
   """The mock AMD GPU executor: `AMDLLVMRenderer` for `arch` (what `DEV=AMD` picks without comgr), compiled here, run by
   the emulator behind `DEV=MOCKKFD+AMD` in a persistent worker process; GPU fault reports become ExecFault."""
-  from mockgpu.tinygrad.fuzz.amdexec import slack
+  from mockgpu.tinygrad.fuzz.amdexec import slack, lds_slack
   if renderer is None:
     from tinygrad.renderer.llvmir import AMDLLVMRenderer
     def renderer(): return AMDLLVMRenderer(Target("AMD", "LLVM", arch))
-  return Executor(name, renderer, lambda prg, arrays: amd_worker(arch).run(prg, arrays), slack=slack)
+  return Executor(name, renderer, lambda prg, arrays: amd_worker(arch).run(prg, arrays), slack=slack, lds_slack=lds_slack)
 
 _FACTORIES: dict[str, Callable[[], Executor]] = {
   "PYTHON": python_executor, **{n: (lambda n=n: cpu_executor(n)) for n in ("CLANG", "LLVM", "X86")},
