@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from mockgpu.tinygrad.fuzz.errors import ExecFault, ExecutorCrashed
 
-__all__ = ["AmdWorker", "FaultInfo", "parse_fault", "slack", "lds_slack", "worker", "GUARD", "GPUS", "PAGE", "TIMEOUT", "LDS_GRANULE"]
+__all__ = ["AmdWorker", "FaultInfo", "parse_fault", "parse_strict_read", "slack", "strict_slack", "lds_slack", "worker", "GUARD", "GPUS", "PAGE", "TIMEOUT", "LDS_GRANULE"]
 
 PAGE, GUARD, GPUS, TIMEOUT = 0x1000, 1 << 20, 8, 120.0
 LDS_GRANULE = 512  # bytes: a PM4 dispatch's LDS is RSRC2.LDS_SIZE granules (emu `Dispatch.lds_size`), LLVM rounds the group segment up
@@ -30,6 +30,10 @@ def slack(nbytes:int) -> tuple[int, int, int]:
   the size of the unmapped guard beyond them, where every access faults."""
   n = max(nbytes, 1)
   return (-_align32(n)) % PAGE, _align32(n) - n, GUARD
+
+def strict_slack(nbytes:int) -> tuple[int, int, int]:
+  """Returns: `slack` of a strict-mode worker: no byte outside the buffer is free, the unmapped guard starts past its page."""
+  return 0, 0, GUARD
 
 def lds_slack(nbytes:int) -> tuple[int, int, int]:
   """Returns: (0, bytes after, guard) for a kernel whose only LDS is a buffer of `nbytes`: the emulator faults every DS access
@@ -62,8 +66,16 @@ def parse_fault(message:str, stderr:str) -> FaultInfo:
 
 # *** the worker process ***
 
+_STRICT_READ = re.compile(r"read\(s\) outside every allocation but inside its mapped page \(strict mode\); the first: \w+ fault in (\w+): "
+                          r"addr=0x([0-9a-f]+) .*?pc=0x([0-9a-f]+) .*?lane=(\d+) .*?inst='([^']*)'")
+def parse_strict_read(stderr:str) -> FaultInfo|None:
+  """Returns: the first read a strict-mode (`MOCKGPU_STRICT=1`) mock GPU reported outside every allocation but inside its
+  mapped page (the kernel went on: the hardware performs such reads), as a FaultInfo of kind `strict-read`; None if none."""
+  if (m:=_STRICT_READ.search(stderr)) is None: return None
+  return FaultInfo(m.group(0), int(m.group(2), 16), "strict-read", int(m.group(4)), int(m.group(3), 16), m.group(5), m.group(1))
+
 class _Runner:
-  def __init__(self): self.gpu, self.dev = 0, None
+  def __init__(self): self.gpu, self.dev, self.strict = 0, None, os.environ.get("MOCKGPU_STRICT", "0") not in ("", "0")
   def device(self):
     from tinygrad.device import Device
     if self.dev is None: self.dev = Device["AMD" if self.gpu == 0 else f"AMD:{self.gpu}"]
@@ -73,13 +85,18 @@ class _Runner:
     nbytes = max(arr.nbytes, 1)
     size = (nbytes + PAGE - 1) // PAGE * PAGE
     base = FileIOInterface.anon_mmap(0, size + 2*GUARD, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | mmap.MAP_ANONYMOUS, 0)
-    buf = self.device().iface.alloc(size, host=True, cpu_addr=base + GUARD)
     off = size - _align32(nbytes)
+    if self.strict:  # the allocation is the buffer itself (byte-exact checks); the driver still maps its whole page
+      buf = self.device().iface.alloc(nbytes, host=True, cpu_addr=base + GUARD + off)
+      ctypes.memmove(base + GUARD + off, arr.ctypes.data, arr.nbytes)
+      return base, size, buf, buf
+    buf = self.device().iface.alloc(size, host=True, cpu_addr=base + GUARD)
     ctypes.memmove(base + GUARD + off, arr.ctypes.data, arr.nbytes)
     return base, size, buf, buf.offset(off, nbytes)
   def free(self, base:int, size:int, buf) -> None:
     from tinygrad.runtime.support.hcq import FileIOInterface
     self.device().iface.free(buf)
+    if self.strict: FileIOInterface.munmap(base + GUARD, size)  # tinygrad's free unmaps only the (unaligned) buffer
     FileIOInterface.munmap(base, GUARD)
     FileIOInterface.munmap(base + GUARD + size, GUARD)
   def run(self, elf, global_size, local_size, vals, arrays:dict[int, np.ndarray]) -> tuple:
@@ -103,7 +120,11 @@ class _Runner:
   def guarded(self, go) -> tuple:
     err = io.StringIO()
     sys.stderr = err
-    try: return ("ok", go())
+    try:
+      ret = go()
+      # strict mode: a read outside the buffer inside its page is performed and reported, the GPU stays usable
+      if self.strict and (info:=parse_strict_read(err.getvalue())) is not None: return ("fault", info, True)
+      return ("ok", ret)
     except RuntimeError as e:
       if not str(e).startswith(_FAULTS): raise
       self.gpu, self.dev = self.gpu + 1, None  # this GPU stays in error state: its buffers are abandoned with it
@@ -149,18 +170,24 @@ class AmdWorker:
   Args:
     arch: the emulated target (`gfx1100`).
     gpus: mock GPUs per worker process; each fault retires one, so a worker survives `gpus - 1` faults.
+    strict: run the mock in strict mode (`MOCKGPU_STRICT=1`) with every buffer its own byte-exact allocation: a write outside
+      it faults, a read outside it inside its page is reported as an ExecFault of kind `strict-read` (the GPU stays usable).
   Attributes:
     starts, faults: how many worker processes were started and how many runs faulted (for reports and tests).
   """
-  def __init__(self, arch:str="gfx1100", gpus:int=GPUS):
-    self.arch, self.gpus, self.proc, self.starts, self.faults, self.log = arch, gpus, None, 0, 0, None
+  def __init__(self, arch:str="gfx1100", gpus:int=GPUS, strict:bool=False):
+    self.arch, self.gpus, self.strict, self.proc, self.starts, self.faults, self.log = arch, gpus, strict, None, 0, 0, None
   def _start(self) -> subprocess.Popen:
-    env = {**os.environ, "DEV": f"MOCKKFD+AMD::{self.arch}", "MOCKGPU_GPUS": str(self.gpus)}
+    env = {**os.environ, "DEV": f"MOCKKFD+AMD::{self.arch}", "MOCKGPU_GPUS": str(self.gpus), "MOCKGPU_STRICT": "1" if self.strict else "0"}
     self.log = tempfile.TemporaryFile()  # the worker's stderr outside kernel runs: why it died, if it does
     self.proc = subprocess.Popen([sys.executable, "-m", "mockgpu.tinygrad.fuzz.amdexec"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=self.log, env=env)
     self.starts += 1
     return self.proc
+  def start(self) -> None:
+    """Start the worker process now, if none is running, without waiting for it to be ready (its set-up overlaps the caller's
+    work; the first run waits for it)."""
+    if self.proc is None or self.proc.poll() is not None: self._start()
   def close(self) -> None:
     """Stop the worker (it is restarted on the next run)."""
     if self.proc is not None:

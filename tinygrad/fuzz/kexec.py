@@ -70,15 +70,19 @@ class Executor:
   threads: bool = False
   slack: Callable[[int], tuple[int, int, int]]|None = None
   lds_slack: Callable[[int], tuple[int, int, int]]|None = None
-  def run(self, ast:UOp, arrays:list[np.ndarray]) -> str:
+  def run(self, ast:UOp, arrays:list[np.ndarray], programs:dict|None=None) -> str:
     """Compile and run `ast` on `arrays` (updated in place). Returns the rendered source, for reports.
 
+    Args:
+      programs: optional cache of compiled programs of this `ast`, keyed by renderer class and target: executors that share a
+        renderer (e.g. the mock AMD GPU in its two memory modes) compile once.
     Raises:
       ExecFault: the kernel faulted. ParamSlotCollision: the lowered kernel's ABI is broken (not run).
     """
     ren = self.renderer()
     if self.threads: check_param_slots(ast, ren, self.name)
-    prg = compile_ast(ast, ren)
+    if programs is None: prg = compile_ast(ast, ren)
+    elif (prg:=programs.get(key:=(type(ren), ren.target))) is None: prg = programs[key] = compile_ast(ast, ren)
     self.runner(prg, arrays)
     return prg.src[2].arg if isinstance(prg.src[2].arg, str) else ""
 
@@ -199,21 +203,24 @@ def unicorn_executor(name:str, renderer:Callable[[], Renderer]|None=None) -> Exe
 
 # *** the mock AMD GPU: tinygrad's AMD LLVM renderer, run by the gfx1100 emulator in a worker process (amdexec) ***
 
-_AMD_WORKERS: dict[tuple[int, str], object] = {}
-def amd_worker(arch:str="gfx1100"):
-  """Returns: this process's `amdexec.AmdWorker` for `arch` (one per process: forked campaign jobs get their own)."""
+_AMD_WORKERS: dict[tuple, object] = {}
+def amd_worker(arch:str="gfx1100", strict:bool=False):
+  """Returns: this process's `amdexec.AmdWorker` for `arch` (and strict mode; one per process: forked campaign jobs get their own)."""
   from mockgpu.tinygrad.fuzz.amdexec import AmdWorker
-  if (key:=(os.getpid(), arch)) not in _AMD_WORKERS: _AMD_WORKERS[key] = AmdWorker(arch)
+  key = (os.getpid(), arch) if not strict else (os.getpid(), arch, "strict")
+  if key not in _AMD_WORKERS: _AMD_WORKERS[key] = AmdWorker(arch, strict=strict)
   return _AMD_WORKERS[key]
 
-def amd_executor(name:str="AMD", renderer:Callable[[], Renderer]|None=None, arch:str="gfx1100") -> Executor:
+def amd_executor(name:str="AMD", renderer:Callable[[], Renderer]|None=None, arch:str="gfx1100", strict:bool=False) -> Executor:
   """The mock AMD GPU executor: `AMDLLVMRenderer` for `arch` (what `DEV=AMD` picks without comgr), compiled here, run by
-  the emulator behind `DEV=MOCKKFD+AMD` in a persistent worker process; GPU fault reports become ExecFault."""
-  from mockgpu.tinygrad.fuzz.amdexec import slack, lds_slack
+  the emulator behind `DEV=MOCKKFD+AMD` in a persistent worker process; GPU fault reports become ExecFault. `strict`: the
+  worker runs the mock in strict mode (`MOCKGPU_STRICT=1`, byte-exact buffers; `amdexec.AmdWorker`)."""
+  from mockgpu.tinygrad.fuzz.amdexec import slack, strict_slack, lds_slack
   if renderer is None:
     from tinygrad.renderer.llvmir import AMDLLVMRenderer
     def renderer(): return AMDLLVMRenderer(Target("AMD", "LLVM", arch))
-  return Executor(name, renderer, lambda prg, arrays: amd_worker(arch).run(prg, arrays), slack=slack, lds_slack=lds_slack)
+  return Executor(name, renderer, lambda prg, arrays: amd_worker(arch, strict).run(prg, arrays), slack=strict_slack if strict else slack,
+                  lds_slack=lds_slack)
 
 _FACTORIES: dict[str, Callable[[], Executor]] = {
   "PYTHON": python_executor, **{n: (lambda n=n: cpu_executor(n)) for n in ("CLANG", "LLVM", "X86")},

@@ -5,7 +5,8 @@ loops; the index may use a value loaded from an index buffer. The ground truth i
 here over all iterations. Three verdicts are compared:
   truth    some gated-in iteration indexes outside [0, size)        (this module, exhaustively)
   static   tinygrad's spec check with CHECK_OOB=1 rejects the kernel  (`static_check`, z3 inside tinygrad)
-  dynamic  an executor faults (`DYNAMIC`: the PYTHON emulator's bounds errors, the mock AMD GPU's fault reports)
+  dynamic  an executor faults (`DYNAMIC`: the PYTHON emulator's bounds errors, the mock AMD GPU's fault reports, faithful
+           (page-granular) and in strict mode (byte-exact: a write outside the buffer faults, a read there is reported))
 A lowering that stops with tinygrad's own shape error (`invalid shrink`, an upcast access past the end) counts as flagged
 statically and as faulting dynamically (the kernel cannot be built, so it cannot touch memory).
 Failure classes: `static-miss` (out of bounds, static check passes: unsound; `static-miss:vectorized` when the access is an
@@ -23,12 +24,13 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure
 from mockgpu.tinygrad.fuzz.errors import ExecFault
-from mockgpu.tinygrad.fuzz.kexec import Executor, executor, quiet
+from mockgpu.tinygrad.fuzz.kexec import Executor, amd_executor, amd_worker, executor, quiet
 
 __all__ = ["OobFuzzer", "static_check", "itemsize", "vectorized_access", "truth", "exhaustive", "expected_fault", "build_oob_ast", "arrays",
-           "DYNAMIC", "DTYPES", "IDX_DTYPES", "LOCAL_MAX"]
+           "DYNAMIC", "STRICT", "DTYPES", "IDX_DTYPES", "LOCAL_MAX"]
 
-DYNAMIC: tuple[str, ...] = ("PYTHON", "AMD")  # executors that report out-of-bounds accesses
+STRICT = "AMD-STRICT"  # the mock AMD GPU in strict mode (MOCKGPU_STRICT=1): byte-exact buffers, a dynamic executor of this fuzzer only
+DYNAMIC: tuple[str, ...] = ("PYTHON", "AMD", STRICT)  # executors that report out-of-bounds accesses
 # the data buffer's dtypes (every buffer dtype tinygrad's renderers here take) and their numpy storage (bfloat16 as its bits)
 DTYPES: dict[str, str] = {"bool": "bool", "int8": "int8", "uint8": "uint8", "int16": "int16", "uint16": "uint16", "int32": "int32",
                           "uint32": "uint32", "int64": "int64", "uint64": "uint64", "float16": "float16", "bfloat16": "uint16",
@@ -166,6 +168,7 @@ def generate(rng:random.Random) -> dict:
     k = rng.choice(cand)
     op = rng.choice(["UPCAST", "UPCAST", "LOCAL"] if case["axes"][k] == "GLOBAL" else ["UPCAST"])
     case["opts"] = [[op, k, rng.choice([n for n in (2, 3, 4, 8) if dims[k] % n == 0])]]
+  if case["gate"] is not None and case["mode"] == "load" and rng.random() < 0.5: case["gate_form"] = "where"
   return case
 
 # *** tinygrad ***
@@ -198,7 +201,8 @@ def build_oob_ast(case):
     return UOp({"+": Ops.ADD, "*": Ops.MUL, "//": Ops.CDIV, "%": Ops.CMOD, "max": Ops.MAX}[e[0]], dtypes.weakint, (a, b))
   idx = ev(case["idx"])
   gate = ev(case["gate"]) if case["gate"] is not None else None
-  if gate is not None: idx = gate.where(idx, UOp.invalid())
+  # gate_form "where": a load gated only by the WHERE that selects its value (tinygrad folds that into the load's gate)
+  if gate is not None and not (case.get("gate_form") == "where" and case["mode"] == "load"): idx = gate.where(idx, UOp.invalid())
   flat = UOp.const(0, dtypes.weakint)
   for r, d in zip(rngs, dims): flat = flat * d + r
   seven = UOp.const(True if dt == dtypes.bool else 7, dt)
@@ -283,7 +287,10 @@ class OobFuzzer(Fuzzer):
     return dict(self._stats)
   def executors(self) -> list[Executor]:
     """Returns: the dynamic executors, built on first use."""
-    if self._executors is None: self._executors = [executor(n) for n in self.dynamic_names] + list(self.extra)
+    if self._executors is None:
+      self._executors = [amd_executor(n, strict=True) if n == STRICT else executor(n) for n in self.dynamic_names] + list(self.extra)
+      for n in self.dynamic_names:  # the mock GPU workers set up in parallel with each other and the first cases' other work
+        if n in ("AMD", STRICT): amd_worker(strict=n == STRICT).start()
     return self._executors
 
   def generate(self, rng:random.Random) -> dict: return generate(rng)
@@ -300,8 +307,9 @@ class OobFuzzer(Fuzzer):
     try: out["static"] = self.static(ast)
     except KernelOptError as e: return {**out, "static": "opts", "opts": str(e)}  # the case's opts do not apply to this kernel
     except Exception as e: out["static"] = True if _rejected(e) else f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    programs: dict = {}  # executors sharing a renderer compile once
     for ex in self.executors():
-      try: ex.run(ast, arrays(case)); out[ex.name] = "clean"
+      try: ex.run(ast, arrays(case), programs); out[ex.name] = "clean"
       except ExecFault as e: out[ex.name], out[f"{ex.name}:detail"] = "fault", e.detail
       except KernelOptError as e: return {**out, "static": "opts", "opts": str(e)}
       except Exception as e: out[ex.name] = "rejected" if _rejected(e) else f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
@@ -333,9 +341,10 @@ class OobFuzzer(Fuzzer):
 
   def shrink(self, case:dict) -> Iterator[dict]:
     def var(**kw) -> dict:  # defaults are left out: no opts (tinygrad's heuristic), a global data buffer
-      return {k: v for k, v in {**copy.deepcopy(case), **kw}.items() if not (k == "opts" and v is None or k == "space" and v == "global")}
+      return {k: v for k, v in {**copy.deepcopy(case), **kw}.items()
+              if not (k in ("opts", "gate_form") and v is None or k == "space" and v == "global")}
     if case["gate"] is not None:
-      yield var(gate=None)
+      yield var(gate=None, gate_form=None)
       if case["gate"][0] == "&": yield var(gate=case["gate"][1]); yield var(gate=case["gate"][2])
     for k, d in enumerate(case["dims"]):
       if case.get("ibuf") is not None and case["ibuf"]["loop"] == k: continue
@@ -349,6 +358,7 @@ class OobFuzzer(Fuzzer):
       yield var(ibuf=None, dims=case["dims"][:k] + case["dims"][k+1:], axes=case["axes"][:k] + case["axes"][k+1:])
     if case["mode"] == "store": yield var(mode="load")
     if case.get("opts"): yield var(opts=None)
+    if case.get("gate_form"): yield var(gate_form=None)
     if case.get("space") == "local": yield var(space="global")
     if case.get("dtype", "int32") != "int32": yield var(dtype="int32")
     for k, a in enumerate(case["axes"]):
@@ -365,7 +375,7 @@ class OobFuzzer(Fuzzer):
     axes = "".join("GLR"["GLOBAL LOOP LOCAL".split().index(a)] for a in case["axes"])
     return f"dims={case['dims']} axes={axes} {case.get('space', 'global')} {case.get('dtype', 'int32')}[{case['size']}] mode={case['mode']} " \
            f"idx={_show(case['idx'])}" + (f" opts={case['opts']}" if case.get("opts") else "") + \
-           (f" gate={_show(case['gate'])}" if case["gate"] is not None else "") + (f" ibuf={case['ibuf']['dtype']}" if case.get("ibuf") else "")
+           (f" gate{'(where)' if case.get('gate_form') else ''}={_show(case['gate'])}" if case["gate"] is not None else "") + (f" ibuf={case['ibuf']['dtype']}" if case.get("ibuf") else "")
 
   def repro(self, case:dict) -> str:
     f = self.check(case)
