@@ -2,7 +2,7 @@
 puts every LDS index one element past its buffer are each found by a campaign and minimised (default budget) to a one-element
 LDS; hand-written LDS kernels give exact verdicts (PYTHON byte-exact, the mock AMD GPU by its 512-byte LDS granule); the
 float16-LDS spec failure on PYTHON (Python < 3.12 emulates float16; docs/findings.md F19) is pinned."""
-import sys
+import subprocess, sys
 import pytest
 from tinygrad.dtype import AddrSpace
 from tinygrad.helpers import Target
@@ -70,11 +70,15 @@ def test_lds_slack_is_the_granule():
   assert truth(_lds(125)) == (True, 125, 128)
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="PythonRenderer emulates float16 only on Python < 3.12")
-def test_float16_lds_fails_tinygrads_spec_on_python():
+def test_float16_lds_fails_tinygrads_spec_on_python(tmp_path):
   # new finding: the float16 emulation rewrites a LOCAL float16 buffer to float32 and leaves AFTER(CAST) behind, which the spec rejects
   f = OobFuzzer(dynamic=["PYTHON"]).check({**_lds(0), "dtype": "float16"})
   assert f is not None and f.cls == "dynamic-crash:PYTHON"
   assert "UOp verification failed at" in f.message and "on Ops.AFTER dtypes.float 2 [(Ops.CAST, dtypes.float, dtypes.float), (Ops.BARRIER" in f.message
+  # the campaign's minimised case (seed 11): its repro script exits 1 naming the error
+  (p:=tmp_path / "repro.py").write_text(OobFuzzer(dynamic=["PYTHON"]).repro({**ONE_LDS, "idx": ["c", 0], "dtype": "float16"}))
+  r = subprocess.run([sys.executable, str(p)], capture_output=True, text=True, timeout=120)
+  assert r.returncode == 1 and "PYTHON raised RuntimeError: UOp verification failed at 12 on Ops.AFTER dtypes.float 2" in r.stdout
   # F19 through the Tensor API: a float16 max (its REG accumulator) on DEV=PYTHON; elementwise float16 works
   import numpy as np
   from tinygrad import Tensor

@@ -473,6 +473,9 @@ except IndexError as e: dynamic = True; print("PYTHON:", e)
 except ValueError as e:
   if not str(e).startswith("invalid shrink"): raise
   dynamic = True; print("lowering rejected the kernel:", e)
+except Exception as e:  # a dynamic-crash: tinygrad raised something else lowering or running the kernel
+  print(f"PYTHON raised {{type(e).__name__}}: {{e}}")
+  sys.exit(1 if want.startswith("dynamic-crash") else 2)
 print(f"dynamic PYTHON: {{'faults' if dynamic else 'clean'}}")
 bad = (want.startswith("static-miss") and oob and not static) or (want == "false-alarm" and not oob and static) or \\
       (want.startswith("dynamic-") and dynamic != oob)
