@@ -99,8 +99,9 @@ class _Runner:
     if self.strict: FileIOInterface.munmap(base + GUARD, size)  # tinygrad's free unmaps only the (unaligned) buffer
     FileIOInterface.munmap(base, GUARD)
     FileIOInterface.munmap(base + GUARD + size, GUARD)
-  def run(self, elf, global_size, local_size, vals, arrays:dict[int, np.ndarray]) -> tuple:
+  def run(self, elf, global_size, local_size, vals, arrays:dict[int, np.ndarray], strict:bool|None=None) -> tuple:
     dev = self.device()
+    if strict is not None: self.mode(strict)
     rt, held = dev.runtime(elf), {i: self.alloc(a) for i, a in arrays.items()}
     def go():
       rt(*[held[i][3] for i in arrays], global_size=global_size, local_size=local_size, vals=vals, wait=True)
@@ -108,8 +109,14 @@ class _Runner:
       for base, size, buf, _ in held.values(): self.free(base, size, buf)
       return arrays
     return self.guarded(go)
+  def mode(self, strict:bool) -> None:
+    # the memory mode of the next kernels: the mock reads MemoryMap.strict at every dispatch
+    from mockgpu.mock.kfd import system
+    self.strict = strict
+    for gpu in system().gpus.values(): gpu.memory.strict = strict
   def call(self, module:str, fn:str, args:tuple) -> tuple:
     import importlib
+    if self.strict: self.mode(False)  # whole programs run as the faithful mock does
     f = getattr(importlib.import_module(module), fn)
     def go():
       try: return f(self.device().device, *args)
@@ -148,7 +155,8 @@ def _write(f, obj) -> None:
 def worker() -> None:
   """The worker's main loop (DEV=MOCKKFD+AMD must be set before it starts): read commands from stdin, reply on stdout.
 
-  Commands: `("run", elf, global_size, local_size, vals, {slot: array})`, `("call", module, function, args)` (runs
+  Commands: `("run", elf, global_size, local_size, vals, {slot: array}[, strict])` (strict: run this kernel in strict mode),
+  `("call", module, function, args)` (runs
   `function(device, *args)` with the AMD device name, e.g. a Tensor program). Replies: `("ok", {slot: array} | result)`,
   `("fault", FaultInfo, alive)` (alive: a fresh GPU is left), `("error", text)` (anything else the run raised)."""
   out = os.fdopen(os.dup(1), "wb")
@@ -170,8 +178,9 @@ class AmdWorker:
   Args:
     arch: the emulated target (`gfx1100`).
     gpus: mock GPUs per worker process; each fault retires one, so a worker survives `gpus - 1` faults.
-    strict: run the mock in strict mode (`MOCKGPU_STRICT=1`) with every buffer its own byte-exact allocation: a write outside
-      it faults, a read outside it inside its page is reported as an ExecFault of kind `strict-read` (the GPU stays usable).
+    strict: run kernels in the mock's strict mode (MemoryMap.strict, as `MOCKGPU_STRICT=1`) with every buffer its own
+      byte-exact allocation: a write outside it faults, a read outside it inside its page is reported as an ExecFault of kind
+      `strict-read` (the GPU stays usable). The default of `run`, which can pick the mode per kernel.
   Attributes:
     starts, faults: how many worker processes were started and how many runs faulted (for reports and tests).
   """
@@ -194,15 +203,16 @@ class AmdWorker:
       self.proc.kill()
       self.proc.wait()
       self.proc = None
-  def run(self, prg, arrays:list[np.ndarray]) -> None:
-    """Run the compiled PROGRAM UOp `prg` on `arrays` (one per PARAM slot, updated in place).
+  def run(self, prg, arrays:list[np.ndarray], strict:bool|None=None) -> None:
+    """Run the compiled PROGRAM UOp `prg` on `arrays` (one per PARAM slot, updated in place); `strict` (default: the
+    worker's mode) runs it in strict mode, so one worker serves both modes.
 
     Raises:
       ExecFault: the GPU faulted (out-of-bounds access, invalid instruction, watchdog); the detail is the parsed report.
       ExecutorCrashed: the worker raised something else, died or did not answer within `TIMEOUT` seconds.
     """
     cmd = ("run", prg.to_elf(), tuple(prg.arg.global_size), tuple(prg.arg.local_size or (1, 1, 1)), tuple(prg.arg.vals({})),
-           {i: arrays[i] for i in prg.arg.globals})
+           {i: arrays[i] for i in prg.arg.globals}, self.strict if strict is None else strict)
     for i, a in self._send(cmd).items(): arrays[i][...] = a
   def call(self, module:str, fn:str, *args) -> tuple[str, object]:
     """Run `module.fn(device, *args)` in the worker, `device` being its current AMD device name (`AMD`, `AMD:1`, ...).

@@ -203,23 +203,22 @@ def unicorn_executor(name:str, renderer:Callable[[], Renderer]|None=None) -> Exe
 
 # *** the mock AMD GPU: tinygrad's AMD LLVM renderer, run by the gfx1100 emulator in a worker process (amdexec) ***
 
-_AMD_WORKERS: dict[tuple, object] = {}
-def amd_worker(arch:str="gfx1100", strict:bool=False):
-  """Returns: this process's `amdexec.AmdWorker` for `arch` (and strict mode; one per process: forked campaign jobs get their own)."""
+_AMD_WORKERS: dict[tuple[int, str], object] = {}
+def amd_worker(arch:str="gfx1100"):
+  """Returns: this process's `amdexec.AmdWorker` for `arch` (one per process: forked campaign jobs get their own)."""
   from mockgpu.tinygrad.fuzz.amdexec import AmdWorker
-  key = (os.getpid(), arch) if not strict else (os.getpid(), arch, "strict")
-  if key not in _AMD_WORKERS: _AMD_WORKERS[key] = AmdWorker(arch, strict=strict)
+  if (key:=(os.getpid(), arch)) not in _AMD_WORKERS: _AMD_WORKERS[key] = AmdWorker(arch)
   return _AMD_WORKERS[key]
 
 def amd_executor(name:str="AMD", renderer:Callable[[], Renderer]|None=None, arch:str="gfx1100", strict:bool=False) -> Executor:
   """The mock AMD GPU executor: `AMDLLVMRenderer` for `arch` (what `DEV=AMD` picks without comgr), compiled here, run by
   the emulator behind `DEV=MOCKKFD+AMD` in a persistent worker process; GPU fault reports become ExecFault. `strict`: the
-  worker runs the mock in strict mode (`MOCKGPU_STRICT=1`, byte-exact buffers; `amdexec.AmdWorker`)."""
+  same worker runs these kernels in the mock's strict mode (byte-exact buffers; `amdexec.AmdWorker`)."""
   from mockgpu.tinygrad.fuzz.amdexec import slack, strict_slack, lds_slack
   if renderer is None:
     from tinygrad.renderer.llvmir import AMDLLVMRenderer
     def renderer(): return AMDLLVMRenderer(Target("AMD", "LLVM", arch))
-  return Executor(name, renderer, lambda prg, arrays: amd_worker(arch, strict).run(prg, arrays), slack=strict_slack if strict else slack,
+  return Executor(name, renderer, lambda prg, arrays: amd_worker(arch).run(prg, arrays, strict), slack=strict_slack if strict else slack,
                   lds_slack=lds_slack)
 
 _FACTORIES: dict[str, Callable[[], Executor]] = {

@@ -289,8 +289,8 @@ class OobFuzzer(Fuzzer):
     """Returns: the dynamic executors, built on first use."""
     if self._executors is None:
       self._executors = [amd_executor(n, strict=True) if n == STRICT else executor(n) for n in self.dynamic_names] + list(self.extra)
-      for n in self.dynamic_names:  # the mock GPU workers set up in parallel with each other and the first cases' other work
-        if n in ("AMD", STRICT): amd_worker(strict=n == STRICT).start()
+      # the mock GPU worker (one for both memory modes) sets up while the first case's other verdicts are computed
+      if any(n in ("AMD", STRICT) for n in self.dynamic_names): amd_worker().start()
     return self._executors
 
   def generate(self, rng:random.Random) -> dict: return generate(rng)
