@@ -74,7 +74,8 @@ def test_float16_lds_fails_tinygrads_spec_on_python(tmp_path):
   # new finding: the float16 emulation rewrites a LOCAL float16 buffer to float32 and leaves AFTER(CAST) behind, which the spec rejects
   f = OobFuzzer(dynamic=["PYTHON"]).check({**_lds(0), "dtype": "float16"})
   assert f is not None and f.cls == "dynamic-crash:PYTHON"
-  assert "UOp verification failed at" in f.message and "on Ops.AFTER dtypes.float 2 [(Ops.CAST, dtypes.float, dtypes.float), (Ops.BARRIER" in f.message
+  assert "UOp verification failed at" in f.message
+  assert "on Ops.AFTER dtypes.float 2 [(Ops.CAST, dtypes.float, dtypes.float), (Ops.BARRIER" in f.message
   # the campaign's minimised case (seed 11): its repro script exits 1 naming the error
   (p:=tmp_path / "repro.py").write_text(OobFuzzer(dynamic=["PYTHON"]).repro({**ONE_LDS, "idx": ["c", 0], "dtype": "float16"}))
   r = subprocess.run([sys.executable, str(p)], capture_output=True, text=True, timeout=120)

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from mockgpu.tinygrad.fuzz.errors import ExecFault, ExecutorCrashed
 
-__all__ = ["AmdWorker", "FaultInfo", "parse_fault", "parse_strict_read", "slack", "strict_slack", "lds_slack", "worker", "GUARD", "GPUS", "PAGE", "TIMEOUT", "LDS_GRANULE"]
+__all__ = ["AmdWorker", "FaultInfo", "parse_fault", "parse_strict_read", "slack", "strict_slack", "lds_slack", "worker", "GUARD", "GPUS",
+           "PAGE", "TIMEOUT", "LDS_GRANULE"]
 
 PAGE, GUARD, GPUS, TIMEOUT = 0x1000, 1 << 20, 8, 120.0
 LDS_GRANULE = 512  # bytes: a PM4 dispatch's LDS is RSRC2.LDS_SIZE granules (emu `Dispatch.lds_size`), LLVM rounds the group segment up

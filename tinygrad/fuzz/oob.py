@@ -189,7 +189,8 @@ def build_oob_ast(case):
   out_slot = 0 if local else 1
   ld = None
   if ib is not None:
-    ld = param(out_slot + (case["mode"] == "load" or local), len(ib["data"]), getattr(dtypes, ib["dtype"])).index(rngs[ib["loop"]]).cast(dtypes.weakint)
+    ibuf = param(out_slot + (case["mode"] == "load" or local), len(ib["data"]), getattr(dtypes, ib["dtype"]))
+    ld = ibuf.index(rngs[ib["loop"]]).cast(dtypes.weakint)
   def ev(e):
     if e[0] == "r": return rngs[e[1]]
     if e[0] == "c": return UOp.const(e[1], dtypes.weakint)
@@ -375,7 +376,8 @@ class OobFuzzer(Fuzzer):
     axes = "".join("GLR"["GLOBAL LOOP LOCAL".split().index(a)] for a in case["axes"])
     return f"dims={case['dims']} axes={axes} {case.get('space', 'global')} {case.get('dtype', 'int32')}[{case['size']}] mode={case['mode']} " \
            f"idx={_show(case['idx'])}" + (f" opts={case['opts']}" if case.get("opts") else "") + \
-           (f" gate{'(where)' if case.get('gate_form') else ''}={_show(case['gate'])}" if case["gate"] is not None else "") + (f" ibuf={case['ibuf']['dtype']}" if case.get("ibuf") else "")
+           (f" gate{'(where)' if case.get('gate_form') else ''}={_show(case['gate'])}" if case["gate"] is not None else "") + \
+           (f" ibuf={case['ibuf']['dtype']}" if case.get("ibuf") else "")
 
   def repro(self, case:dict) -> str:
     f = self.check(case)
