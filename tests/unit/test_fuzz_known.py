@@ -114,6 +114,8 @@ MATCH = [
    {**_render([["in", "fp8e4m3", 0]], [("fp8e4m3", [56] * 16)]), "outs": [0], "red": {"k": 16, "op": "MAX"}}),
   ("F23", "idiv", Failure("kernel-fault", "kernel on X86: X86 kernel int16 x0//3 (x0=arange(1024)): the kernel was killed by SIGSEGV"),
    {"mode": "kernel", "dev": "X86", "dtype": "int16", "expr": ["floordiv", ["x", 0], 3], "n": 1024}),
+  ("F24", "oob", Failure("dynamic-crash:PYTHON", "lds[0] of float16[1]: PYTHON raised RuntimeError: UOp verification failed at 12 on "
+                        "Ops.AFTER dtypes.float 2 [(Ops.CAST, dtypes.float, dtypes.float), (Ops.BARRIER, dtypes.void, None)]"), {"dtype": "float16"}),
 ]
 
 @pytest.mark.parametrize("fid,kind,failure,case", MATCH, ids=[f"{m[0]}-{i}" for i, m in enumerate(MATCH)])
@@ -151,6 +153,7 @@ NEW = [
    {**_render([["in", "fp8e5m2", 0]], [("fp8e5m2", [60] * 16)]), "outs": [0], "red": {"k": 16, "op": "MAX"}}),
   ("idiv", Failure("kernel-fault", "kernel on CLANG: CLANG kernel int16 x0//3 (x0=arange(1024)): the kernel was killed by SIGSEGV"),
    {"mode": "kernel", "dev": "CLANG", "dtype": "int16", "expr": ["floordiv", ["x", 0], 3], "n": 1024}),  # F23 is X86's
+  ("oob", Failure("dynamic-crash:PYTHON", "PYTHON raised RuntimeError: UOp verification failed at 3 on Ops.STORE dtypes.void"), {}),
   ("oob", Failure("static-miss", "truth=OOB static=False PYTHON=fault"), {"dims": [8], "size": 7}),
   ("render", Failure("mismatch:CLANG", "no lane here"), {"not": "a render case"}),
 ]

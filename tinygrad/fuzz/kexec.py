@@ -79,6 +79,7 @@ class Executor:
     slack: `slack(nbytes) -> (before, after, guard)`: how many bytes around a buffer an out-of-bounds access may touch without a
       fault (page-granular devices), and how far beyond that every access faults; None: every out-of-bounds access faults.
     warm: starts what the first run would wait for (a GPU worker process) without waiting; None: nothing to start.
+    lds_slack: the same for a local (LDS, DEFINE_LOCAL) buffer of `nbytes`: the device's LDS allocation granule.
   """
   name: str
   renderer: Callable[[], Renderer]
@@ -86,15 +87,20 @@ class Executor:
   threads: bool = False
   slack: Callable[[int], tuple[int, int, int]]|None = None
   warm: Callable[[], None]|None = None
-  def run(self, ast:UOp, arrays:list[np.ndarray]) -> str:
+  lds_slack: Callable[[int], tuple[int, int, int]]|None = None
+  def run(self, ast:UOp, arrays:list[np.ndarray], programs:dict|None=None) -> str:
     """Compile and run `ast` on `arrays` (updated in place). Returns the rendered source, for reports.
 
+    Args:
+      programs: optional cache of compiled programs of this `ast`, keyed by renderer class and target: executors that share a
+        renderer (e.g. the mock AMD GPU in its two memory modes) compile once.
     Raises:
       ExecFault: the kernel faulted. ParamSlotCollision: the lowered kernel's ABI is broken (not run).
     """
     ren = self.renderer()
     if self.threads: check_param_slots(ast, ren, self.name)
-    prg = compile_ast(ast, ren)
+    if programs is None: prg = compile_ast(ast, ren)
+    elif (prg:=programs.get(key:=(type(ren), ren.target))) is None: prg = programs[key] = compile_ast(ast, ren)
     self.runner(prg, arrays)
     return prg.src[2].arg if isinstance(prg.src[2].arg, str) else ""
 
@@ -223,14 +229,16 @@ def amd_worker(arch:str="gfx1100"):
   if (key:=(os.getpid(), arch)) not in _AMD_WORKERS: _AMD_WORKERS[key] = AmdWorker(arch)
   return _AMD_WORKERS[key]
 
-def amd_executor(name:str="AMD", renderer:Callable[[], Renderer]|None=None, arch:str="gfx1100") -> Executor:
+def amd_executor(name:str="AMD", renderer:Callable[[], Renderer]|None=None, arch:str="gfx1100", strict:bool=False) -> Executor:
   """The mock AMD GPU executor: `AMDLLVMRenderer` for `arch` (what `DEV=AMD` picks without comgr), compiled here, run by
-  the emulator behind `DEV=MOCKKFD+AMD` in a persistent worker process; GPU fault reports become ExecFault."""
-  from mockgpu.tinygrad.fuzz.amdexec import slack
+  the emulator behind `DEV=MOCKKFD+AMD` in a persistent worker process; GPU fault reports become ExecFault. `strict`: the
+  same worker runs these kernels in the mock's strict mode (byte-exact buffers; `amdexec.AmdWorker`)."""
+  from mockgpu.tinygrad.fuzz.amdexec import slack, strict_slack, lds_slack
   if renderer is None:
     from tinygrad.renderer.llvmir import AMDLLVMRenderer
     def renderer(): return AMDLLVMRenderer(Target("AMD", "LLVM", arch))
-  return Executor(name, renderer, lambda prg, arrays: amd_worker(arch).run(prg, arrays), slack=slack, warm=lambda: amd_worker(arch).warm())
+  return Executor(name, renderer, lambda prg, arrays: amd_worker(arch).run(prg, arrays, strict), slack=strict_slack if strict else slack,
+                  lds_slack=lds_slack, warm=lambda: amd_worker(arch).start())
 
 # *** more mock GPUs (opt-in, see GPU_EXECUTORS): gfx1201 as AMD above; gfx950, compiled in its worker with a libLLVM >= 20;
 # NVIDIA through tinygrad's PTX renderer on MOCK+NV. These use plain device buffers (no guard model: render only) ***
@@ -275,7 +283,7 @@ class RemoteExecutor(Executor):
   """An executor whose worker process also lowers and compiles (`remote(ast, arrays)`): a target the parent's libLLVM lacks.
   `renderer` is still built here, for `supported_dtypes` and reports."""
   remote: Callable[[UOp, list[np.ndarray]], None]|None = None
-  def run(self, ast:UOp, arrays:list[np.ndarray]) -> str:
+  def run(self, ast:UOp, arrays:list[np.ndarray], programs:dict|None=None) -> str:
     assert self.remote is not None
     self.remote(ast, arrays)
     return ""
@@ -297,7 +305,7 @@ def gfx950_executor(name:str="AMD-gfx950") -> Executor:
     ren = AMDLLVMRenderer.__new__(AMDLLVMRenderer)
     Renderer.__init__(ren, Target("AMD", "LLVM", "gfx950"))
     return ren
-  return RemoteExecutor(name, renderer, lambda prg, arrays: None, warm=lambda: gpu_worker(name, "gfx950", {"LLVM_PATH": path}).warm(), remote=remote)
+  return RemoteExecutor(name, renderer, lambda prg, arrays: None, warm=lambda: gpu_worker(name, "gfx950", {"LLVM_PATH": path}).start(), remote=remote)
 
 def nv_executor(name:str="NV", arch:str="sm_70") -> Executor:
   """The mock NVIDIA GPU (`DEV=MOCK+NV:PTX`, its PTX engine) with tinygrad's `PTXRenderer` for `arch` (what the mock reports)."""
@@ -307,7 +315,7 @@ def nv_executor(name:str="NV", arch:str="sm_70") -> Executor:
     out = _gpu_call(gpu_worker(name, arch, env), "run_plain", prg.to_elf(), tuple(prg.arg.global_size), tuple(prg.arg.local_size or (1, 1, 1)),
                     tuple(prg.arg.vals({})), {i: arrays[i] for i in prg.arg.globals})
     for i, a in out.items(): arrays[i][...] = a
-  return Executor(name, lambda: PTXRenderer(Target("NV", "PTX", arch, "MOCK")), runner, warm=lambda: gpu_worker(name, arch, env).warm())
+  return Executor(name, lambda: PTXRenderer(Target("NV", "PTX", arch, "MOCK")), runner, warm=lambda: gpu_worker(name, arch, env).start())
 
 _FACTORIES: dict[str, Callable[[], Executor]] = {
   "PYTHON": python_executor, **{n: (lambda n=n: cpu_executor(n)) for n in ("CLANG", "LLVM", "X86")},

@@ -198,6 +198,9 @@ KNOWN: tuple[Known, ...] = (
         any(i["dtype"] == "fp8e4m3" for i in c["inputs"]) and re.search(r"= -?nan\(", f.message) is not None),
   Known("F23", "X86 renderer: the arange kernel of an int16 division (n >= 1024) crashes the process", ("idiv",), _V,
         lambda f, c: f.cls == "kernel-fault" and c["dev"] == "X86" and c["dtype"] in ("int16", "uint16") and "n" in c),
+  Known("F24", "float16 emulated as float32 (PYTHON on Python < 3.12) leaves AFTER(CAST(local/reg buffer)), which the spec rejects", ("oob",),
+        _V, lambda f, c: f.cls in ("dynamic-crash:PYTHON", "static-crash") and
+        re.search(r"UOp verification failed at \d+ on Ops\.AFTER dtypes\.float", f.message) is not None),
 )
 
 def classify(kind:str, failure:Failure, case:Any, version:str|None=None) -> str|None:

@@ -5,7 +5,8 @@ loops; the index may use a value loaded from an index buffer. The ground truth i
 here over all iterations. Three verdicts are compared:
   truth    some gated-in iteration indexes outside [0, size)        (this module, exhaustively)
   static   tinygrad's spec check with CHECK_OOB=1 rejects the kernel  (`static_check`, z3 inside tinygrad)
-  dynamic  an executor faults (`DYNAMIC`: the PYTHON emulator's bounds errors, the mock AMD GPU's fault reports)
+  dynamic  an executor faults (`DYNAMIC`: the PYTHON emulator's bounds errors, the mock AMD GPU's fault reports, faithful
+           (page-granular) and in strict mode (byte-exact: a write outside the buffer faults, a read there is reported))
 A lowering that stops with tinygrad's own shape error (`invalid shrink`, an upcast access past the end) counts as flagged
 statically and as faulting dynamically (the kernel cannot be built, so it cannot touch memory).
 Failure classes: `static-miss` (out of bounds, static check passes: unsound; `static-miss:vectorized` when the access is an
@@ -23,12 +24,18 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure
 from mockgpu.tinygrad.fuzz.errors import ExecFault
-from mockgpu.tinygrad.fuzz.kexec import Executor, executor, quiet
+from mockgpu.tinygrad.fuzz.kexec import Executor, amd_executor, amd_worker, executor, quiet
 
-__all__ = ["OobFuzzer", "static_check", "vectorized_access", "truth", "exhaustive", "expected_fault", "build_oob_ast", "DYNAMIC",
-           "IDX_DTYPES"]
+__all__ = ["OobFuzzer", "static_check", "itemsize", "vectorized_access", "truth", "exhaustive", "expected_fault", "build_oob_ast", "arrays",
+           "DYNAMIC", "STRICT", "DTYPES", "IDX_DTYPES", "LOCAL_MAX"]
 
-DYNAMIC: tuple[str, ...] = ("PYTHON", "AMD")  # executors that report out-of-bounds accesses
+STRICT = "AMD-STRICT"  # the mock AMD GPU in strict mode (MOCKGPU_STRICT=1): byte-exact buffers, a dynamic executor of this fuzzer only
+DYNAMIC: tuple[str, ...] = ("PYTHON", "AMD", STRICT)  # executors that report out-of-bounds accesses
+# the data buffer's dtypes (every buffer dtype tinygrad's renderers here take) and their numpy storage (bfloat16 as its bits)
+DTYPES: dict[str, str] = {"bool": "bool", "int8": "int8", "uint8": "uint8", "int16": "int16", "uint16": "uint16", "int32": "int32",
+                          "uint32": "uint32", "int64": "int64", "uint64": "uint64", "float16": "float16", "bfloat16": "uint16",
+                          "float32": "float32", "float64": "float64"}
+LOCAL_MAX = 256  # elements of a local (LDS) data buffer: every thread fills it once per run
 IDX_DTYPES = {"uint8": (0, 255), "int8": (-128, 127), "int16": (-32768, 32767), "int32": (-2**31, 2**31-1)}
 BIN, CMP = ("+", "*", "//", "%", "max"), ("<", "!=")
 
@@ -73,16 +80,26 @@ def truth(case:dict) -> tuple[bool, int|None, int|None]:
     lo, hi = (i, i) if lo is None else (min(lo, i), max(hi, i))
   return (lo is not None and (lo < 0 or hi >= case["size"])), lo, hi
 
+def itemsize(case:dict) -> int:
+  """Returns: the byte size of one element of the case's data buffer."""
+  return np.dtype(DTYPES[case.get("dtype", "int32")]).itemsize
+
 def expected_fault(case:dict, ex:Executor) -> bool|None:
-  """Whether executor `ex` must fault on `case`: True/False, or None when it is left open (for a page-granular executor, an
-  index beyond the unmapped guard around the data buffer may hit another mapping). Indices in the mapped slack around the
-  buffer do not fault."""
+  """Whether executor `ex` must fault on `case`: True/False, or None when it is left open (for a granular executor, an
+  index beyond the guard around the data buffer may hit another mapping). Indices in the slack around the buffer do not fault:
+  `ex.slack` for a global buffer (pages), `ex.lds_slack` for a local one (the LDS allocation granule; beyond it the access
+  may fault or, LLVM assuming it in bounds, be folded away: open)."""
   oob, lo, hi = truth(case)
-  if ex.slack is None or lo is None or hi is None: return oob
-  nbytes = 4 * case["size"]
-  before, after, guard = ex.slack(nbytes)
+  sl = ex.lds_slack if case.get("space") == "local" else ex.slack
+  if sl is None or lo is None or hi is None: return oob
+  n = itemsize(case)
+  nbytes = n * case["size"]
+  before, after, guard = sl(nbytes)
   def where(b:int) -> str: return "in" if -before <= b < nbytes + after else "guard" if -before - guard <= b < nbytes + after + guard else "far"
-  ends = {where(4 * lo), where(4 * hi + 3)}
+  ends = {where(n * lo), where(n * hi + n - 1)}
+  # a local buffer is a typed LDS array reached by `getelementptr inbounds`: LLVM may assume every index is in bounds and
+  # fold or drop an access outside it (seen: a store at -1 of a 1-element array disappears), so outside it is left open
+  if case.get("space") == "local" and ends != {"in"}: return None
   return True if "guard" in ends else False if ends == {"in"} else None
 
 def _uses(e:list, what:tuple) -> bool: return list(e[:len(what)]) == list(what) or any(isinstance(x, list) and _uses(x, what) for x in e[1:])
@@ -141,23 +158,39 @@ def generate(rng:random.Random) -> dict:
     shift = -lo + rng.choice([0, 0, 0, 0, -1]) if lo < 0 or rng.random() < 0.5 else 0
     if shift: case["idx"], lo, hi = ["+", case["idx"], ["c", shift]], lo + shift, hi + shift
     case["size"] = max(1, hi + 1 + rng.choice([-1, 0, 0, 0, 1, 5])) if hi < 1 << 16 else rng.randint(1, 1 << 16)
+  # the data buffer: its dtype, a local (LDS) buffer for small ones, LOCAL (workgroup) axes, explicit upcast/local opts
+  case["dtype"] = rng.choice(list(DTYPES)) if rng.random() < 0.6 else "int32"
+  if case["size"] <= LOCAL_MAX and np.prod(dims) <= 64 and rng.random() < 0.35: case["space"] = "local"
+  for k in range(nloops):
+    if rng.random() < 0.2: case["axes"][k] = "LOCAL"
+  # an opt on a GLOBAL or LOCAL axis (tinygrad upcasts GLOBAL/LOCAL/WEAK axes and splits GLOBAL ones into LOCAL; LOOP stays a loop)
+  if rng.random() < 0.3 and (cand:=[k for k in range(nloops) if case["axes"][k] != "LOOP" and any(dims[k] % n == 0 for n in (2, 3, 4, 8))]):
+    k = rng.choice(cand)
+    op = rng.choice(["UPCAST", "UPCAST", "LOCAL"] if case["axes"][k] == "GLOBAL" else ["UPCAST"])
+    case["opts"] = [[op, k, rng.choice([n for n in (2, 3, 4, 8) if dims[k] % n == 0])]]
+  if case["gate"] is not None and case["mode"] == "load" and rng.random() < 0.5: case["gate_form"] = "where"
   return case
 
 # *** tinygrad ***
 
 def build_oob_ast(case):
   """Build the kernel AST of an oob case (self-contained: repro scripts embed this function's source). Buffer slots: 0 the data
-  buffer, 1 the output (load mode), then the index buffer."""
+  buffer (global space) or the output, then the output (global load mode), then the index buffer. A local (LDS) data buffer
+  is a DEFINE_LOCAL (`BUFFER` in the LOCAL address space): in load mode every thread first fills it (a loop over its
+  elements), in store mode the kernel then reads element 0 back into a one-element output."""
   import math
-  from tinygrad.dtype import dtypes
+  from tinygrad.dtype import dtypes, AddrSpace
   from tinygrad.uop.ops import UOp, Ops, KernelInfo, AxisType, ParamArg
+  from tinygrad.codegen.opt import Opt, OptOps
   def param(slot, size, dt): return UOp(Ops.PARAM, dt, (UOp.const(size, dtypes.weakint),), ParamArg(slot, dt, device="CPU"))
-  dims = case["dims"]
-  rngs = [UOp.range(d, k, AxisType.GLOBAL if a == "GLOBAL" else AxisType.LOOP) for k, (d, a) in enumerate(zip(dims, case["axes"]))]
-  data, ib = param(0, case["size"], dtypes.int32), case.get("ibuf")
+  dims, dt, local = case["dims"], getattr(dtypes, case.get("dtype", "int32")), case.get("space") == "local"
+  rngs = [UOp.range(d, k, getattr(AxisType, a)) for k, (d, a) in enumerate(zip(dims, case["axes"]))]
+  data, ib = param(0, case["size"], dt) if not local else UOp.placeholder((case["size"],), dt, 10, AddrSpace.LOCAL), case.get("ibuf")
+  out_slot = 0 if local else 1
   ld = None
   if ib is not None:
-    ld = param(1 + (case["mode"] == "load"), len(ib["data"]), getattr(dtypes, ib["dtype"])).index(rngs[ib["loop"]]).cast(dtypes.weakint)
+    ibuf = param(out_slot + (case["mode"] == "load" or local), len(ib["data"]), getattr(dtypes, ib["dtype"]))
+    ld = ibuf.index(rngs[ib["loop"]]).cast(dtypes.weakint)
   def ev(e):
     if e[0] == "r": return rngs[e[1]]
     if e[0] == "c": return UOp.const(e[1], dtypes.weakint)
@@ -169,15 +202,36 @@ def build_oob_ast(case):
     return UOp({"+": Ops.ADD, "*": Ops.MUL, "//": Ops.CDIV, "%": Ops.CMOD, "max": Ops.MAX}[e[0]], dtypes.weakint, (a, b))
   idx = ev(case["idx"])
   gate = ev(case["gate"]) if case["gate"] is not None else None
-  if gate is not None: idx = gate.where(idx, UOp.invalid())
+  # gate_form "where": a load gated only by the WHERE that selects its value (tinygrad folds that into the load's gate)
+  if gate is not None and not (case.get("gate_form") == "where" and case["mode"] == "load"): idx = gate.where(idx, UOp.invalid())
   flat = UOp.const(0, dtypes.weakint)
   for r, d in zip(rngs, dims): flat = flat * d + r
-  if case["mode"] == "store": st = data.index(idx).store(UOp.const(7, dtypes.int32))
+  seven = UOp.const(True if dt == dtypes.bool else 7, dt)
+  if case["mode"] == "store":
+    st = data.index(idx).store(seven).end(*rngs)
+    if local: st = param(out_slot, 1, dt).index(UOp.const(0, dtypes.weakint)).store(data.after(st).index(UOp.const(0, dtypes.weakint)))
   else:
+    if local:
+      fill = UOp.range(case["size"], len(dims), AxisType.LOOP)
+      data = data.after(data.index(fill).store(fill.cast(dt)).end(fill))
     val = data.index(idx)
-    st = param(1, math.prod(dims), dtypes.int32).index(flat).store(
-      gate.where(val, UOp.const(0, dtypes.int32)) if gate is not None else val)
-  return st.end(*rngs).sink(arg=KernelInfo(name="fuzz_oob"))
+    st = param(out_slot, math.prod(dims), dt).index(flat).store(gate.where(val, UOp.const(0, dt)) if gate is not None else val).end(*rngs)
+  # an opt names loop k of the case; tinygrad's Scheduler numbers the ranges of size > 1 in (LOOP, GLOBAL, LOCAL, loop) order,
+  # the fill loop of a local buffer (loop len(dims)) included
+  types = case["axes"] + (["LOOP"] if local and case["mode"] == "load" else [])
+  order = sorted((k for k, d in enumerate(dims + [case["size"]]) if k < len(types) and d > 1),
+                 key=lambda k: ({"LOOP": -1, "GLOBAL": 0, "LOCAL": 2}[types[k]], k))
+  opts = tuple(Opt(getattr(OptOps, o), order.index(k) if k in order else len(order), n) for o, k, n in case["opts"]) \
+    if case.get("opts") is not None else None
+  return st.sink(arg=KernelInfo(name="fuzz_oob", opts_to_apply=opts))
+
+def arrays(case:dict) -> list[np.ndarray]:
+  """Returns: the zeroed numpy arrays a case's kernel runs on, one per PARAM slot (bfloat16 stored as uint16)."""
+  dt, local = np.dtype(DTYPES[case.get("dtype", "int32")]), case.get("space") == "local"
+  out = ([] if local else [np.zeros(case["size"], dt)]) + \
+        ([np.zeros(1 if case["mode"] == "store" else int(np.prod(case["dims"])), dt)] if local or case["mode"] == "load" else [])
+  if case.get("ibuf") is not None: out.append(np.array(case["ibuf"]["data"], np.dtype(case["ibuf"]["dtype"])))
+  return out
 
 def static_check(ast, renderer=None) -> bool:
   """tinygrad's static bounds check: lower `ast` with CHECK_OOB=1 (SPEC on) and report whether the spec rejected an index.
@@ -186,9 +240,10 @@ def static_check(ast, renderer=None) -> bool:
     ast: the kernel AST.
     renderer: the renderer whose lowering is checked (default: PYTHON's, the one the dynamic executor runs).
   Returns:
-    True if tinygrad flags an out-of-bounds access.
+    True if tinygrad flags an out-of-bounds access (the spec rejects a LOAD or STORE).
   Raises:
-    whatever tinygrad raises besides the spec failure (z3 conversion errors...): the caller reports `static-crash`.
+    whatever tinygrad raises besides that spec failure (z3 conversion errors, a spec failure of another op...): the caller
+    reports `static-crash`.
   """
   from tinygrad.codegen import full_rewrite_to_sink
   from tinygrad.helpers import Context, Target
@@ -196,7 +251,8 @@ def static_check(ast, renderer=None) -> bool:
   try:
     with Context(CHECK_OOB=1, SPEC=1), quiet(): full_rewrite_to_sink(ast, renderer or PythonRenderer(Target("PYTHON")))
   except RuntimeError as e:
-    if str(e).startswith("UOp verification failed"): return True
+    # CHECK_OOB's verdict is the spec of a LOAD or STORE (validate_index); a spec failure elsewhere is not about bounds
+    if str(e).startswith("UOp verification failed") and (" on Ops.LOAD " in str(e) or " on Ops.STORE " in str(e)): return True
     raise
   return False
 
@@ -232,30 +288,41 @@ class OobFuzzer(Fuzzer):
     return dict(self._stats)
   def executors(self) -> list[Executor]:
     """Returns: the dynamic executors, built on first use."""
-    if self._executors is None: self._executors = [executor(n) for n in self.dynamic_names] + list(self.extra)
+    if self._executors is None:
+      self._executors = [amd_executor(n, strict=True) if n == STRICT else executor(n) for n in self.dynamic_names] + list(self.extra)
+      # the mock GPU worker (one for both memory modes) sets up while the first case's other verdicts are computed
+      if any(n in ("AMD", STRICT) for n in self.dynamic_names): amd_worker().start()
     return self._executors
 
   def generate(self, rng:random.Random) -> dict: return generate(rng)
 
   def verdicts(self, case:dict) -> dict:
     """Returns: {"truth": bool, "exhaustive": bool, "static": bool|str (str: the exception), <executor>: "fault"|"clean"|"rejected"
-    (tinygrad's lowering refused the kernel: an upcast access past the end)|str (the exception), <executor>:detail: the fault report}."""
+    (tinygrad's lowering refused the kernel: an upcast access past the end)|str (the exception), <executor>:detail: the fault report};
+    when the case's opts do not apply to its kernel (tinygrad's KernelOptError) only truth, exhaustive, "static": "opts" and
+    "opts": the error."""
+    from tinygrad.codegen.opt import KernelOptError
     oob, _, _ = truth(case)
     out: dict = {"truth": oob, "exhaustive": exhaustive(case)}
     ast = build_oob_ast(case)
     try: out["static"] = self.static(ast)
+    except KernelOptError as e: return {**out, "static": "opts", "opts": str(e)}  # the case's opts do not apply to this kernel
     except Exception as e: out["static"] = True if _rejected(e) else f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    programs: dict = {}  # executors sharing a renderer compile once
     for ex in self.executors():
-      arrays = [np.zeros(case["size"], np.int32)] + ([np.zeros(int(np.prod(case["dims"])), np.int32)] if case["mode"] == "load" else [])
-      if case.get("ibuf") is not None: arrays.append(np.array(case["ibuf"]["data"], np.dtype(case["ibuf"]["dtype"])))
-      try: ex.run(ast, arrays); out[ex.name] = "clean"
+      try: ex.run(ast, arrays(case), programs); out[ex.name] = "clean"
       except ExecFault as e: out[ex.name], out[f"{ex.name}:detail"] = "fault", e.detail
+      except KernelOptError as e: return {**out, "static": "opts", "opts": str(e)}
       except Exception as e: out[ex.name] = "rejected" if _rejected(e) else f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
     return out
 
   def check(self, case:dict) -> Failure|None:
     v = self.verdicts(case)
+    if v["static"] == "opts":
+      self._stats["opts_rejected"] += 1
+      return None
     self._stats["oob" if v["truth"] else "in_bounds"] += 1
+    self._stats[case.get("space", "global")] += 1
     if not v["truth"] and v["static"] is True and not v["exhaustive"]: self._stats["inconclusive"] += 1
     desc = f"truth={'OOB' if v['truth'] else 'in-bounds'} static={v['static']} " + " ".join(f"{ex.name}={v[ex.name]}" for ex in self.executors())
     for ex in self.executors():
@@ -274,9 +341,11 @@ class OobFuzzer(Fuzzer):
     return None
 
   def shrink(self, case:dict) -> Iterator[dict]:
-    def var(**kw) -> dict: return {**copy.deepcopy(case), **kw}
+    def var(**kw) -> dict:  # defaults are left out: no opts (tinygrad's heuristic), a global data buffer
+      return {k: v for k, v in {**copy.deepcopy(case), **kw}.items()
+              if not (k in ("opts", "gate_form") and v is None or k == "space" and v == "global")}
     if case["gate"] is not None:
-      yield var(gate=None)
+      yield var(gate=None, gate_form=None)
       if case["gate"][0] == "&": yield var(gate=case["gate"][1]); yield var(gate=case["gate"][2])
     for k, d in enumerate(case["dims"]):
       if case.get("ibuf") is not None and case["ibuf"]["loop"] == k: continue
@@ -284,24 +353,36 @@ class OobFuzzer(Fuzzer):
         if 1 <= nd < d: yield var(dims=case["dims"][:k] + [nd] + case["dims"][k+1:])
       if case["axes"][k] == "GLOBAL": yield var(axes=case["axes"][:k] + ["LOOP"] + case["axes"][k+1:])
     for k, d in enumerate(case["dims"]):
-      if d == 1 and len(case["dims"]) > 1 and (case.get("ibuf") is None or case["ibuf"]["loop"] != k): yield _drop_loop(case, k)
+      if d == 1 and (case.get("ibuf") is None or case["ibuf"]["loop"] != k): yield _drop_loop(case, k)
     if case.get("ibuf") is not None and not _uses(case["idx"], ("ld",)) and (case["gate"] is None or not _uses(case["gate"], ("ld",))):
       k = case["ibuf"]["loop"]
       yield var(ibuf=None, dims=case["dims"][:k] + case["dims"][k+1:], axes=case["axes"][:k] + case["axes"][k+1:])
     if case["mode"] == "store": yield var(mode="load")
+    if case.get("opts"): yield var(opts=None)
+    if case.get("gate_form"): yield var(gate_form=None)
+    if case.get("space") == "local": yield var(space="global")
+    if case.get("dtype", "int32") != "int32": yield var(dtype="int32")
+    for k, a in enumerate(case["axes"]):
+      if a == "LOCAL": yield var(axes=case["axes"][:k] + ["LOOP"] + case["axes"][k+1:])
     for path, sub in _subtrees(case["idx"]):
       for rep in _smaller(sub): yield var(idx=_replace_at(case["idx"], path, rep))
     if case["gate"] is not None:
       for path, sub in _subtrees(case["gate"]):
         for rep in _smaller(sub): yield var(gate=_replace_at(case["gate"], path, rep))
+    for ns in dict.fromkeys((1, case["size"] // 2, case["size"] - 1)):  # toward 1 by halving
+      if 1 <= ns < case["size"]: yield var(size=ns)
 
   def describe(self, case:dict) -> str:
-    return f"dims={case['dims']} size={case['size']} mode={case['mode']} idx={_show(case['idx'])}" + \
-           (f" gate={_show(case['gate'])}" if case["gate"] is not None else "") + (f" ibuf={case['ibuf']['dtype']}" if case.get("ibuf") else "")
+    axes = "".join("GLR"["GLOBAL LOOP LOCAL".split().index(a)] for a in case["axes"])
+    return f"dims={case['dims']} axes={axes} {case.get('space', 'global')} {case.get('dtype', 'int32')}[{case['size']}] mode={case['mode']} " \
+           f"idx={_show(case['idx'])}" + (f" opts={case['opts']}" if case.get("opts") else "") + \
+           (f" gate{'(where)' if case.get('gate_form') else ''}={_show(case['gate'])}" if case["gate"] is not None else "") + \
+           (f" ibuf={case['ibuf']['dtype']}" if case.get("ibuf") else "")
 
   def repro(self, case:dict) -> str:
     f = self.check(case)
-    return _REPRO.format(msg=(f.cls + ": " + f.message) if f else "passes now", build=inspect.getsource(build_oob_ast),
+    build = f"DTYPES = {DTYPES!r}\n" + inspect.getsource(build_oob_ast) + "\n" + inspect.getsource(arrays)
+    return _REPRO.format(msg=(f.cls + ": " + f.message) if f else "passes now", build=build,
                          case=json.dumps(case), want=json.dumps(f.cls if f else ""), describe=self.describe(case))
 
 def _drop_loop(case:dict, k:int) -> dict:
@@ -313,6 +394,7 @@ def _drop_loop(case:dict, k:int) -> dict:
   c["dims"], c["axes"] = c["dims"][:k] + c["dims"][k+1:], c["axes"][:k] + c["axes"][k+1:]
   c["idx"], c["gate"] = sub(c["idx"]), sub(c["gate"]) if c["gate"] is not None else None
   if c.get("ibuf") is not None and c["ibuf"]["loop"] > k: c["ibuf"]["loop"] -= 1
+  if c.get("opts") and not (opts:=[[o, a - (a > k), n] for o, a, n in c.pop("opts") if a != k]): c["opts"] = opts
   return c
 
 def _show(e:list) -> str:
@@ -380,19 +462,22 @@ print(f"truth: {{'OUT OF BOUNDS' if oob else 'in bounds'}} (indices {{lo}}..{{hi
 try:
   with Context(CHECK_OOB=1, SPEC=1): full_rewrite_to_sink(ast, PythonRenderer(Target("PYTHON")))
   static = False
-except RuntimeError as e: static = str(e).startswith("UOp verification failed")
+except RuntimeError as e: static = str(e).startswith("UOp verification failed") and (" on Ops.LOAD " in str(e) or " on Ops.STORE " in str(e))
 print(f"static CHECK_OOB=1: {{'flags OOB' if static else 'passes'}}")
-arrays = [np.zeros(case["size"], np.int32)] + ([np.zeros(int(np.prod(case["dims"])), np.int32)] if case["mode"] == "load" else [])
-if case["ibuf"]: arrays.append(np.array(case["ibuf"]["data"], np.dtype(case["ibuf"]["dtype"])))
+bufs = arrays(case)
 try:
   prg = do_to_program(ast, PythonRenderer(Target("PYTHON")))
-  Device["PYTHON"].runtime(prg.to_elf())(*[memoryview(arrays[i]).cast("B") for i in prg.arg.globals], global_size=prg.arg.global_size,
+  Device["PYTHON"].runtime(prg.to_elf())(*[memoryview(bufs[i].view(np.uint8) if bufs[i].dtype == np.bool_ else bufs[i]).cast("B")
+                                           for i in prg.arg.globals], global_size=prg.arg.global_size,
                                           local_size=prg.arg.local_size or (1, 1, 1), vals=prg.arg.vals({{}}))
   dynamic = False
 except IndexError as e: dynamic = True; print("PYTHON:", e)
 except ValueError as e:
   if not str(e).startswith("invalid shrink"): raise
   dynamic = True; print("lowering rejected the kernel:", e)
+except Exception as e:  # a dynamic-crash: tinygrad raised something else lowering or running the kernel
+  print(f"PYTHON raised {{type(e).__name__}}: {{e}}")
+  sys.exit(1 if want.startswith("dynamic-crash") else 2)
 print(f"dynamic PYTHON: {{'faults' if dynamic else 'clean'}}")
 bad = (want.startswith("static-miss") and oob and not static) or (want == "false-alarm" and not oob and static) or \\
       (want.startswith("dynamic-") and dynamic != oob)
