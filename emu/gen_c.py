@@ -3,7 +3,7 @@ handler per (format, opcode) that sets up PcState, calls pcode's generated `pc_<
 back, and the handler tables. The hand-written parts live in csrc/ (machine state, operands, scheduler, prose ops)."""
 from __future__ import annotations
 import functools, pathlib, re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer, bvh
@@ -116,6 +116,8 @@ class Generated:
   hbase: dict[str, int]               # format -> first hid
   missing: dict[str, str]             # "FORMAT OPNAME" -> why it has no semantics
   zeroed: dict[str, tuple[str, ...]]  # handler -> PcState members it zeroes (read by its entries, fed by no machine state: STATE_ZERO)
+  cnames: tuple[str, ...] = ()        # hid -> the C function of its handler table slot ("0": none); the translator (translate.py) reads both
+  handler_src: dict = field(default_factory=dict)   # generated handler name -> its C (with its OpInfo constants)
 
 def _fw(fmt) -> int:
   n = fmt.name.removeprefix("FMT_NUM_")
@@ -740,11 +742,11 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   fields_def, decoder = _decoder(arch, fmts)
   names, hbase = handler_names(arch)
   handlers, tables, missing, decls, unmod = [], [], {}, [], set()
-  moded = {m[1] for m in _PC_FN.finditer(pcode_c) if "s->MODE" in m[2]}   # pc_* functions that read MODE (_mode_loops)
+  moded, cnames = {m[1] for m in _PC_FN.finditer(pcode_c) if "s->MODE" in m[2]}, []   # pc_* functions that read MODE (_mode_loops)
   for f in fmts:
     n = 1 << (f.op_field[1] if f.op_field else 5)
     row = []
-    if f.name in EXPORT_FORMATS: tables.append(f"static const Handler HT_{f.name}[{n}] = {{h_export}};"); continue
+    if f.name in EXPORT_FORMATS: tables.append(f"static const Handler HT_{f.name}[{n}] = {{h_export}};"); cnames += ["h_export"] * n; continue
     for i in range(n):
       if i not in f.valid: row.append("0"); continue
       member = f.enum(i)
@@ -793,6 +795,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);")
     if f.name == "VOPD": tables.append(f"static const VHalf VOPD_HALF[{n}] = {{{', '.join(row)}}};"); row = ["h_vopd" if i in f.valid else "0" for i in range(n)]
     tables.append(f"static const Handler HT_{f.name}[{n}] = {{{', '.join(row)}}};")
+    cnames += row
   reads, zeroed = pc_reads(pcode_c), {}
   for i, text in enumerate(handlers):
     handlers[i], z = zero_unset(text, reads)
@@ -818,4 +821,4 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   main = "\n".join([*head, *decls, *ds_tr, *hu, mat_c, decoder, f"#define HAS_VOPD {int(vopd)}",
                     "static void h_vopd(Wave *w, const Inst *in);" if vopd else "", *tables, "#include \"emu_sched.c\""])
   parts = ["\n".join([*head, always_inline(pcode_c, moded), pcode_c, *handlers[k::chunks]]) for k in range(chunks)]
-  return Generated((main, *parts), names, hbase, missing, zeroed)
+  return Generated((main, *parts), names, hbase, missing, zeroed, tuple(cnames), {re.search(r"^void (\w+)\(", t, re.M)[1]: t for t in handlers})
