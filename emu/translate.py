@@ -6,7 +6,7 @@ decoded fields as a C constant and its generated handler inlined, so the compile
 the lane loops; jumps re-enter a switch on the pc (branches as gotos), barriers, S_ENDPGM and waits return to the scheduler,
 and a pc the kernel does not hold is run by the interpreter. Handlers without generated C (VOPD, matrix, image, ... ops) are
 called through the interpreter's decode cache. Counting, the watchdog, the timeout and fault records are the interpreter's.
-Libraries are cached by the code's hash in the library cache (`libcache.library`, stem `xk-<arch>-<hash>`).
+Libraries are cached by the hash of their C in the library cache (`libcache.library`, stem `xk-<arch>-<hash>`).
 
 $MOCKGPU_EMU_XLAT: "auto" (default: tiered, compiled in the background), "off" (interpreter only), "sync" (every kernel is
 translated after its first dispatch, compiled before the call returns: tests)."""
@@ -53,6 +53,7 @@ class Parts:
   pcfns: dict               # pc_* name -> its C
   cnames: tuple[str, ...]   # hid -> handler C function
   handler_src: dict         # generated handler -> its C
+  names: tuple[str, ...]    # hid -> "FORMAT OPNAME"
 
 _PARTS: dict[str, Parts] = {}
 def parts(arch: ArchSpec, lib_stem: str) -> Parts:
@@ -70,10 +71,15 @@ def parts(arch: ArchSpec, lib_stem: str) -> Parts:
     p = Parts(head, tuple(re.search(r"#define EMU_INST_FIELDS int32_t ([^;]*);", head)[1].replace(" ", "").split(",")),
               pc[:pc.index("static inline void pc_")],
               {m[1]: m[0] for m in re.finditer(r"^static inline void (pc_\w+)\(PcState \*s\) \{\n.*?^\}\n", pc, re.S | re.M)},
-              gen.cnames, gen.handler_src)
+              gen.cnames, gen.handler_src, gen.handlers)
     tmp = f.with_suffix(f".{os.getpid()}.tmp"); tmp.write_text(json.dumps(p.__dict__)); tmp.replace(f)
   _PARTS[lib_stem] = p
   return p
+
+def _vopd_halves(p: Parts, hid: int, vals: tuple[int, ...]) -> tuple[str, str]:
+  """The generated half handlers (VH_*) of a VOPD instruction: X from its hid (HBASE + opx), Y from opy."""
+  opx, opy = vals[11 + p.fields.index("opx")], vals[11 + p.fields.index("opy")]
+  return tuple("VH_" + p.names[hid - opx + o].split()[1] for o in (opx, opy))
 
 def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> str:
   """The C of a translated kernel: `insts` are (pc, next pc, Inst values in declaration order: fmt, hid, size, dpp_kind,
@@ -84,14 +90,23 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
     hid = vals[1]
     cn = p.cnames[hid] if 0 <= hid < len(p.cnames) else "0"
     consts.append(f"static const Inst X{k} = {{0, {', '.join(map(str, vals[:7]))}, {{{', '.join(map(str, vals[7:11]))}}}, {', '.join(map(str, vals[11:]))}}};")
-    if cn in p.handler_src or cn in INLINE_PROSE:
+    vh = _vopd_halves(p, hid, vals) if cn == "h_vopd" else ()
+    if vh and all(h in p.handler_src for h in vh):   # csrc/emu_sched.c h_vopd, with the halves inlined
+      used += [h for h in vh if h not in used]
+      fns.append(f"static __attribute__((noinline)) void S{k}(Wave *w) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES]; uint64_t ex = rd_exec(w);"
+                 f" {vh[0]}(w, in, 0, ox, ex); if (w->c->status) return; {vh[1]}(w, in, 1, oy, ex); if (w->c->status) return;"
+                 " uint32_t *dx = w->v + (in->vdstx - 256) * MAXLANES, *dy = w->v + (in->vdsty - 256) * MAXLANES;"
+                 " if (ex == 0xffffffffull && w->c->wave_size == 32) { memcpy(dx, ox, 128); memcpy(dy, oy, 128); return; }"
+                 " while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; dx[L] = ox[L]; dy[L] = oy[L]; } }")
+      call = f"S{k}(w)"
+    elif cn in p.handler_src or cn in INLINE_PROSE:
       if cn in p.handler_src and cn not in used: used.append(cn)
       fns.append(f"static __attribute__((noinline)) void S{k}(Wave *w) {{ {cn}(w, &X{k}); }}")
       call = f"S{k}(w)"
     else: call = f"{{ const Inst *ic = &c->icache[{pc >> 2}]; ic->fn(w, ic); }}"
     steps.append(f"  L{k}: XSTEP({pc}u, {nxt}u, X{k}, {call})" + ("" if k + 1 < len(insts) and insts[k + 1][0] == nxt else " continue;"))
   need = sorted({f for h in used for f in re.findall(r"\b(pc_\w+)\(&s\)", p.handler_src[h])})
-  hsrc = [re.sub(r"^void (\w+)\(", r"static inline __attribute__((always_inline)) void \1(", p.handler_src[h], flags=re.M) for h in used]
+  hsrc = [re.sub(r"^void (\w+)\((Wave)", r"static inline __attribute__((always_inline)) void \1(\2", p.handler_src[h], flags=re.M) for h in used]
   pcfns, head, pcpre = p.pcfns, p.head, p.pcpre
   cases = " ".join(f"case {pc}u: goto L{k};" for k, (pc, _, _) in enumerate(insts))
   decl = [f"static inline void {f}(PcState *s) __attribute__((always_inline));" for f in need if f in pcfns]   # as gen_c.always_inline
@@ -148,14 +163,15 @@ class Translator:
   def _compile(self, k: Kernel, acc_off: int):
     try:
       insts = self._insts(k, acc_off)
-      h = hashlib.sha256(f"{self.stem}\0{acc_off}\0".encode() + repr([(pc, v) for pc, _, v in insts]).encode()).hexdigest()[:20]
+      from mockgpu.emu.build import CFLAGS, CSRC, PCODE_DIR
+      text = kernel_source(parts(self.arch, self.stem), insts)   # the key: this C, the emulator library's key (its headers), the compiler
+      h = hashlib.sha256("\0".join([self.stem, text, " ".join(CFLAGS), libcache.compiler()[1]]).encode()).hexdigest()[:20]
       stem = f"xk-{self.arch.name}-{h}"
       def produce(out):
-        from mockgpu.emu.build import CFLAGS, CSRC, PCODE_DIR
         src = libcache.cache_dir() / f"{stem}.c"
-        src.write_text(kernel_source(parts(self.arch, self.stem), insts))
-        rc, text = libcache.run(libcache.compiler()[0] + list(CFLAGS) + ["-I", str(CSRC), "-I", str(PCODE_DIR), "-shared", "-o", str(out), str(src), "-lm"])
-        if rc != 0: raise RuntimeError(f"compiling the translated kernel {src} failed: {text[:2000]}")
+        src.write_text(text)
+        rc, msg = libcache.run(libcache.compiler()[0] + list(CFLAGS) + ["-I", str(CSRC), "-I", str(PCODE_DIR), "-shared", "-o", str(out), str(src), "-lm"])
+        if rc != 0: raise RuntimeError(f"compiling the translated kernel {src} failed: {msg[:2000]}")
         if not os.environ.get("MOCKGPU_KEEP_SOURCES"): src.unlink()
         return {"arch": self.arch.name, "instructions": len(insts)}
       path, _, built = libcache.library(stem, produce)
