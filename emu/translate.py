@@ -11,12 +11,12 @@ Libraries are cached by the hash of their C in the library cache (`libcache.libr
 $MOCKGPU_EMU_XLAT: "auto" (default: tiered, compiled in the background), "off" (interpreter only), "sync" (every kernel is
 translated after its first dispatch, compiled before the call returns: tests)."""
 from __future__ import annotations
-import ctypes, hashlib, json, os, re, threading
+import ctypes, hashlib, json, os, re, subprocess, sys, threading
 from dataclasses import dataclass, field
 from mockgpu.emu import libcache
 from mockgpu.emu.arch import ArchSpec
 
-__all__ = ["TIER", "mode", "Kernel", "Parts", "parts", "Translator", "translator", "kernel_source"]
+__all__ = ["TIER", "mode", "Kernel", "Parts", "parts", "write_parts", "Translator", "translator", "kernel_source"]
 
 TIER = int(os.environ.get("MOCKGPU_EMU_XLAT_TIER", str(2_000_000)))   # wave-instructions a kernel runs interpreted before it is translated
 TRACE_CAP = 1 << 16    # most instructions of one kernel the translator takes
@@ -55,24 +55,35 @@ class Parts:
   handler_src: dict         # generated handler -> its C
   names: tuple[str, ...]    # hid -> "FORMAT OPNAME"
 
+def write_parts(arch_name: str, lib_stem: str):
+  """Generate the Parts of the emulator library `lib_stem` (pcode's emitter and gen_c: seconds to a minute of Python) into
+  `<cache>/<stem>.xlat.json`. parts() runs it in a child interpreter, so the GIL stays free for the process being emulated."""
+  from mockgpu.emu.arch import get_arch
+  from mockgpu.emu.build import _emit
+  from mockgpu.emu.gen_c import generate
+  arch = get_arch(arch_name)
+  pc = _emit(arch)
+  gen = generate(arch, pc, set(re.findall(r"\bvoid\s+(pc_\w+)\s*\(\s*PcState\s*\*", pc)), chunks=1)
+  head = gen.sources[1][:gen.sources[1].index(pc)]
+  p = Parts(head, tuple(re.search(r"#define EMU_INST_FIELDS int32_t ([^;]*);", head)[1].replace(" ", "").split(",")),
+            pc[:pc.index("static inline void pc_")],
+            {m[1]: m[0] for m in re.finditer(r"^static inline void (pc_\w+)\(PcState \*s\) \{\n.*?^\}\n", pc, re.S | re.M)},
+            gen.cnames, gen.handler_src, gen.handlers)
+  f = libcache.cache_dir() / f"{lib_stem}.xlat.json"
+  tmp = f.with_suffix(f".{os.getpid()}.tmp"); tmp.write_text(json.dumps(p.__dict__)); tmp.replace(f)
+
 _PARTS: dict[str, Parts] = {}
 def parts(arch: ArchSpec, lib_stem: str) -> Parts:
-  """Parts for the library `lib_stem`: generated once (pcode's emitter and gen_c: seconds to a minute) and kept next to it in
-  the library cache (`<stem>.xlat.json`)."""
+  """Parts for the emulator library `lib_stem`, generated once (write_parts) and kept next to it in the library cache."""
   if (p := _PARTS.get(lib_stem)) is not None: return p
   f = libcache.cache_dir() / f"{lib_stem}.xlat.json"
-  try: p = Parts(**json.loads(f.read_text()))
-  except (OSError, ValueError, TypeError):
-    from mockgpu.emu.build import _emit
-    from mockgpu.emu.gen_c import generate
-    pc = _emit(arch)
-    gen = generate(arch, pc, set(re.findall(r"\bvoid\s+(pc_\w+)\s*\(\s*PcState\s*\*", pc)), chunks=1)
-    head = gen.sources[1][:gen.sources[1].index(pc)]
-    p = Parts(head, tuple(re.search(r"#define EMU_INST_FIELDS int32_t ([^;]*);", head)[1].replace(" ", "").split(",")),
-              pc[:pc.index("static inline void pc_")],
-              {m[1]: m[0] for m in re.finditer(r"^static inline void (pc_\w+)\(PcState \*s\) \{\n.*?^\}\n", pc, re.S | re.M)},
-              gen.cnames, gen.handler_src, gen.handlers)
-    tmp = f.with_suffix(f".{os.getpid()}.tmp"); tmp.write_text(json.dumps(p.__dict__)); tmp.replace(f)
+  for attempt in range(2):
+    try: p = Parts(**json.loads(f.read_text())); break
+    except (OSError, ValueError, TypeError):
+      if attempt: raise
+      r = subprocess.run([sys.executable, "-c", f"from mockgpu.emu.translate import write_parts; write_parts({arch.name!r}, {lib_stem!r})"],
+                         capture_output=True, text=True)
+      if r.returncode != 0: raise RuntimeError(f"generating the translator's parts for {lib_stem} failed: {r.stderr[-2000:]}")
   _PARTS[lib_stem] = p
   return p
 
