@@ -92,3 +92,14 @@ def test_fault_and_watchdog_reports(xlat):
     with pytest.raises(WatchdogExpired) as ew: run_code(loop, budget=500)
     reps[m] = [dataclasses.replace(e.value.report, pc_addr=0) for e in (ef, ew)], [e.value.op_counts for e in (ef, ew)]
   assert reps["off"] == reps["sync"]
+
+def test_dispatch_hooks_see_each_dispatch(xlat):
+  # api.DISPATCH_HOOKS (mockgpu bench's per-kernel figures): called once per completed dispatch with its Dispatch and Stats
+  from mockgpu.emu import api
+  seen = []
+  api.DISPATCH_HOOKS.append(lambda d, st: seen.append((d.grid, st.instructions, st.extra.get("translated"))))
+  try:
+    xlat("off")
+    run_code(code(s_mov_b32(s[4], 1), s_add_u32(s[4], s[4], 1)), grid=(3, 1, 1), block=(64, 1, 1))
+  finally: api.DISPATCH_HOOKS.pop()
+  assert seen == [((3, 1, 1), 3 * 2 * 3, False)]   # 3 workgroups x 2 waves x (2 instructions + s_endpgm)
