@@ -13,7 +13,7 @@ from mockgpu.emu.errors import EmuError, UnsupportedDispatch, BackendUnavailable
 from mockgpu.emu.memory import MemoryMap
 
 __all__ = ["Dispatch", "Stats", "WaveState", "StoreRecord", "WatchReport", "run", "run_code", "warm_up", "DEFAULT_BUDGET", "DEFAULT_RESIDENT",
-           "OP_HOOKS"]
+           "OP_HOOKS", "DISPATCH_HOOKS"]
 
 DEFAULT_BUDGET = int(os.environ.get("MOCKGPU_EMU_BUDGET", str(4_000_000_000)))
 # workgroups resident at once: a new one is launched only while every resident one waits (GWS, ordered count), so this
@@ -23,6 +23,9 @@ DEFAULT_RESIDENT = int(os.environ.get("MOCKGPU_EMU_RESIDENT", "64"))
 # error (its counts include the instruction that raised); while one is installed every dispatch counts its opcodes (as
 # op_counts=True). `mockgpu emu fidelity --update-coverage` records which instructions each test executed with it (docs/fidelity.md)
 OP_HOOKS: list[Callable[[str, dict[str, int]], None]] = []
+# called as hook(dispatch, stats) after every dispatch that completed (`mockgpu bench` reports each kernel's wave-instructions/s
+# with it); costs nothing while empty (the default)
+DISPATCH_HOOKS: list[Callable[["Dispatch", "Stats"], None]] = []
 
 @dataclass(frozen=True)
 class Dispatch:
@@ -180,7 +183,9 @@ def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, tim
       if not op_counts: e.op_counts = None
     raise
   for h in hooks: h(arch.name, st.op_counts)
-  return st if op_counts or not hooks else dataclasses.replace(st, op_counts=None)
+  st = st if op_counts or not hooks else dataclasses.replace(st, op_counts=None)
+  for dh in DISPATCH_HOOKS: dh(dispatch, st)
+  return st
 
 def warm_up(arch: str, backend: str = "c") -> str:
   """Build (first use on this machine, ~1 min) or load the backend for `arch` now, e.g. when a mock device opens, so the

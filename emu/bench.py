@@ -27,26 +27,33 @@ def loop_kernel(iters: int = 20000, family: str = "rdna3") -> bytes:
   insts = [s_mov_b32(s[4], iters), *body, s_cbranch_scc1(simm16=(-nwords) & 0xffff), s_endpgm()]
   return b"".join(i.to_bytes() for i in insts)
 
-def _measure(fn, reps: int) -> tuple[Stats, float, float, float]:
-  """(stats, cold wall seconds, best warm wall seconds, best warm CPU seconds of this process)."""
-  t0 = time.perf_counter(); st = fn(); cold = time.perf_counter() - t0
-  warm, cpu = float("inf"), float("inf")
-  for _ in range(reps):
-    c0 = time.process_time(); warm = min(warm, fn().seconds); cpu = min(cpu, time.process_time() - c0)
+def _measure(fn, reps: int, xlat: str = "off") -> tuple[Stats, float, float, float]:
+  """(stats of the last run, cold wall seconds, best warm wall seconds, best warm CPU seconds of this process), with the
+  translator `xlat` ($MOCKGPU_EMU_XLAT: "off" interprets; "sync" translates after the cold run, so the warm runs are translated)."""
+  old = os.environ.get("MOCKGPU_EMU_XLAT")
+  os.environ["MOCKGPU_EMU_XLAT"] = xlat
+  try:
+    t0 = time.perf_counter(); st = fn(); cold = time.perf_counter() - t0
+    warm, cpu = float("inf"), float("inf")
+    for _ in range(reps):
+      c0 = time.process_time(); st = fn(); warm = min(warm, st.seconds); cpu = min(cpu, time.process_time() - c0)
+  finally:
+    if old is None: os.environ.pop("MOCKGPU_EMU_XLAT", None)
+    else: os.environ["MOCKGPU_EMU_XLAT"] = old
   return st, cold, warm, cpu
 
 # the float mode of tinygrad's LLVM kernels (the matmul fixture: MODE 0x3f0, denormals kept); the arch default (LLVM's descriptor
 # default) flushes f32 denormals, which the emulator runs on its slower non-default-mode float path
 LOOP_RSRC1 = 3 << 16 | 3 << 18 | 1 << 21 | 1 << 23
 
-def bench_loop(reps: int = 3, backend: str = "c", arch: str = "gfx1100") -> tuple[Stats, float, float, float]:
+def bench_loop(reps: int = 3, backend: str = "c", arch: str = "gfx1100", xlat: str = "off") -> tuple[Stats, float, float, float]:
   """The loop kernel on 8 workgroups of 256 threads (gfx1100: 8 wave32 each; gfx950: 4 wave64 each), in LOOP_RSRC1's float mode."""
   a = get_arch(arch)
   code = loop_kernel(family=a.family)
   return _measure(lambda: run_code(code, arch=arch, wave64=32 not in a.wave_sizes, block=(256, 1, 1), grid=(8, 1, 1), rsrc1=LOOP_RSRC1,
-                                   backend=backend), reps)
+                                   backend=backend), reps, xlat)
 
-def bench_matmul(reps: int = 3, backend: str = "c") -> tuple[Stats, float, float, float]:
+def bench_matmul(reps: int = 3, backend: str = "c", xlat: str = "off") -> tuple[Stats, float, float, float]:
   from mockgpu.emu.codeobj import load_elf
   from mockgpu.emu.fixtures import load_fixture
   from mockgpu.emu.launch import prepare
@@ -56,7 +63,7 @@ def bench_matmul(reps: int = 3, backend: str = "c") -> tuple[Stats, float, float
   mem = MemoryMap()
   for i, b in enumerate(bufs): mem.add(b.ctypes.data, b.nbytes, f"buf{i}")
   launch = prepare(load_elf(elf), "gfx1100", meta["grid"], meta["block"], [b.ctypes.data for b in bufs], memory=mem)
-  st, cold, warm, cpu = _measure(lambda: launch.run(backend=backend), reps)
+  st, cold, warm, cpu = _measure(lambda: launch.run(backend=backend), reps, xlat)
   err = float(np.abs(bufs[0] - bufs[1] @ bufs[2]).max())
   if err > 1e-3: raise RuntimeError(f"matmul result is wrong (max abs error {err}); the benchmark figures would be meaningless")
   return st, cold, warm, cpu
@@ -69,10 +76,12 @@ def main(reps: int = 3, backend: str = "c") -> int:
       print(f"library: {lib.path.name} ({'built now in %.1f s' % lib.build_seconds if lib.built else 'from the cache'})")
   load = os.getloadavg()[0]
   print(f"machine: {os.cpu_count()} cpus, load average {load:.2f}" + ("  (busy: figures are lower than on an idle machine)" if load > (os.cpu_count() or 1) else ""))
-  for name, fn in (("loop (VALU/SALU)", bench_loop), ("loop gfx950 wave64 (VALU/SALU)", lambda r, b: bench_loop(r, b, "gfx950")),
+  for name, fn in (("loop (VALU/SALU)", bench_loop), ("loop gfx950 wave64 (VALU/SALU)", lambda r, b, x: bench_loop(r, b, "gfx950", x)),
                    ("matmul 256x256 f32 (tinygrad, LLVM)", bench_matmul)):
-    st, cold, warm, cpu = fn(reps, backend)
-    print(f"{name:38s} {st.instructions:>10d} wave-inst  cold {st.instructions / cold / 1e6:8.2f} M/s ({cold * 1e3:7.1f} ms)  "
-          f"warm {st.instructions / warm / 1e6:8.2f} M/s ({warm * 1e3:7.1f} ms)  warm per CPU-second {st.instructions / max(cpu, 1e-9) / 1e6:8.2f} M/s")
+    for xlat in ("off", "sync") if backend == "c" else ("off",):
+      st, cold, warm, cpu = fn(reps, backend, xlat)
+      how = "translated" if st.extra.get("translated") else "interpreted"
+      print(f"{name:38s} {how:11s} {st.instructions:>10d} wave-inst  cold {st.instructions / cold / 1e6:8.2f} M/s ({cold * 1e3:7.1f} ms)  "
+            f"warm {st.instructions / warm / 1e6:8.2f} M/s ({warm * 1e3:7.1f} ms)  warm per CPU-second {st.instructions / max(cpu, 1e-9) / 1e6:8.2f} M/s")
   print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
   return 0

@@ -3,6 +3,7 @@ the GIL released (ctypes releases it for CDLL calls)."""
 from __future__ import annotations
 import ctypes, functools, os, sys, time
 import numpy as np
+from mockgpu.emu import translate
 from mockgpu.emu.api import Dispatch, Stats, WaveState
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu.build import Library, build
@@ -36,7 +37,9 @@ class EmuArgs(ctypes.Structure):
     ("v_count", ctypes.c_uint64), ("v_addr", ctypes.c_uint64), ("v_pc", ctypes.c_uint64),
     *[(n, ctypes.c_int32) for n in ("v_size", "v_lane", "v_wave", "v_len", "v_fmt", "v_op")], ("v_wg", ctypes.c_uint32 * 3), ("v_raw", ctypes.c_uint32 * 4),
     ("v_pad", ctypes.c_uint32), *[(n, ctypes.c_uint64) for n in ("w_lo", "w_hi", "w_alo", "w_ahi", "w_count")], ("w_first", WatchRec),
-    ("w_last", WatchRec), ("lds_rd", ctypes.c_uint64), ("lds_wr", ctypes.c_uint64)]
+    ("w_last", WatchRec), ("lds_rd", ctypes.c_uint64), ("lds_wr", ctypes.c_uint64),
+    ("xlat", ctypes.c_void_p), ("xlat_pcs", ctypes.POINTER(ctypes.c_uint32)), ("xlat_n", ctypes.c_uint32), ("trace_cap", ctypes.c_uint32),
+    ("trace_pcs", ctypes.POINTER(ctypes.c_uint32)), ("trace_n", ctypes.c_uint64)]
 
 def poison() -> int:
   """EmuArgs.poison from $MOCKGPU_EMU_POISON (a byte, e.g. 0xa5; unset or empty: off): every handler's pseudocode state
@@ -89,9 +92,16 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   if capture:
     cs, cv = (ctypes.c_uint32 * 128)(), (ctypes.c_uint32 * (arch.nvregs * 64))()
     a.cap_sgpr, a.cap_vgpr = cs, cv
+  xm, xk, trace = translate.mode(), None, None   # the translator: not while opcodes are counted (the interpreter counts them)
+  if xm != "off" and counts is None:
+    tr = translate.translator(arch, dll, lib.path.stem)
+    if (xk := tr.lookup(d.code_addr, code[1])) is not None: a.xlat, a.xlat_pcs, a.xlat_n = xk.fn, xk.pcs_arr, len(xk.pcs)
+    else: trace = (ctypes.c_uint32 * translate.TRACE_CAP)(); a.trace_pcs, a.trace_cap = trace, translate.TRACE_CAP
   t0 = time.perf_counter()
   st = dll.emu_run(ctypes.byref(a), code[1])
   dt = time.perf_counter() - t0
+  if trace is not None and st == 0:
+    tr.observe(d.code_addr, code[1], list(trace[:a.trace_n]), a.instructions, ((d.rsrc3 & 63) + 1) * 4 if arch.num_agprs else 0, xm == "sync")
   oc = {lib.handlers[i]: int(counts[i]) for i in np.flatnonzero(np.ctypeslib.as_array(counts))} if counts is not None else None   # 5000+ slots
   try: raise_status(arch, st, code_addr=d.code_addr, memory=memory, budget=budget, timeout=timeout, pc=a.f_pc,
                     raw=bytes(a.f_raw)[:max(0, min(a.f_len, 16))], fmt=a.f_fmt, op=a.f_op, wave=a.f_wave, wg=tuple(a.f_wg), kind=a.f_kind,
@@ -105,5 +115,5 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   oob = oob_report(arch, memory, d.code_addr, a.v_count, a.v_addr, a.v_size, a.v_lane, a.v_wave, tuple(a.v_wg), a.v_pc,
                    bytes(a.v_raw)[:max(0, min(a.v_len, 16))], a.v_fmt, a.v_op) if a.v_count else None
   wr = watch_report(arch, watch, a.w_count, a.w_first.record() if a.w_count else None, a.w_last.record() if a.w_count else None) if watch else None
-  return Stats(a.instructions, a.workgroups, a.waves, dt, "c", oc, state, oob_reads=a.v_count, oob_report=oob, lds_read=a.lds_rd,
-               lds_written=a.lds_wr, watch=wr)
+  return Stats(a.instructions, a.workgroups, a.waves, dt, "c", oc, state, {"translated": xk is not None}, oob_reads=a.v_count,
+               oob_report=oob, lds_read=a.lds_rd, lds_written=a.lds_wr, watch=wr)

@@ -3,7 +3,7 @@ handler per (format, opcode) that sets up PcState, calls pcode's generated `pc_<
 back, and the handler tables. The hand-written parts live in csrc/ (machine state, operands, scheduler, prose ops)."""
 from __future__ import annotations
 import functools, pathlib, re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from mockgpu.emu import matrix
 from mockgpu.emu.arch import ArchSpec
 from mockgpu.emu import buffer, bvh, facts
@@ -13,7 +13,7 @@ from mockgpu.pcode.state import MODE_VIEWS, WIDE
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS, vinterp, image
 from mockgpu.emu.image import c_defs as image_defs, c_aliases as image_aliases, alias_members as image_members
 
-__all__ = ["GEN_VERSION", "Generated", "generate", "PROSE_C", "PROSE_STOP", "UNMODELLED", "STATE_ZERO", "SALU_RAW", "INT_CLAMP", "MODS_ON_BITS",
+__all__ = ["GEN_VERSION", "Generated", "generate", "FAST_MODES", "PROSE_C", "PROSE_STOP", "UNMODELLED", "STATE_ZERO", "SALU_RAW", "INT_CLAMP", "MODS_ON_BITS",
            "SEMANTICS_ALIAS", "D16_PRESERVE", "SGPR_DST", "dst_sgpr", "ds_writes_vdst", "pc_reads", "zero_unset", "f16_half", "handler_names",
            "int_clamp", "acc_rules", "dpp16_src", "dpp16_table", "struct_members", "LAYOUT_STRUCTS", "semantics_entry", "zero_hi16"]
 
@@ -120,6 +120,8 @@ class Generated:
   hbase: dict[str, int]               # format -> first hid
   missing: dict[str, str]             # "FORMAT OPNAME" -> why it has no semantics
   zeroed: dict[str, tuple[str, ...]]  # handler -> PcState members it zeroes (read by its entries, fed by no machine state: STATE_ZERO)
+  cnames: tuple[str, ...] = ()        # hid -> the C function of its handler table slot ("0": none); the translator (translate.py) reads both
+  handler_src: dict = field(default_factory=dict)   # generated handler name -> its C (with its OpInfo constants)
 
 def _fw(fmt) -> int:
   n = fmt.name.removeprefix("FMT_NUM_")
@@ -238,10 +240,19 @@ def _writeback_scalars(u: Usage) -> list[str]:
   return out
 
 _CHECK = "if (UNLIKELY(s.fault)) { pc_fault(w, &s); return; }"
-# The straight 32-lane loops run only in the default float mode (nearest even, denormals kept) and tell the compiler so: with
-# MODE's low byte a known constant, pcode's non-default-mode calls fold away and the loop stays vectorisable.
-_PLAIN = "(w->mode & 0xff) == PC_MODE_DEFAULT"
-_PLAIN_SET = "s.MODE = PC_MODE_DEFAULT | (w->mode & ~0xffu);"
+# The straight 32-lane loops run in the float modes kernels use and tell the compiler which: one copy of the loop per MODE low
+# byte of FAST_MODES, with MODE a known constant, so pcode's mode tests fold away and the loop stays vectorisable. 0xf0 (nearest
+# even, denormals kept: PC_MODE_DEFAULT, tinygrad's LLVM kernels), 0xc0 (f32 denormals flushed: LLVM's kernel-descriptor default,
+# tinygrad's DSL-assembled kernels). Handlers whose pseudocode never reads MODE have one loop for every mode; other modes (and
+# any lane loop with inactive lanes) run the per-lane loop, the reference the fast loops are tested against.
+FAST_MODES = (0xf0, 0xc0)
+
+def _mode_loops(modes: tuple[int, ...], loop: str) -> tuple[str, str]:
+  """(condition, C) of a fast loop `loop` specialised to each MODE low byte in `modes` (() : mode-independent)."""
+  if not modes: return "1", loop
+  cond = "(" + " || ".join(f"(w->mode & 0xff) == {m:#x}" for m in modes) + ")"
+  arms = [f"{{ s.MODE = {m:#x} | (w->mode & ~0xffu); {loop} }}" for m in modes]
+  return cond, " else ".join(f"if ((w->mode & 0xff) == {m:#x}) {a}" for m, a in zip(modes[:-1], arms)) + (" else " if len(arms) > 1 else "") + arms[-1]
 
 def _salu(f: Format, h: str, fn: str, u: Usage, ops: dict) -> str:
   sb, sf, db, _ = _opinfo(ops, f.name, h)
@@ -275,7 +286,7 @@ def _fast_lanes(arch: ArchSpec) -> int:
 
 def _full(n: int) -> str: return "0xffffffffull" if n == 32 else "~0ull"
 
-def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: ArchSpec, text: str) -> str:
+def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: ArchSpec, text: str, modes: tuple[int, ...] = FAST_MODES) -> str:
   sb, sf, db, dfw = _opinfo(ops, f.name, name)
   fmt = f.name
   enc32 = fmt in ("VOP1", "VOP2", "VOPC")
@@ -340,10 +351,11 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
     fast = not ("S0" in u.writes and sb[0]) and not u.lane_vgpr and not cmp   # compares: one loop (build time)
     if fast:   # all lanes active, no output modifiers: a straight loop into a local buffer, then one write-back pass
       n = _fast_lanes(wave)
-      L.append(f"  if (LIKELY(o.exec == {_full(n)} && w->c->wave_size == {n} && !o.post && {_PLAIN})) {{")
-      L.append(f"    uint32_t outl[{n}], outh[{n}]; (void)outh; {_PLAIN_SET}")
       inner = ["s.laneId = (uint64_t)L;", *body] + ([f"outl[L] = s.D0.d[0]{' & 0xffff' if zh else ''};" + (" outh[L] = s.D0.d[1];" if db == 64 else "")] if has_dst else [])
-      L.append(f"    for (int L = 0; L < {n}; L++) {{ " + " ".join(inner) + " }")
+      cond, loops = _mode_loops(modes, f"for (int L = 0; L < {n}; L++) {{ " + " ".join(inner) + " }")
+      L.append(f"  if (LIKELY(o.exec == {_full(n)} && w->c->wave_size == {n} && !o.post && {cond})) {{")
+      L.append(f"    uint32_t outl[{n}], outh[{n}]; (void)outh;")
+      L.append(f"    {loops}")
       L.append(f"    {_CHECK}")
       if has_dst:
         val = "(uint64_t)outh[L] << 32 | outl[L]" if db == 64 else "outl[L]"
@@ -513,7 +525,7 @@ def _vopd_ops(ops: dict) -> dict:
   """OPERANDS of a VOPD half's target with the VOPD entry's own keys (srcy0, vsrcy1, vdsty) renamed to the VOP2 ones."""
   return {{"srcy0": "src0", "vsrcy1": "src1", "vdsty": "vdst"}.get(k, k): v for k, v in ops.items()}
 
-def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
+def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int, ...] = FAST_MODES) -> str:
   sb, sf, db, dfw = _opinfo(ops, "VOP2", name)
   L = [f"void {h}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec) {{",
        "  PC_STATE(s, w); VOps o;",
@@ -529,8 +541,8 @@ def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   L += ["  s.D0.d[1] = 0;"] * ("D0" in u.reads) + ["  s.S2.d[1] = 0;"] * bool(sb[2])
   body += [f"{fn}(&s);", "tmp[L] = s.D0.d[0];"]
   L.append("  uint32_t tmp[MAXLANES];")
-  L.append(f"  if (LIKELY(exec == 0xffffffffull && w->c->wave_size == 32 && {_PLAIN})) {{ {_PLAIN_SET} for (int L = 0; L < 32; L++) {{ s.laneId = (uint64_t)L; " + " ".join(body) + " }"
-           " memcpy(out, tmp, 128); }")
+  cond, loops = _mode_loops(modes, "for (int L = 0; L < 32; L++) { s.laneId = (uint64_t)L; " + " ".join(body) + " }")
+  L.append(f"  if (LIKELY(exec == 0xffffffffull && w->c->wave_size == 32 && {cond})) {{ {loops} memcpy(out, tmp, 128); }}")
   L.append("  else { uint64_t ex = exec; while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L; " + " ".join(body) + " out[L] = tmp[L]; } }")
   L.append(f"  {_CHECK}")
   return "\n".join(L) + "\n}\n"
@@ -767,6 +779,11 @@ def _layout() -> str:
           + "\n    ".join(rows) + "\n  };\n  for (size_t i = 0; i < sizeof(T) / sizeof(T[0]); i++) if (!strcmp(T[i].n, name)) return T[i].v;\n"
           "  return -1;\n}")
 
+def always_inline(pcode_c: str, moded: set[str]) -> str:
+  """Declarations making the VALU entries that read MODE always_inline: their fast loops (one per FAST_MODES byte) vectorise only
+  inlined, and gcc's size estimate (the f32-flush path of pc_ffma & co. counted before MODE folds) would keep some out of line."""
+  return "\n".join(f"static inline void {f}(PcState *s) __attribute__((always_inline));" for f in sorted(moded) if re.match(r"pc_VOP(1|2|3|3P|D)Op_", f))
+
 def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2) -> Generated:
   """The C sources for `arch` given pcode's emitted C and the set of `pc_*` functions it defines: the main translation
   unit and `chunks` units of handlers, compiled in parallel and linked into one library."""
@@ -777,10 +794,11 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   fields_def, decoder = _decoder(arch, fmts)
   names, hbase = handler_names(arch)
   handlers, tables, missing, decls, unmod = [], [], {}, [], set()
+  moded, cnames = {m[1] for m in _PC_FN.finditer(pcode_c) if "s->MODE" in m[2]}, []   # pc_* functions that read MODE (_mode_loops)
   for f in fmts:
     n = 1 << (f.op_field[1] if f.op_field else 5)
     row = []
-    if f.name in EXPORT_FORMATS: tables.append(f"static const Handler HT_{f.name}[{n}] = {{h_export}};"); continue
+    if f.name in EXPORT_FORMATS: tables.append(f"static const Handler HT_{f.name}[{n}] = {{h_export}};"); cnames += ["h_export"] * n; continue
     for i in range(n):
       if i not in f.valid: row.append("0"); continue
       member = f.enum(i)
@@ -791,7 +809,8 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       if f.name == "VOPD":
         tgt = _vopd_target(arch.family, name, ents)
         if tgt and f"pc_{tgt}" in pcode_fns:
-          handlers.append(_vopd_half(f"VH_{name}", f"pc_{tgt}", _usage(arch.family, ents, tgt), _vopd_ops(ops_tab.get(ents[tgt].op, {})), base_name))
+          handlers.append(_vopd_half(f"VH_{name}", f"pc_{tgt}", _usage(arch.family, ents, tgt), _vopd_ops(ops_tab.get(ents[tgt].op, {})), base_name,
+                                   FAST_MODES if f"pc_{tgt}" in moded else ()))
           row.append(f"VH_{name}"); decls.append(f"void VH_{name}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);")
         else: row.append("0"); missing[key] = f"VOPD target {tgt or base_name} has no compiled pseudocode"
         continue
@@ -816,7 +835,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
         row.append("h_unsupported"); missing[key] = "no compiled pseudocode" if ename in ents else "no pseudocode in the wheel"; continue
       u, ops = _usage(arch.family, ents, ename), ops_tab.get(member, {})
       if f.name in _SALU: handlers.append(_salu(f, h, fn, u, ops))
-      elif f.name in _VALU: handlers.append(_valu(f, h, fn, u, ops, base_name, arch, ents[ename].text))
+      elif f.name in _VALU: handlers.append(_valu(f, h, fn, u, ops, base_name, arch, ents[ename].text, FAST_MODES if fn in moded else ()))
       elif f.name == "VINTERP": handlers.append(vinterp(h, fn, u, ops, base_name))
       elif f.name in _VMEM or f.name in ("DS", "SMEM"):
         if "LDS" in name and f.name != "DS": row.append("h_unsupported"); missing[key] = "loads into LDS are not modelled"; continue
@@ -828,6 +847,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);")
     if f.name == "VOPD": tables.append(f"static const VHalf VOPD_HALF[{n}] = {{{', '.join(row)}}};"); row = ["h_vopd" if i in f.valid else "0" for i in range(n)]
     tables.append(f"static const Handler HT_{f.name}[{n}] = {{{', '.join(row)}}};")
+    cnames += row
   reads, zeroed = pc_reads(pcode_c), {}
   for i, text in enumerate(handlers):
     handlers[i], z = zero_unset(text, reads)
@@ -852,5 +872,5 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   hu = [f'static void hu_{n}(Wave *w, const Inst *in) {{ (void)in; set_status(w, ST_UNSUPPORTED, "{n}: {UNMODELLED[n]}"); }}' for n in sorted(unmod)]
   main = "\n".join([*head, *decls, *ds_tr, *stops, *hu, _layout(), mat_c, decoder, f"#define HAS_VOPD {int(vopd)}",
                     "static void h_vopd(Wave *w, const Inst *in);" if vopd else "", *tables, "#include \"emu_sched.c\""])
-  parts = ["\n".join([*head, pcode_c, *handlers[k::chunks]]) for k in range(chunks)]
-  return Generated((main, *parts), names, hbase, missing, zeroed)
+  parts = ["\n".join([*head, always_inline(pcode_c, moded), pcode_c, *handlers[k::chunks]]) for k in range(chunks)]
+  return Generated((main, *parts), names, hbase, missing, zeroed, tuple(cnames), {re.search(r"^void (\w+)\(", t, re.M)[1]: t for t in handlers})

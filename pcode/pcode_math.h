@@ -84,8 +84,8 @@ static inline float pc_as_f(uint32_t b) { float f; memcpy(&f, &b, 4); return f; 
 static inline uint32_t pc_fbits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
 static inline double pc_as_d(uint64_t b) { double f; memcpy(&f, &b, 8); return f; }
 static inline uint64_t pc_dbits(double f) { uint64_t b; memcpy(&b, &f, 8); return b; }
-static inline int pc_bits_of(int f) { return 1 + PC_EB[f] + PC_MB[f]; }
-static inline uint64_t pc_emax(int f) { return (1ULL << PC_EB[f]) - 1; }
+static inline __attribute__((always_inline)) int pc_bits_of(int f) { return 1 + PC_EB[f] + PC_MB[f]; }
+static inline __attribute__((always_inline)) uint64_t pc_emax(int f) { return (1ULL << PC_EB[f]) - 1; }
 static inline uint64_t pc_maxbits(int f) {
   if (PC_IEEE[f]) return ((pc_emax(f) - 1) << PC_MB[f]) | PC_MASK(PC_MB[f]);
   return PC_MASK(PC_EB[f] + PC_MB[f]) - (PC_NANONLY[f] ? 1 : 0);
@@ -117,14 +117,14 @@ static inline double pc_decode(uint64_t b, int f) {
  * 2 -inf, 3 toward zero); FP_DENORM [5:4] f32, [7:6] f16/f64 (bit 0: keep input denormals, bit 1: keep output denormals).
  * bf16 and the small formats are tied to no MODE field: nearest even, denormals kept. */
 #define PC_MODE_DEFAULT 0xf0
-static inline int pc_grp(int f) { return f == PC_F32 ? 0 : (f == PC_F16 || f == PC_F64) ? 2 : -1; }
+static inline __attribute__((always_inline)) int pc_grp(int f) { return f == PC_F32 ? 0 : (f == PC_F16 || f == PC_F64) ? 2 : -1; }
 /* the default behaviour for format f (nearest even, denormals kept): the inline fast paths */
-static inline int pc_plain(uint64_t m, int f) { int g = pc_grp(f); return g < 0 || ((m >> g) & 0x33) == 0x30; }
-static inline int pc_rmode(uint64_t m, int f) { int g = pc_grp(f); return g < 0 ? 0 : (int)((m >> g) & 3); }
-static inline int pc_fisdenorm(uint64_t a, int f) { return ((a >> PC_MB[f]) & pc_emax(f)) == 0 && (a & PC_MASK(PC_MB[f])) != 0; }
-static inline uint64_t pc_ftz(uint64_t b, int f) { return pc_fisdenorm(b, f) ? b & (1ULL << (pc_bits_of(f) - 1)) : b; }
-static inline uint64_t pc_fin(uint64_t b, int f, uint64_t m) { int g = pc_grp(f); return g < 0 || ((m >> (4 + g)) & 1) ? b : pc_ftz(b, f); }
-static inline uint64_t pc_fout(uint64_t b, int f, uint64_t m) { int g = pc_grp(f); return g < 0 || ((m >> (5 + g)) & 1) ? b : pc_ftz(b, f); }
+static inline __attribute__((always_inline)) int pc_plain(uint64_t m, int f) { int g = pc_grp(f); return g < 0 || ((m >> g) & 0x33) == 0x30; }
+static inline __attribute__((always_inline)) int pc_rmode(uint64_t m, int f) { int g = pc_grp(f); return g < 0 ? 0 : (int)((m >> g) & 3); }
+static inline __attribute__((always_inline)) int pc_fisdenorm(uint64_t a, int f) { return ((a >> PC_MB[f]) & pc_emax(f)) == 0 && (a & PC_MASK(PC_MB[f])) != 0; }
+static inline __attribute__((always_inline)) uint64_t pc_ftz(uint64_t b, int f) { return pc_fisdenorm(b, f) ? b & (1ULL << (pc_bits_of(f) - 1)) : b; }
+static inline __attribute__((always_inline)) uint64_t pc_fin(uint64_t b, int f, uint64_t m) { int g = pc_grp(f); return g < 0 || ((m >> (4 + g)) & 1) ? b : pc_ftz(b, f); }
+static inline __attribute__((always_inline)) uint64_t pc_fout(uint64_t b, int f, uint64_t m) { int g = pc_grp(f); return g < 0 || ((m >> (5 + g)) & 1) ? b : pc_ftz(b, f); }
 /* round a double to format f with rounding mode rm (0 nearest even, 1 +inf, 2 -inf, 3 toward zero) */
 static inline uint64_t pc_encode(double x, int f, uint64_t rm) {
   if (f == PC_F64) return isnan(x) ? pc_canon(f) : pc_dbits(x);
@@ -206,23 +206,35 @@ static __attribute__((noinline)) uint64_t pc_fop_slow(int op, uint64_t a, uint64
   else v = pc_dop(op, x, y, z, rm);
   return pc_fres_m(v, f, m);
 }
+/* nearest even with denormals flushed (f32/f64 only; LLVM's kernel-descriptor default for f32): what pc_fop_slow computes with
+ * rm 0, i.e. the native operation between pc_fin and pc_fout, kept inline so the emulator's lane loops stay vectorisable */
+static inline __attribute__((always_inline)) int pc_ftz_near(uint64_t m, int f) { return (f == PC_F32 || f == PC_F64) && pc_rmode(m, f) == 0; }
 #define PC_FBIN(name, OP, K) \
-  static inline uint64_t pc_##name(uint64_t a, uint64_t b, int f, uint64_t m) { \
-    if (__builtin_expect(!pc_plain(m, f), 0)) return pc_fop_slow(K, a, b, 0, f, m); \
-    if (f == PC_F32) { float r = pc_as_f((uint32_t)a) OP pc_as_f((uint32_t)b); return isnan(r) ? pc_canon(f) : pc_fbits(r); } \
-    if (f == PC_F64) { double r = pc_as_d(a) OP pc_as_d(b); return isnan(r) ? pc_canon(f) : pc_dbits(r); } \
-    return pc_fres(pc_decode(a, f) OP pc_decode(b, f), f); }
+  static inline __attribute__((always_inline)) uint64_t pc_##name(uint64_t a, uint64_t b, int f, uint64_t m) { \
+    int ftz = !pc_plain(m, f); uint64_t r; \
+    if (__builtin_expect(ftz, 0)) { if (!pc_ftz_near(m, f)) return pc_fop_slow(K, a, b, 0, f, m); a = pc_fin(a, f, m); b = pc_fin(b, f, m); } \
+    if (f == PC_F32) { float x = pc_as_f((uint32_t)a) OP pc_as_f((uint32_t)b); r = isnan(x) ? pc_canon(f) : pc_fbits(x); } \
+    else if (f == PC_F64) { double x = pc_as_d(a) OP pc_as_d(b); r = isnan(x) ? pc_canon(f) : pc_dbits(x); } \
+    else return pc_fres(pc_decode(a, f) OP pc_decode(b, f), f); \
+    return ftz ? pc_fout(r, f, m) : r; }
 PC_FBIN(fadd, +, PC_OADD)
 PC_FBIN(fsub, -, PC_OSUB)
 PC_FBIN(fmul, *, PC_OMUL)
 PC_FBIN(fdiv, /, PC_ODIV)
-static inline uint64_t pc_ffma(uint64_t a, uint64_t b, uint64_t c, int f, uint64_t m) {
-  if (__builtin_expect(!pc_plain(m, f), 0)) return pc_fop_slow(PC_OFMA, a, b, c, f, m);
-  if (f == PC_F32) { float r = fmaf(pc_as_f((uint32_t)a), pc_as_f((uint32_t)b), pc_as_f((uint32_t)c)); return isnan(r) ? pc_canon(f) : pc_fbits(r); }
-  if (f == PC_F64) { double r = fma(pc_as_d(a), pc_as_d(b), pc_as_d(c)); return isnan(r) ? pc_canon(f) : pc_dbits(r); }
-  double p = pc_decode(a, f) * pc_decode(b, f), cc = pc_decode(c, f);        /* exact: <= 2*11 significant bits */
-  if (isnan(p) || isnan(cc) || isinf(p) || isinf(cc) || p == 0 || cc == 0) return pc_fres(p + cc, f);
-  return pc_fres(pc_add_odd(p, cc), f);
+static inline __attribute__((always_inline)) uint64_t pc_ffma(uint64_t a, uint64_t b, uint64_t c, int f, uint64_t m) {
+  int ftz = !pc_plain(m, f); uint64_t r;
+  if (__builtin_expect(ftz, 0)) {
+    if (!pc_ftz_near(m, f)) return pc_fop_slow(PC_OFMA, a, b, c, f, m);
+    a = pc_fin(a, f, m); b = pc_fin(b, f, m); c = pc_fin(c, f, m);
+  }
+  if (f == PC_F32) { float x = fmaf(pc_as_f((uint32_t)a), pc_as_f((uint32_t)b), pc_as_f((uint32_t)c)); r = isnan(x) ? pc_canon(f) : pc_fbits(x); }
+  else if (f == PC_F64) { double x = fma(pc_as_d(a), pc_as_d(b), pc_as_d(c)); r = isnan(x) ? pc_canon(f) : pc_dbits(x); }
+  else {
+    double p = pc_decode(a, f) * pc_decode(b, f), cc = pc_decode(c, f);        /* exact: <= 2*11 significant bits */
+    if (isnan(p) || isnan(cc) || isinf(p) || isinf(cc) || p == 0 || cc == 0) return pc_fres(p + cc, f);
+    return pc_fres(pc_add_odd(p, cc), f);
+  }
+  return ftz ? pc_fout(r, f, m) : r;
 }
 static inline int pc_fcmp(uint64_t a, uint64_t b, int f, int op, uint64_t m) {   /* op: 0 == 1 != 2 < 3 > 4 <= 5 >= 6 <> (ordered) */
   double x = pc_decode(pc_fin(a, f, m), f), y = pc_decode(pc_fin(b, f, m), f);
@@ -231,9 +243,10 @@ static inline int pc_fcmp(uint64_t a, uint64_t b, int f, int op, uint64_t m) {  
 }
 static inline uint64_t pc_fneg(uint64_t a, int f) { return a ^ (1ULL << (pc_bits_of(f) - 1)); }
 static inline uint64_t pc_fabs(uint64_t a, int f) { return a & PC_MASK(pc_bits_of(f) - 1); }
-static inline uint64_t pc_fsqrt(uint64_t a, int f, uint64_t m) {
-  if (__builtin_expect(!pc_plain(m, f), 0)) return pc_fop_slow(PC_OSQRT, a, 0, 0, f, m);
-  if (f == PC_F32) { float r = sqrtf(pc_as_f((uint32_t)a)); return isnan(r) ? pc_canon(f) : pc_fbits(r); }
+static inline __attribute__((always_inline)) uint64_t pc_fsqrt(uint64_t a, int f, uint64_t m) {
+  int ftz = !pc_plain(m, f);
+  if (__builtin_expect(ftz, 0)) { if (f != PC_F32 || !pc_ftz_near(m, f)) return pc_fop_slow(PC_OSQRT, a, 0, 0, f, m); a = pc_fin(a, f, m); }
+  if (f == PC_F32) { float r = sqrtf(pc_as_f((uint32_t)a)); uint64_t b = isnan(r) ? pc_canon(f) : pc_fbits(r); return ftz ? pc_fout(b, f, m) : b; }
   return pc_fres(sqrt(pc_decode(a, f)), f);
 }
 /* one-argument functions: computed in double (libm for sin, cos, log2, 2^x), then rounded once per the MODE */

@@ -1,7 +1,10 @@
 """`mockgpu bench`: full-stack benchmarks of tinygrad on the mock AMD GPU, measured in one run against DEV=CPU.
 
 For each workload: the warm time (median of `--reps` runs after one warm-up run that compiles the kernels) of the whole
-tinygrad stack on the mock AMD GPU and on tinygrad's CPU backend, and their ratio. Then the median submit-to-signal round
+tinygrad stack on the mock AMD GPU and on tinygrad's CPU backend, and their ratio; then, per kernel of one more warm run, the
+emulator's wave-instructions and wave-instructions/s, translated or interpreted (`mockgpu.emu.api.DISPATCH_HOOKS`), and the
+emulator's own benchmark (`mockgpu emu bench`: the loop kernel and tinygrad's matmul kernel on the bare emulator, interpreted
+and translated). Then the median submit-to-signal round
 trip of an empty kernel on the mock GPU (one PM4 submission: wait, dispatch, signal; then the CPU's wait returns), and the
 two sides of the device thread's polling: the CPU the process burns while tinygrad leaves the GPU idle, and the round trip
 of the first kernel after 100 ms of idleness (what a slower poll would cost).
@@ -83,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
   ap = argparse.ArgumentParser(prog="mockgpu bench", description=__doc__.splitlines()[0])
   ap.add_argument("--dev", default="MOCKKFD+AMD", help="tinygrad DEV string of the mock GPU (default MOCKKFD+AMD)")
   ap.add_argument("--reps", type=positive_int, default=5, help="timed repetitions per workload, at least 1 (the median is reported; default 5)")
+  ap.add_argument("--xlat", choices=("sync", "auto", "off"), default="sync",
+                  help="the emulator's kernel translator ($MOCKGPU_EMU_XLAT): sync (default: each kernel is translated during the warm-up "
+                       "run, so the timed runs are translated), auto (tiered, in the background, as in normal use) or off (interpreter only)")
   ap.add_argument("--boot", action="store_true", help="only time opening each mock AMD device (MOCKKFD, MOCKPCI, GMMU=0 MOCKUSB) in fresh interpreters")
   args = ap.parse_args(argv)
   if args.boot:
@@ -102,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
       print(f"{name:24s} {arch:8s} {t:8.2f}")
     return 1 if bad else 0
   if "tinygrad.runtime.support.hcq" in sys.modules: ap.error("tinygrad's HCQ runtime is already imported; run in a fresh interpreter")
-  os.environ["DEV"] = args.dev
+  os.environ["DEV"], os.environ["MOCKGPU_EMU_XLAT"] = args.dev, args.xlat
   from mockgpu.tinygrad.ci import cpu_compiler
   os.environ.update(cpu_compiler(dict(os.environ)))   # the CPU side runs $CC or clang; Debian names it clang-NN
   from mockgpu.tinygrad.activate import install
@@ -110,15 +116,33 @@ def main(argv: list[str] | None = None) -> int:
   import numpy as np
   from tinygrad import Tensor, Device
   gpu = Device.DEFAULT
-  print(f"mockgpu bench: {args.dev} ({Device[gpu].arch}) vs CPU, warm medians of {args.reps} runs\n")
+  print(f"mockgpu bench: {args.dev} ({Device[gpu].arch}) vs CPU, warm medians of {args.reps} runs, emulator translator {args.xlat}\n")
   print(f"{'workload':30s} {'mock s':>9s} {'CPU s':>9s} {'ratio':>7s}  result")
-  bad = 0
+  from mockgpu.emu import api
+  bad, per_kernel, rec = 0, [], []
+  api.DISPATCH_HOOKS.append(lambda d, st: rec.append((d, st)))
   for name, fn, want in _workloads(np):
     tg, og = _time(lambda: fn(Tensor, gpu), args.reps)
     tc, _ = _time(lambda: fn(Tensor, "CPU"), args.reps)
     ok = bool(np.allclose(og.numpy(), want, rtol=1e-3, atol=1e-2))
     bad += not ok
     print(f"{name:30s} {tg:9.4f} {tc:9.4f} {tg / tc:6.1f}x  {'ok' if ok else 'WRONG'}")
+    for how in ("off", args.xlat):   # per kernel: one warm run interpreted, one as the table ran (translated unless --xlat off)
+      os.environ["MOCKGPU_EMU_XLAT"] = how
+      rec.clear()
+      fn(Tensor, gpu).numpy()
+      per_kernel += [(name, d, st) for d, st in rec]
+    os.environ["MOCKGPU_EMU_XLAT"] = args.xlat
+  print(f"\nemulator, per kernel of one warm run:\n{'workload':30s} {'grid':>12s} {'block':>10s} {'wave-inst':>10s} {'ms':>8s} {'M/s':>8s}  backend")
+  for name, d, st in per_kernel:
+    print(f"{name:30s} {'x'.join(map(str, d.grid)):>12s} {'x'.join(map(str, d.block)):>10s} {st.instructions:10d} {st.seconds * 1e3:8.2f} "
+          f"{st.instructions / max(st.seconds, 1e-9) / 1e6:8.1f}  {'translated' if st.extra.get('translated') else 'interpreted'}")
+  from mockgpu.emu.bench import bench_loop, bench_matmul
+  for name, fn in (("loop kernel (VALU/SALU)", bench_loop), ("tinygrad matmul 256 kernel", bench_matmul)):
+    for xlat in ("off", "sync"):
+      st, _, warm, cpu = fn(3, xlat=xlat)
+      print(f"{'emu bench ' + name:42s} {st.instructions:10d} wave-inst  warm {st.instructions / warm / 1e6:8.1f} M/s  "
+            f"per CPU-second {st.instructions / max(cpu, 1e-9) / 1e6:8.1f} M/s  {'translated' if st.extra.get('translated') else 'interpreted'}")
   print(f"\nempty-kernel submit-to-signal round trip (median): {round_trip() * 1e3:.3f} ms")
   print(f"the same, each after 100 ms idle (median of 20): {round_trip(20, idle=0.1) * 1e3:.3f} ms")
   print(f"idle device polling: {idle_cpu() * 100:.1f}% of one core")

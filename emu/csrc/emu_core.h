@@ -70,6 +70,8 @@ typedef struct {
   uint64_t w_lo, w_hi, w_alo, w_ahi, w_count;
   WatchRec w_first, w_last;
   uint64_t lds_rd, lds_wr;      /* LDS traffic: bytes read / written (every lane's access; l_rd / l_wr) */
+  /* the translator (emu_xlat.h, translate.py): a translated kernel and the pcs it holds; the pcs this dispatch decoded */
+  void *xlat; const uint32_t *xlat_pcs; uint32_t xlat_n, trace_cap; uint32_t *trace_pcs; uint64_t trace_n;
 } EmuArgs;
 
 typedef struct {

@@ -15,13 +15,7 @@ static void h_vopd(Wave *w, const Inst *in) {
 }
 #endif
 
-static void record_inst(Ctx *c, Wave *w, uint64_t pc, const uint32_t *raw, int nbytes, int fmt, int op) {
-  EmuArgs *a = c->a;
-  a->f_pc = pc; a->f_wave = w ? w->id : -1; a->f_fmt = fmt; a->f_op = op; a->f_len = nbytes;
-  a->f_wg[0] = c->wg[0]; a->f_wg[1] = c->wg[1]; a->f_wg[2] = c->wg[2];
-  memset(a->f_raw, 0, sizeof(a->f_raw));
-  if (raw) memcpy(a->f_raw, raw, nbytes > 16 ? 16 : nbytes);
-}
+#include "emu_xlat.h"
 
 static Inst *decode_at(Wave *w) {
   Ctx *c = w->c; uint64_t pc = w->pc, addr = c->code_addr + pc;
@@ -67,14 +61,11 @@ static inline Inst *fetch(Wave *w) {
   return decode_at(w);
 }
 
-static double elapsed(Ctx *c) {
-  struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)(t.tv_sec - c->t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - c->t0.tv_nsec);
-}
-
 static void run_wave(Ctx *c, Wave *w) {
   uint64_t *opc = c->a->op_counts;
+  XlatFn xf = (XlatFn)c->a->xlat;   /* a translated kernel (translate.py): runs what it holds, the interpreter the rest */
   while (w->state == W_RUN) {
+    if (xf && xf(c, w)) { if (c->status) return; continue; }
     w->pc0 = w->pc;
     Inst *in = fetch(w);
     if (UNLIKELY(!in)) return;
@@ -85,10 +76,7 @@ static void run_wave(Ctx *c, Wave *w) {
     w->pc += (uint64_t)in->size;
     in->fn(w, in);
     if (UNLIKELY(c->status)) { record_inst(c, w, w->pc0, in->raw, in->size, in->fmt, in->opx ? in->opx : in->op); return; }
-    if (UNLIKELY(c->icount >= c->next_time_check)) {
-      c->next_time_check = c->icount + (1u << 20);
-      if (c->a->timeout > 0 && elapsed(c) > c->a->timeout) { c->status = ST_TIMEOUT; record_inst(c, w, w->pc, in->raw, in->size, in->fmt, in->op); return; }
-    }
+    if (UNLIKELY(c->icount >= c->next_time_check) && time_check(c, w, in)) return;
   }
 }
 
@@ -247,13 +235,40 @@ int emu_run(EmuArgs *a, uint64_t code_end) {
   c.slots = calloc(c.maxres, sizeof(Slot)); c.res = calloc(c.maxres, sizeof(uint32_t));
   a->status = ST_OK; a->instructions = a->waves = a->workgroups = 0;
   if (!c.slots || !c.res) { c.status = ST_NOMEM; strcpy(a->f_msg, "out of memory for the resident workgroups"); }
-  else run_grid(&c);
+  else {
+    if (a->xlat) {   /* the translated kernel's instructions are decoded first: faults and store records read their Inst there */
+      Wave t; memset(&t, 0, sizeof(t)); t.c = &c;
+      for (uint32_t i = 0; i < a->xlat_n && !c.status; i++) { t.pc = a->xlat_pcs[i]; if (!decode_at(&t)) a->xlat = 0; }
+      c.status = 0;
+    }
+    run_grid(&c);
+  }
+  if (a->trace_pcs) {   /* the instructions this dispatch decoded (executed), for the translator */
+    a->trace_n = 0;
+    for (uint64_t i = 0; i < c.icache_n && a->trace_n < a->trace_cap; i++) if (c.icache[i].fn) a->trace_pcs[a->trace_n++] = (uint32_t)(i << 2);
+  }
   a->status = c.status;
   a->instructions = c.icount;
   for (uint32_t k = 0; k < c.nslots; k++) { free(c.slots[k].m.vgpr); free(c.slots[k].m.lds); free(c.slots[k].m.scratch); free(c.slots[k].m.waves); }
   free(c.slots); free(c.res); free(c.icache);
   return a->status;
 }
+
+/* the decoded instruction as the interpreter caches it (hid, handler, AccVGPR offsets applied): the translator emits it as a
+ * constant. Returns as emu_decode; emu_inst_size() is sizeof(Inst) */
+int emu_decode_inst(const uint32_t *words, int ndw, int acc_off, Inst *in) {
+  memset(in, 0, sizeof(*in));
+  memcpy(in->raw, words, (ndw > 4 ? 4 : ndw) * 4);
+  int r = emu_decode(words, ndw, in);
+  if (r <= 0) return r;
+  if (NAGPR) emu_acc_fix(in, acc_off);
+  int op = in->fmt >= 0 && HANDLERS[in->fmt] ? in->op : 0;
+  in->hid = HBASE[in->fmt] + (in->opx ? in->opx : op);
+  in->fn = HANDLERS[in->fmt][op];
+  if (!in->fn) in->fn = h_unsupported;
+  return r;
+}
+int emu_inst_size(void) { return (int)sizeof(Inst); }
 
 /* decode one instruction without executing it (tests compare this against the wheel's DSL). Returns 1 valid, 0 no match,
  * -1 truncated; fills format index, opcode (opx for VOPD), size in bytes and whether a handler with semantics exists. */

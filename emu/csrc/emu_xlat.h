@@ -1,0 +1,35 @@
+/* emu_xlat.h: what the interpreter (emu_sched.c) and the kernels the translator compiles (mockgpu.emu.translate) share: the
+ * record of the instruction that stopped a dispatch, the timeout check, and XSTEP, one translated instruction. A translated
+ * kernel is `int xk_run(Ctx *c, Wave *w)`: it runs the wave from w->pc through the instructions it holds exactly as run_wave
+ * does (same counting, watchdog, timeout and fault records), and returns 0 at a pc it does not hold (the interpreter runs that
+ * instruction), 1 when the wave left W_RUN or the dispatch stopped (c->status). */
+static void record_inst(Ctx *c, Wave *w, uint64_t pc, const uint32_t *raw, int nbytes, int fmt, int op) {
+  EmuArgs *a = c->a;
+  a->f_pc = pc; a->f_wave = w ? w->id : -1; a->f_fmt = fmt; a->f_op = op; a->f_len = nbytes;
+  a->f_wg[0] = c->wg[0]; a->f_wg[1] = c->wg[1]; a->f_wg[2] = c->wg[2];
+  memset(a->f_raw, 0, sizeof(a->f_raw));
+  if (raw) memcpy(a->f_raw, raw, nbytes > 16 ? 16 : nbytes);
+}
+
+static double elapsed(Ctx *c) {
+  struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)(t.tv_sec - c->t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - c->t0.tv_nsec);
+}
+
+/* every 2^20 wave-instructions: the wall-clock limit (run(timeout=)). 1: the dispatch stopped */
+static __attribute__((noinline, cold)) int time_check(Ctx *c, Wave *w, const Inst *in) {
+  c->next_time_check = c->icount + (1u << 20);
+  if (c->a->timeout > 0 && elapsed(c) > c->a->timeout) { c->status = ST_TIMEOUT; record_inst(c, w, w->pc, in->raw, in->size, in->fmt, in->op); return 1; }
+  return 0;
+}
+
+typedef int (*XlatFn)(Ctx *c, Wave *w);
+/* one translated instruction at byte offset PC (next: NEXT) with its decoded constant I, executing CALL; a jump (w->pc not
+ * NEXT) re-enters the kernel's dispatch switch */
+#define XSTEP(PC, NEXT, I, CALL) \
+  w->pc0 = PC; \
+  if (UNLIKELY(++c->icount > c->budget)) { c->icount--; c->status = ST_WATCHDOG; record_inst(c, w, PC, (I).raw, (I).size, (I).fmt, (I).op); return 1; } \
+  w->pc = NEXT; CALL; \
+  if (UNLIKELY(c->status)) { record_inst(c, w, PC, (I).raw, (I).size, (I).fmt, (I).opx ? (I).opx : (I).op); return 1; } \
+  if (UNLIKELY(c->icount >= c->next_time_check) && time_check(c, w, &(I))) return 1; \
+  if (UNLIKELY(w->pc != NEXT || w->state != W_RUN)) { if (w->state != W_RUN) return 1; continue; }

@@ -1,0 +1,193 @@
+"""The kernel translator: hot kernels compiled whole into C, the interpreter as fallback and reference (docs/emu.md, "Translator").
+
+A kernel (a code address whose instructions are unchanged) that has executed `TIER` wave-instructions is translated in a
+background thread: every instruction its dispatches decoded becomes one step of `xk_run` (csrc/emu_xlat.h XSTEP) with its
+decoded fields as a C constant and its generated handler inlined, so the compiler folds operand selection and vectorises
+the lane loops; jumps re-enter a switch on the pc (branches as gotos), barriers, S_ENDPGM and waits return to the scheduler,
+and a pc the kernel does not hold is run by the interpreter. Handlers without generated C (VOPD, matrix, image, ... ops) are
+called through the interpreter's decode cache. Counting, the watchdog, the timeout and fault records are the interpreter's.
+Libraries are cached by the hash of their C in the library cache (`mockgpu.cbuild.shared_library`, stem `xk-<arch>-<hash>`).
+
+$MOCKGPU_EMU_XLAT: "auto" (default: tiered, compiled in the background), "off" (interpreter only), "sync" (every kernel is
+translated after its first dispatch, compiled before the call returns: tests)."""
+from __future__ import annotations
+import ctypes, json, os, re, subprocess, sys, threading
+from dataclasses import dataclass, field
+from mockgpu import cbuild
+from mockgpu.emu.arch import ArchSpec
+
+__all__ = ["TIER", "mode", "Kernel", "Parts", "parts", "write_parts", "Translator", "translator", "kernel_source"]
+
+TIER = int(os.environ.get("MOCKGPU_EMU_XLAT_TIER", str(2_000_000)))   # wave-instructions a kernel runs interpreted before it is translated
+TRACE_CAP = 1 << 16    # most instructions of one kernel the translator takes
+INLINE_PROSE = ("h_nop", "h_endpgm", "h_barrier", "h_sleep")   # hand-written handlers (csrc/emu_prose.h) inlined like generated ones
+KEEP = 200             # translated kernels kept in the library cache per arch
+
+def mode() -> str:
+  m = os.environ.get("MOCKGPU_EMU_XLAT", "auto") or "auto"
+  if m not in ("auto", "off", "sync"):
+    from mockgpu.emu.errors import UnsupportedDispatch
+    raise UnsupportedDispatch(f"MOCKGPU_EMU_XLAT={m!r}: choose auto (default), off or sync")
+  return m
+
+@dataclass
+class Kernel:
+  """What the translator knows of the code at one address: the instructions its dispatches decoded (pcs, with the code bytes
+  they were read from), wave-instructions executed, and the translated function once compiled."""
+  code: bytes = b""                 # the code bytes from offset 0 to the end of the last known instruction
+  pcs: tuple[int, ...] = ()
+  executed: int = 0
+  state: str = "cold"               # cold -> compiling -> ready | failed
+  fn: int = 0                       # address of xk_run
+  pcs_arr: object = None
+  lib: object = None
+  error: str = ""
+  lock: threading.Lock = field(default_factory=threading.Lock)
+
+@dataclass(frozen=True)
+class Parts:
+  """What a translated kernel's C is made of, from the generator of the emulator library it runs in (gen_c.generate)."""
+  head: str                 # defines, decoded-field struct, includes (as the library's handler units start)
+  fields: tuple[str, ...]   # the decoded fields of Inst after its fixed members (EMU_INST_FIELDS)
+  pcpre: str                # pcode's C before its first entry (hook defaults)
+  pcfns: dict               # pc_* name -> its C
+  cnames: tuple[str, ...]   # hid -> handler C function
+  handler_src: dict         # generated handler -> its C
+  names: tuple[str, ...]    # hid -> "FORMAT OPNAME"
+
+def write_parts(arch_name: str, lib_stem: str):
+  """Generate the Parts of the emulator library `lib_stem` (pcode's emitter and gen_c: seconds to a minute of Python) into
+  `<cache>/<stem>.xlat.json`. parts() runs it in a child interpreter, so the GIL stays free for the process being emulated."""
+  from mockgpu.emu.arch import get_arch
+  from mockgpu.emu.build import _emit
+  from mockgpu.emu.gen_c import generate
+  arch = get_arch(arch_name)
+  pc = _emit(arch)
+  gen = generate(arch, pc, set(re.findall(r"\bvoid\s+(pc_\w+)\s*\(\s*PcState\s*\*", pc)), chunks=1)
+  head = gen.sources[1][:gen.sources[1].index(pc)]
+  p = Parts(head, tuple(re.search(r"#define EMU_INST_FIELDS int32_t ([^;]*);", head)[1].replace(" ", "").split(",")),
+            pc[:pc.index("static inline void pc_")],
+            {m[1]: m[0] for m in re.finditer(r"^static inline void (pc_\w+)\(PcState \*s\) \{\n.*?^\}\n", pc, re.S | re.M)},
+            gen.cnames, gen.handler_src, gen.handlers)
+  f = cbuild.cache_dir() / f"{lib_stem}.xlat.json"
+  tmp = f.with_suffix(f".{os.getpid()}.tmp"); tmp.write_text(json.dumps(p.__dict__)); tmp.replace(f)
+
+_PARTS: dict[str, Parts] = {}
+def parts(arch: ArchSpec, lib_stem: str) -> Parts:
+  """Parts for the emulator library `lib_stem`, generated once (write_parts) and kept next to it in the library cache."""
+  if (p := _PARTS.get(lib_stem)) is not None: return p
+  f = cbuild.cache_dir() / f"{lib_stem}.xlat.json"
+  for attempt in range(2):
+    try: p = Parts(**json.loads(f.read_text())); break
+    except (OSError, ValueError, TypeError):
+      if attempt: raise
+      r = subprocess.run([sys.executable, "-c", f"from mockgpu.emu.translate import write_parts; write_parts({arch.name!r}, {lib_stem!r})"],
+                         capture_output=True, text=True)
+      if r.returncode != 0: raise RuntimeError(f"generating the translator's parts for {lib_stem} failed: {r.stderr[-2000:]}")
+  _PARTS[lib_stem] = p
+  return p
+
+def _vopd_halves(p: Parts, hid: int, vals: tuple[int, ...]) -> tuple[str, str]:
+  """The generated half handlers (VH_*) of a VOPD instruction: X from its hid (HBASE + opx), Y from opy."""
+  opx, opy = vals[11 + p.fields.index("opx")], vals[11 + p.fields.index("opy")]
+  return tuple("VH_" + p.names[hid - opx + o].split()[1] for o in (opx, opy))
+
+def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> str:
+  """The C of a translated kernel: `insts` are (pc, next pc, Inst values in declaration order: fmt, hid, size, dpp_kind,
+  has_lit, valid, lit, raw[4], then the decoded fields). Each instruction is a function of its own (the handler inlined with
+  the constant Inst): one function holding every handler would take gcc minutes."""
+  used, steps, consts, fns = [], [], [], []
+  for k, (pc, nxt, vals) in enumerate(insts):
+    hid = vals[1]
+    cn = p.cnames[hid] if 0 <= hid < len(p.cnames) else "0"
+    consts.append(f"static const Inst X{k} = {{0, {', '.join(map(str, vals[:7]))}, {{{', '.join(map(str, vals[7:11]))}}}, {', '.join(map(str, vals[11:]))}}};")
+    vh = _vopd_halves(p, hid, vals) if cn == "h_vopd" else ()
+    if vh and all(h in p.handler_src for h in vh):   # csrc/emu_sched.c h_vopd, with the halves inlined
+      used += [h for h in vh if h not in used]
+      fns.append(f"static __attribute__((noinline)) void S{k}(Wave *w) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES]; uint64_t ex = rd_exec(w);"
+                 f" {vh[0]}(w, in, 0, ox, ex); if (w->c->status) return; {vh[1]}(w, in, 1, oy, ex); if (w->c->status) return;"
+                 " uint32_t *dx = w->v + (in->vdstx - 256) * MAXLANES, *dy = w->v + (in->vdsty - 256) * MAXLANES;"
+                 " if (ex == 0xffffffffull && w->c->wave_size == 32) { memcpy(dx, ox, 128); memcpy(dy, oy, 128); return; }"
+                 " while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; dx[L] = ox[L]; dy[L] = oy[L]; } }")
+      call = f"S{k}(w)"
+    elif cn in p.handler_src or cn in INLINE_PROSE:
+      if cn in p.handler_src and cn not in used: used.append(cn)
+      fns.append(f"static __attribute__((noinline)) void S{k}(Wave *w) {{ {cn}(w, &X{k}); }}")
+      call = f"S{k}(w)"
+    else: call = f"{{ const Inst *ic = &c->icache[{pc >> 2}]; ic->fn(w, ic); }}"
+    steps.append(f"  L{k}: XSTEP({pc}u, {nxt}u, X{k}, {call})" + ("" if k + 1 < len(insts) and insts[k + 1][0] == nxt else " continue;"))
+  need = sorted({f for h in used for f in re.findall(r"\b(pc_\w+)\(&s\)", p.handler_src[h])})
+  hsrc = [re.sub(r"^void (\w+)\((Wave)", r"static inline __attribute__((always_inline)) void \1(\2", p.handler_src[h], flags=re.M) for h in used]
+  pcfns, head, pcpre = p.pcfns, p.head, p.pcpre
+  cases = " ".join(f"case {pc}u: goto L{k};" for k, (pc, _, _) in enumerate(insts))
+  decl = [f"static inline void {f}(PcState *s) __attribute__((always_inline));" for f in need if f in pcfns]   # as gen_c.always_inline
+  return "\n".join([head, pcpre, *decl, *(pcfns[f] for f in need if f in pcfns), '#include "emu_xlat.h"', *hsrc, *consts, *fns,
+                    "int xk_run(Ctx *c, Wave *w) {", "  for (;;) {", f"  switch (w->pc) {{ {cases} default: return 0; }}", *steps, "  }", "}", ""])
+
+class Translator:
+  """The translated kernels of one arch's emulator library (cbackend.load)."""
+  def __init__(self, arch: ArchSpec, dll: ctypes.CDLL, lib_stem: str):
+    self.arch, self.dll, self.stem, self.kernels, self.lock = arch, dll, lib_stem, {}, threading.Lock()
+    dll.emu_decode_inst.argtypes = [ctypes.POINTER(ctypes.c_uint32), ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+    self.isize = dll.emu_inst_size()
+
+  def _find(self, code_addr: int, code_end: int) -> tuple[bytes, Kernel | None]:
+    """Kernels are known by their code, wherever it is loaded: the first 64 bytes pick the candidates, the whole code decides."""
+    key = ctypes.string_at(code_addr, min(64, code_end - code_addr))
+    for k in self.kernels.get(key, ()):
+      if code_addr + len(k.code) <= code_end and ctypes.string_at(code_addr, len(k.code)) == k.code: return key, k
+    return key, None
+
+  def lookup(self, code_addr: int, code_end: int) -> Kernel | None:
+    """The translated kernel whose code is at `code_addr` (None: not translated, or not compiled yet)."""
+    k = self._find(code_addr, code_end)[1]
+    return k if k is not None and k.state == "ready" else None
+
+  def observe(self, code_addr: int, code_end: int, pcs: list[int], executed: int, acc_off: int, sync: bool):
+    """After an interpreted dispatch: count its wave-instructions and the pcs it decoded; translate once the kernel is hot."""
+    with self.lock:
+      key, k = self._find(code_addr, code_end)
+      if k is None:
+        k = Kernel(); self.kernels.setdefault(key, []).append(k)
+      if k.state != "cold": return
+      new = sorted(set(k.pcs) | set(pcs))
+      if new and new[-1] + 16 > len(k.code):
+        k.code = ctypes.string_at(code_addr, min(new[-1] + 16, code_end - code_addr))
+      k.pcs, k.executed = tuple(new), k.executed + executed
+      if not sync and k.executed < TIER: return
+      k.state = "compiling"
+    if sync: self._compile(k, acc_off)
+    else: threading.Thread(target=self._compile, args=(k, acc_off), daemon=True, name="mockgpu-xlat").start()
+
+  def _insts(self, k: Kernel, acc_off: int) -> list:
+    buf = ctypes.create_string_buffer(self.isize)
+    out, n32 = [], len(parts(self.arch, self.stem).fields)   # Inst: fn, 6 int32, lit, raw[4], then the decoded fields (csrc/emu_core.h)
+    for pc in k.pcs:
+      words = (ctypes.c_uint32 * 4).from_buffer_copy(k.code[pc:pc + 16].ljust(16, b"\0"))
+      ndw = min(4, (len(k.code) - pc) // 4)
+      if self.dll.emu_decode_inst(words, ndw, acc_off, buf) <= 0: continue
+      v = memoryview(buf.raw)
+      vals = tuple(int.from_bytes(v[o:o + 4], "little", signed=o < 32 or o >= 52) for o in range(8, 52 + 4 * n32, 4))
+      out.append((pc, pc + vals[2], vals))
+    return out
+
+  def _compile(self, k: Kernel, acc_off: int):
+    try:
+      insts = self._insts(k, acc_off)
+      from mockgpu.emu.build import CFLAGS, CSRC, PCODE_DIR
+      text = kernel_source(parts(self.arch, self.stem), insts)   # the key: this C and the emulator library's key (its headers)
+      path, _, _ = cbuild.shared_library(f"xk-{self.arch.name}-", [self.stem, text], CFLAGS, lambda: ([text], {"arch": self.arch.name,
+                                         "instructions": len(insts)}), KEEP, include=(CSRC, PCODE_DIR), what=f"a translated {self.arch.name} kernel")
+      lib = ctypes.CDLL(str(path))
+      k.lib, k.fn = lib, ctypes.cast(lib.xk_run, ctypes.c_void_p).value
+      k.pcs_arr = (ctypes.c_uint32 * len(insts))(*[pc for pc, _, _ in insts])
+      k.pcs = tuple(pc for pc, _, _ in insts)
+      k.state = "ready"
+    except Exception as e:   # the interpreter keeps running the kernel; the reason is kept for `mockgpu emu bench` and tests
+      k.state, k.error = "failed", f"{type(e).__name__}: {e}"
+
+_TRANSLATORS: dict[str, Translator] = {}
+def translator(arch: ArchSpec, dll: ctypes.CDLL, lib_stem: str) -> Translator:
+  t = _TRANSLATORS.get(lib_stem)
+  if t is None: t = _TRANSLATORS[lib_stem] = Translator(arch, dll, lib_stem)
+  return t
