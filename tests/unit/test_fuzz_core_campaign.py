@@ -1,6 +1,6 @@
 """The fuzz framework's campaign logic on toy fuzzers: known findings vs new failures (exit codes, --strict), deduplication,
 canonical minimisation with `shrink_int`, the minimisation budget apart from --time, replay through repro.py, undecided
-(`unknown`) cases. Toy cases are {"a": int, "b": int}; a classifier stands in for `known.classify`."""
+(`unknown`) cases, set-up apart from --time. Toy cases are {"a": int, "b": int}; a classifier stands in for `known.classify`."""
 import json, types
 from mockgpu.tinygrad.fuzz import cli, core, known
 from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure, CampaignConfig, run_campaign, minimise, replay, shrink_int, safe_check, signature
@@ -114,6 +114,20 @@ def test_minimise_budget_is_apart_from_time(tmp_path, monkeypatch):
   assert [(r.index, r.count, r.shrink_checks) for r in rep.failures] == [(zeros[0], len(zeros), 9)]
   # --time counts checks only (128 x 1/64 s); minimisation stopped at the 10th candidate, 9 x (1/2 + 1/64) + 1/2 s after it began
   assert (rep.cases, rep.seconds, rep.minimise_seconds) == (128, 2.0, 9 * (0.5 + 1/64) + 0.5)
+
+def test_setup_is_apart_from_time(monkeypatch):
+  # prepare() (GPU workers, first compiles) runs once per job before the clock starts: --time buys cases, the report shows setup
+  now = [0.0]
+  monkeypatch.setattr(core, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
+  class SlowStart(Fuzzer):
+    name, prepared = "slowstart", 0
+    def prepare(self): now[0] += 8.0; self.prepared += 1
+    def generate(self, rng): return rng.randrange(10)
+    def check(self, case): now[0] += 1/64
+  fz = SlowStart()
+  rep = run_campaign(fz, CampaignConfig(seed=0, time=1.0, out=None))
+  assert (fz.prepared, rep.cases, rep.seconds, rep.setup_seconds) == (1, 64, 1.0, 8.0)
+  assert "time=1.0s (+8.0s setup, +0.0s minimising) rate=64.0 cases/s" in rep.summary()
 
 def test_replay_runs_repro_script(tmp_path, capsys):
   run_campaign(Bugs(repro_exit=0), _cfg(tmp_path / "passes"))

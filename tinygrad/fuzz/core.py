@@ -63,6 +63,9 @@ class Fuzzer:
   def options(self) -> dict:
     """Returns: JSON-serialisable constructor keywords (saved in failure.json, so the fuzzer can be rebuilt as it ran)."""
     return {}
+  def prepare(self) -> None:
+    """One-time set-up a campaign job needs before its clock starts (start GPU worker processes, compile once per executor),
+    so `--time` buys cases rather than start-up; its time is reported apart (`Report.setup_seconds`). Default: nothing."""
   def stats(self) -> dict[str, int]:
     """Returns: counters the fuzzer keeps (e.g. which oracle judged how many cases); summed over jobs in the report."""
     return {}
@@ -204,6 +207,7 @@ class Report:
   known: dict[str, KnownHit] = dataclasses.field(default_factory=dict)
   unknown: int = 0
   minimise_seconds: float = 0.0
+  setup_seconds: float = 0.0
   @property
   def rate(self) -> float: return self.cases / self.seconds if self.seconds > 0 else 0.0
   def exit_code(self, strict:bool=False) -> int:
@@ -212,7 +216,7 @@ class Report:
   def summary(self, titles:dict[str, str]|None=None) -> str:
     """Args: titles: finding id -> one-line title for the known findings' lines. Returns: the final multi-line report."""
     lines = [f"fuzz {self.kind}: seed={self.seed} shard={self.shard[0]}/{self.shard[1]} jobs={self.jobs} cases={self.cases} "
-             f"time={self.seconds:.1f}s (+{self.minimise_seconds:.1f}s minimising) rate={self.rate:.1f} cases/s failures={len(self.failures)} "
+             f"time={self.seconds:.1f}s (+{self.setup_seconds:.1f}s setup, +{self.minimise_seconds:.1f}s minimising) rate={self.rate:.1f} cases/s failures={len(self.failures)} "
              f"known={sum(h.count for h in self.known.values())} unknown={self.unknown}" + (f" ignored={self.ignored}" if self.ignored else "")]
     if self.stats: lines.append("  stats: " + " ".join(f"{k}={v}" for k, v in sorted(self.stats.items())))
     for h in sorted(self.known.values(), key=lambda h: h.index):
@@ -255,12 +259,16 @@ class _Counts:  # one job's tallies, sent with every progress message
   ignored: int = 0
   unknown: int = 0
   minimise: float = 0.0
+  setup: float = 0.0
 
 def _worker(fuzzer:Fuzzer, cfg:CampaignConfig, job:int, report:Callable[[tuple], None], stop:Callable[[], bool]) -> None:
   # shard case k has global index shard_i + shard_n*k; job j runs k = j, j+jobs, ...; the deadline moves out by minimisation time
   si, sn = cfg.shard
+  c, t_setup = _Counts(), time.monotonic()
+  fuzzer.prepare()
+  c.setup = time.monotonic() - t_setup
   deadline = None if cfg.time is None else time.monotonic() + cfg.time
-  k, c, last, seen, known_seen = job, _Counts(), time.monotonic(), set(), set()
+  k, last, seen, known_seen = job, time.monotonic(), set(), set()
   while (cfg.cases is None or k < cfg.cases) and (deadline is None or time.monotonic() < deadline) and not stop():
     index, t0 = si + sn*k, time.monotonic()
     try: case = fuzzer.generate(case_rng(cfg.seed, index))
@@ -310,7 +318,8 @@ def run_campaign(fuzzer:Fuzzer, cfg:CampaignConfig) -> Report:
   t0, counts, failures, by_sig, known, stats = time.monotonic(), {}, [], {}, {}, {}
   def total() -> _Counts:
     return _Counts(sum(c.done for c in counts.values()), sum(c.fuzz for c in counts.values()) / max(1, cfg.jobs),
-                   *(sum(getattr(c, a) for c in counts.values()) for a in ("ignored", "unknown", "minimise")))
+                   *(sum(getattr(c, a) for c in counts.values()) for a in ("ignored", "unknown", "minimise")),
+                   max((c.setup for c in counts.values()), default=0.0))
   def handle(msg):
     if msg[0] in ("progress", "done"): counts[msg[1]] = msg[2]
     if msg[0] == "done":
@@ -360,7 +369,7 @@ def run_campaign(fuzzer:Fuzzer, cfg:CampaignConfig) -> Report:
   tot = total()
   failures.sort(key=lambda r: r.index)
   return Report(fuzzer.name, cfg.seed, cfg.shard, cfg.jobs, tot.done, tot.fuzz if tot.fuzz > 0 else time.monotonic() - t0, failures,
-                tot.ignored, stats, dict(sorted(known.items(), key=lambda kv: kv[1].index)), tot.unknown, tot.minimise)
+                tot.ignored, stats, dict(sorted(known.items(), key=lambda kv: kv[1].index)), tot.unknown, tot.minimise, tot.setup)
 
 @dataclasses.dataclass
 class ReplayResult:

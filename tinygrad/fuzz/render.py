@@ -15,7 +15,7 @@ import copy, inspect, json, math, random
 from collections import Counter
 from typing import Any, Iterator, Sequence
 from tinygrad.codegen.opt import KernelOptError
-from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure
+from mockgpu.tinygrad.fuzz.core import Fuzzer, Failure, safe_check
 from mockgpu.tinygrad.fuzz import render_ir as ir
 from mockgpu.tinygrad.fuzz.kexec import Executor, ExecFault, ParamSlotCollision, EXECUTORS, GPU_EXECUTORS, executor
 
@@ -79,6 +79,12 @@ class RenderFuzzer(Fuzzer):
       for ex in self._executors:
         if ex.warm is not None: ex.warm()  # GPU workers start while the CPU executors run the first case
     return self._executors
+
+  def prepare(self) -> None:
+    """Build the executors, start their GPU workers and compile one trivial program on each (its counters are not kept)."""
+    saved = self._stats.copy()
+    safe_check(self, {"n": 1, "axis": "LOOP", "inputs": [{"dtype": "int32", "bits": [1]}], "nodes": [["in", "int32", 0]], "outs": [0]})
+    self._stats = saved
 
   def _dtypes(self, ex:Executor) -> set[str]:
     """Returns: the render dtypes `ex`'s renderer supports (a case using another one is not run there: `skipped_dtype`)."""
