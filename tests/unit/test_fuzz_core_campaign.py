@@ -163,4 +163,4 @@ def test_z3_timeout_is_unknown():
 
 def test_cli_minimise_time_option():
   a = cli.parser().parse_args(["idiv", "--minimise-time", "7"])
-  assert (a.minimise_time, cli.parser().parse_args(["idiv"]).minimise_time, a.strict) == (7.0, 20.0, False)
+  assert (a.minimise_time, cli.parser().parse_args(["idiv"]).minimise_time, a.strict) == (7.0, 60.0, False)

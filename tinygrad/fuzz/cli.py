@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse, json, sys
 from pathlib import Path
 from mockgpu.argtypes import positive_int, positive_float, nonnegative_float
-from mockgpu.tinygrad.fuzz.core import CampaignConfig, run_campaign, replay
+from mockgpu.tinygrad.fuzz.core import MINIMISE_TIME, CampaignConfig, run_campaign, replay
 from mockgpu.tinygrad.fuzz.errors import FuzzError
 from mockgpu.tinygrad.fuzz.registry import KINDS, load, available
 from mockgpu.tinygrad.fuzz import known
@@ -41,8 +41,8 @@ def parser() -> argparse.ArgumentParser:
   p.add_argument("--shard", type=_shard, default=(0, 1), help="run shard i of n of the case space, e.g. 2/8")
   p.add_argument("--out", type=Path, default=Path("fuzz-failures"), help="failure directory (default fuzz-failures/)")
   p.add_argument("--max-failures", type=positive_int, default=5, help="stop after this many distinct new failures (default 5)")
-  p.add_argument("--minimise-time", type=nonnegative_float, default=20.0,
-                 help="seconds of minimisation per new failure, not counted in --time (default 20)")
+  p.add_argument("--minimise-time", type=nonnegative_float, default=MINIMISE_TIME,
+                 help=f"seconds of minimisation per new failure, not counted in --time (default {MINIMISE_TIME:g})")
   p.add_argument("--strict", action="store_true", help="exit 1 on known findings too (docs/findings.md, `known.KNOWN`)")
   p.add_argument("--opt", type=_opt, action="append", default=[], help="fuzzer option key=value (see docs/fuzz.md)")
   p.add_argument("--ignore", action="append", default=[], help="skip failures whose class starts with this")

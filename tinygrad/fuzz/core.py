@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 from mockgpu.tinygrad.fuzz.errors import BadFailureDir, FuzzerCrashed, Inconclusive
 
-__all__ = ["Case", "Failure", "UNKNOWN", "Fuzzer", "CampaignConfig", "Report", "FailureRecord", "KnownHit", "ReplayResult", "case_rng",
+__all__ = ["Case", "MINIMISE_TIME", "Failure", "UNKNOWN", "Fuzzer", "CampaignConfig", "Report", "FailureRecord", "KnownHit", "ReplayResult", "case_rng",
            "safe_check", "signature", "shrink_int", "minimise", "run_campaign", "save_failure", "replay", "failure_dirs"]
 
 Case = Any  # any JSON-serialisable value
+# default seconds of minimisation per new failure: a kernel-running fuzzer (oob on the mock GPU) takes ~1.4 s a check, ~20 checks
+MINIMISE_TIME = 60.0
 UNKNOWN = "unknown"  # the failure class `safe_check` gives an undecided case (`Inconclusive`); reserved, never a finding
 
 @dataclasses.dataclass(frozen=True)
@@ -162,7 +164,7 @@ class CampaignConfig:
   shard: tuple[int, int] = (0, 1)
   out: Path|None = Path("fuzz-failures")
   max_failures: int = 5
-  minimise_time: float = 20.0
+  minimise_time: float = MINIMISE_TIME
   progress: bool|None = False
   ignore: tuple[str, ...] = ()
   known: Classifier|None = None
