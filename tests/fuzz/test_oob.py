@@ -86,6 +86,7 @@ def test_shrink_candidates_are_smaller_and_valid():
     next(c for c in cands if c["dims"] == [5]).items()
   for c in cands: build_oob_ast(c)
 
+@pytest.mark.slow  # ~50 s: the default suite covers the AMD worker through test_oob_lds, test_oob_dtypes and test_amd
 def test_short_campaign_clean():
   # PYTHON and the mock AMD GPU (worker process): every out-of-bounds case faults the GPU, the worker moves on
   fz = OobFuzzer()
