@@ -86,9 +86,9 @@ def main(argv: list[str] | None = None) -> int:
   ap = argparse.ArgumentParser(prog="mockgpu bench", description=__doc__.splitlines()[0])
   ap.add_argument("--dev", default="MOCKKFD+AMD", help="tinygrad DEV string of the mock GPU (default MOCKKFD+AMD)")
   ap.add_argument("--reps", type=positive_int, default=5, help="timed repetitions per workload, at least 1 (the median is reported; default 5)")
-  ap.add_argument("--xlat", choices=("sync", "auto", "off"), default="sync",
-                  help="the emulator's kernel translator ($MOCKGPU_EMU_XLAT): sync (default: each kernel is translated during the warm-up "
-                       "run, so the timed runs are translated), auto (tiered, in the background, as in normal use) or off (interpreter only)")
+  ap.add_argument("--xlat", choices=("sync", "auto", "off"), default="off",
+                  help="the emulator's kernel translator ($MOCKGPU_EMU_XLAT): off (default, as in normal use: interpreter only), sync "
+                       "(each kernel is translated during the warm-up run, so the timed runs are translated) or auto (tiered, in the background)")
   ap.add_argument("--boot", action="store_true", help="only time opening each mock AMD device (MOCKKFD, MOCKPCI, GMMU=0 MOCKUSB) in fresh interpreters")
   args = ap.parse_args(argv)
   if args.boot:
