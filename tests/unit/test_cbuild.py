@@ -100,11 +100,16 @@ def test_compiler_output_is_read_while_it_runs():
                         "print([(rc, len(o)) for rc, o in r])" % (chatty,)], capture_output=True, text=True, timeout=120)
   assert res.stdout.strip() == str([(3, 4 << 20)] * 3)
 
-def test_compiler_identity_holds_the_cpu_features(tmp_path, monkeypatch):
+def _fake_cc(tmp_path, monkeypatch, cases:str) -> pathlib.Path:
+  """A shell script as $MOCKGPU_CC answering `case "$*" in <cases> esac` (compiler identity probes, no compiling)."""
   fake = tmp_path / "fakecc"
-  fake.write_text('#!/bin/sh\ncase "$*" in *--version*) echo "fakecc 1.0";; *-dM*) echo "#define __${FAKE_FEATURE}__ 1";; esac\n')
+  fake.write_text(f'#!/bin/sh\ncase "$*" in {cases} esac\n')
   fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
   monkeypatch.setenv("MOCKGPU_CC", str(fake))
+  return fake
+
+def test_compiler_identity_holds_the_cpu_features(tmp_path, monkeypatch):
+  fake = _fake_cc(tmp_path, monkeypatch, '*--version*) echo "fakecc 1.0";; *-dM*) echo "#define __${FAKE_FEATURE}__ 1";;')
   ids = []
   try:
     for feature in ("AVX2", "AVX2", "AVX512F"):
@@ -146,10 +151,7 @@ def test_corrupted_compiled_library_is_rebuilt_saying_so(tmp_path):
   assert r.stderr == f"mockgpu: the cached library {so} is truncated or replaced (100 bytes, {so.stat().st_size} recorded at build); rebuilding it\n"
 
 def test_key_holds_compiler_and_flags(tmp_path, monkeypatch):
-  fake = tmp_path / "fakecc"
-  fake.write_text('#!/bin/sh\ncase "$*" in *--version*) echo "fakecc $FAKE_VERSION";; esac\n')
-  fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-  monkeypatch.setenv("MOCKGPU_CC", str(fake))
+  _fake_cc(tmp_path, monkeypatch, '*--version*) echo "fakecc $FAKE_VERSION";;')
   keys = []
   try:
     for ver, flags in (("1.0", ("-O1",)), ("1.0", ("-O1",)), ("1.0", ("-O2",)), ("2.0", ("-O1",))):
