@@ -19,7 +19,7 @@ import fcntl, functools, hashlib, json, os, pathlib, platform, shlex, shutil, su
 from typing import Callable, Sequence
 from mockgpu.errors import BuildError
 
-__all__ = ["cache_dir", "compiler", "key", "run", "run_all", "compile_c", "library", "shared_library", "verify", "prune", "CC_ENV"]
+__all__ = ["cache_dir", "compiler", "key", "run", "run_all", "compile_c", "library", "shared_library", "verify", "prune", "module_files", "CC_ENV"]
 
 CC_ENV = "MOCKGPU_CC"   # the one variable that selects the C compiler
 def cache_dir() -> pathlib.Path:
@@ -179,3 +179,26 @@ def prune(prefix:str, keep:int) -> list[pathlib.Path]:
       f.unlink(missing_ok=True)
       gone.append(f)
   return gone
+
+def module_files(roots:Sequence[str]) -> list[pathlib.Path]:
+  """The files of the mockgpu modules `roots` and of every mockgpu module they import, transitively (import statements anywhere
+  in a module, also inside functions): what a generator's cache key hashes, so a module it starts to import is covered without
+  a list to keep by hand."""
+  import ast, importlib.util
+  seen: dict[str, pathlib.Path] = {}
+  todo = list(roots)
+  while todo:
+    name = todo.pop()
+    if name in seen or not name.startswith("mockgpu"): continue
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.origin is None or not spec.origin.endswith(".py"): continue
+    seen[name] = path = pathlib.Path(spec.origin)
+    pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for n in ast.walk(ast.parse(path.read_text())):
+      if isinstance(n, ast.Import): todo += [a.name for a in n.names]
+      elif isinstance(n, ast.ImportFrom):
+        parts = pkg.split(".")
+        base = ".".join(parts[:len(parts) - n.level + 1] + ([n.module] if n.module else [])) if n.level else n.module or ""
+        sub = base.startswith("mockgpu") and (s := importlib.util.find_spec(base)) is not None and s.submodule_search_locations is not None
+        todo += [base, *(f"{base}.{a.name}" for a in n.names if sub)]
+  return sorted(set(seen.values()))

@@ -132,7 +132,7 @@ def c_handler(fmt, h: str, fn: str, u, ops: dict, name: str) -> str:
        "  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L; s.ADDR = buf_lane(w, &b, L);"]
   if "DATA" in u.reads: L.append("    " + io("DATA", dbits, False))
   if "VDATA" in u.reads or ("D16" in name and "VDATA" in u.writes): L.append("    " + io("VDATA", dbits, False))
-  L += [f"    {fn}(&s);", "    if (UNLIKELY(s.fault)) { pc_fault(w, &s); break; }"]
+  L += [f"    {fn}(&s);", "    if (UNLIKELY(s.fault)) { PC_FAULT(w, s); break; }"]
   if "VDATA" in u.writes: L.append("    " + io("VDATA", dbits, True))
   if "RETURN_DATA" in u.writes: L.append(f"    if ({ret}) {{ {io('RETURN_DATA', rbits, True)} }}")
   if nst is not None: L.append(f"    {_c_tfe(nst)}")
@@ -306,7 +306,7 @@ def c_format_handler(fmt, h: str, name: str, ops: dict) -> str:
     "  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L; buf_lane(w, &b, L);",
     f"    for (int k = 0; k < {ndw}; k++) vd[k] = VV[((r_data + k) & (NVREG - 1)) * MAXLANES + L];",
     f"    buf_format(&s, &b, fi, {nch}, {int(d16)}, {int(hi)}, {int(store)}, vd);",
-    "    if (UNLIKELY(s.fault)) { pc_fault(w, &s); break; }",
+    "    if (UNLIKELY(s.fault)) { PC_FAULT(w, s); break; }",
     *([] if store else [f"    for (int k = 0; k < {ndw}; k++) VV[((r_data + k) & (NVREG - 1)) * MAXLANES + L] = vd[k];", f"    {_c_tfe(ndw)}"]),
     "  }", "}"]) + "\n"
 
@@ -351,10 +351,10 @@ def c_lds_handler(fmt, h: str, name: str) -> str:
     if n > 4:
       L += [f"    for (int k = 0; k < {n // 4}; k++) {{ v = g_rd(&s, {addr} + 4u * (uint32_t)k, 4); if (UNLIKELY(s.fault)) break;",
             f"      l_wr(&s, (uint32_t)(w->s[ENC_M0] + ioff + {n}u * (uint32_t)L + 4u * (uint32_t)k), 4, (uint32_t)v); if (UNLIKELY(s.fault)) break; }}",
-            "    if (UNLIKELY(s.fault)) { pc_fault(w, &s); break; }", "  }", "  w->c->space = SP_GLOBAL;", "}"]
+            "    if (UNLIKELY(s.fault)) { PC_FAULT(w, s); break; }", "  }", "  w->c->space = SP_GLOBAL;", "}"]
       return "\n".join(L) + "\n"
     L.append(f"    v = g_rd(&s, {addr}, {n});")
-  L += ["    if (UNLIKELY(s.fault)) { pc_fault(w, &s); break; }",
+  L += ["    if (UNLIKELY(s.fault)) { PC_FAULT(w, s); break; }",
         f"    lds_put(&s, w, L, ioff, {'lds_ext(v, ' + str(n) + ', ' + str(int(sx)) + ')' if n else '(uint32_t)v'});",
-        "    if (UNLIKELY(s.fault)) { pc_fault(w, &s); break; }", "  }", "  w->c->space = SP_GLOBAL;", "}"]
+        "    if (UNLIKELY(s.fault)) { PC_FAULT(w, s); break; }", "  }", "  w->c->space = SP_GLOBAL;", "}"]
   return "\n".join(L) + "\n"

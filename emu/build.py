@@ -11,7 +11,7 @@ from mockgpu.errors import BuildError
 from mockgpu import cbuild
 from mockgpu.cbuild import cache_dir, compiler
 
-__all__ = ["Library", "cache_dir", "compiler", "build", "prune", "generator_modules", "GENERATORS", "CFLAGS", "KEEP", "BUILD_SECONDS"]
+__all__ = ["Library", "cache_dir", "compiler", "build", "prune", "GENERATORS", "CFLAGS", "KEEP", "BUILD_SECONDS"]
 
 HERE = pathlib.Path(__file__).resolve().parent
 CSRC = HERE / "csrc"
@@ -53,32 +53,10 @@ def _pcode_emitter():
 # the modules that produce the library's sources: the generator, this builder and pcode's C emitter (build._emit)
 GENERATORS = ("mockgpu.emu.gen_c", "mockgpu.emu.build", "mockgpu.pcode.cemit")
 
-def generator_modules(roots=GENERATORS) -> list[pathlib.Path]:
-  """The files of every mockgpu module `roots` import, transitively (import statements anywhere in a module, also inside
-  functions), so the key covers a module the generator starts to import without a list to keep by hand."""
-  import ast, importlib.util
-  seen: dict[str, pathlib.Path] = {}
-  todo = list(roots)
-  while todo:
-    name = todo.pop()
-    if name in seen or not name.startswith("mockgpu"): continue
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.origin is None or not spec.origin.endswith(".py"): continue
-    seen[name] = path = pathlib.Path(spec.origin)
-    pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for n in ast.walk(ast.parse(path.read_text())):
-      if isinstance(n, ast.Import): todo += [a.name for a in n.names]
-      elif isinstance(n, ast.ImportFrom):
-        parts = pkg.split(".")
-        base = ".".join(parts[:len(parts) - n.level + 1] + ([n.module] if n.module else [])) if n.level else n.module or ""
-        sub = base.startswith("mockgpu") and (s := importlib.util.find_spec(base)) is not None and s.submodule_search_locations is not None
-        todo += [base, *(f"{base}.{a.name}" for a in n.names if sub)]
-  return sorted(set(seen.values()))
-
 def _key_parts(arch: ArchSpec) -> list[str]:
   cemit, tables = _pcode_emitter()
   from importlib.metadata import version
-  own = [*CSRC.glob("*.[ch]"), *PCODE_DIR.glob("*.h"), *generator_modules()]
+  own = [*CSRC.glob("*.[ch]"), *PCODE_DIR.glob("*.h"), *cbuild.module_files(GENERATORS)]
   return [arch.name, arch.family, tables.source_hash(arch.family), cemit.EMITTER_VERSION, cemit.cache_key(arch.family), _files_hash(own),
           version("tinygrad")]
 

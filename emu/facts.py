@@ -73,6 +73,7 @@ MSG = {
   "BUF_FORMAT": "buffer data format code is not a valid format on this arch",
   "LDS_DIRECT_TYPE": "LDS_DIRECT_LOAD: M0[18:16] holds a reserved data type (3, 6 or 7)",
   "LDS_PARAM": "LDS_PARAM_LOAD reads vertex attributes the pixel-shader launch writes to LDS; a compute dispatch has none",
+  "EXPORT": "exports go to graphics pipeline outputs; a compute dispatch has no export target",
 }
 
 def inline_float(e: int, width: int) -> int:

@@ -8,7 +8,7 @@ import dataclasses, functools, hashlib, json, pathlib, re, subprocess, sys
 from dataclasses import dataclass, field
 from mockgpu.pcode.nodes import Call, For, If, While, Lambda
 
-__all__ = ["STATUSES", "KINDS", "COVERAGE", "DEFAULT_TESTS", "SCHEMA", "ALWAYS_UNSUPPORTED", "Impl", "Row", "mnemonic", "implementations",
+__all__ = ["STATUSES", "KINDS", "COVERAGE", "DEFAULT_TESTS", "SCHEMA", "always_unsupported", "Impl", "Row", "mnemonic", "implementations",
            "arch_of", "tests_hash", "write_coverage", "load_coverage", "warnings", "rows", "totals", "verdict", "totals_table", "explain", "report",
            "update_coverage"]
 
@@ -18,11 +18,13 @@ COVERAGE = pathlib.Path(__file__).with_name("fidelity_coverage.json")
 ROOT = pathlib.Path(__file__).resolve().parents[1]      # the checkout (the repository root is the `mockgpu` package)
 DEFAULT_TESTS = ("tests/isa", "tests/pcode")
 SCHEMA = 1
-# hand-written handlers that stop every dispatch reaching them with "unsupported" (csrc/emu_prose.h, emu_gfx.h; pybackend)
-ALWAYS_UNSUPPORTED = {"h_ps_done": "pixel-shader only", "h_gs_reg": "geometry-shader registers, graphics only",
-                      "h_screen_partition": "graphics screen tiles; a compute dispatch has no screen",
-                      "h_lds_param_load": "reads vertex attributes a pixel-shader launch writes; a compute dispatch has none",
-                      "h_export": "exports go to graphics pipeline outputs; a compute dispatch has none"}
+@functools.cache
+def always_unsupported() -> dict[str, str]:
+  """Handler -> why it stops every dispatch reaching it with "unsupported": the error-only handlers of gen_c.PROSE_STOP, and
+  the export handler (csrc/emu_gfx.h h_export, pygfx.export: the same text with the instruction's fields)."""
+  from mockgpu.emu.facts import MSG
+  from mockgpu.emu.gen_c import PROSE_STOP
+  return {**{h: MSG[m] for h, (st, m) in PROSE_STOP.items() if st == "UNSUPPORTED"}, "h_export": MSG["EXPORT"]}
 
 @dataclass(frozen=True)
 class Impl:
@@ -102,7 +104,7 @@ def implementations(arch: str) -> dict[str, tuple[Impl, ...]]:
     return I("corrected", e, "; ".join(filter(None, (f"corrections.FIXES[{fam}, {e}]" + (f" ({len(fx)} fixes)" if len(fx) > 1 else ""), how))),
              tuple((f.reason, f.source) for f in fx))
   def hand(I, h, e=None, impl="csrc/emu_prose.h, pybackend.py"):
-    if h in ALWAYS_UNSUPPORTED: return I("unsupported", None, f"{h}: {ALWAYS_UNSUPPORTED[h]}")
+    if h in always_unsupported(): return I("unsupported", None, f"{h}: {always_unsupported()[h]}")
     return I("prose", None, f"{pr[e].reason}; hand-written in {pr[e].impl}" if e in pr else f"hand-written: {h} ({impl})")
   out: dict[str, list[Impl]] = {}
   for f in formats(fam):

@@ -53,7 +53,8 @@ PROSE_C = {
 # Prose ops that only stop the dispatch with an error, by handler: (status, facts.MSG key). Both backends take them from here
 # (C: generated handlers; pybackend.prose), so such an op is added by a PROSE_C row and, for a new text, a facts.MSG entry.
 PROSE_STOP = {"h_code_end": ("INVALID", "CODE_END"), "h_rfe_restore": ("INVALID", "RFE_RESTORE"), "h_mfma_ld_scale": ("INVALID", "MFMA_LD_SCALE"),
-              "h_screen_partition": ("UNSUPPORTED", "SCREEN_PARTITION"), "h_ps_done": ("UNSUPPORTED", "PS_DONE"), "h_gs_reg": ("UNSUPPORTED", "GS_REG")}
+              "h_screen_partition": ("UNSUPPORTED", "SCREEN_PARTITION"), "h_ps_done": ("UNSUPPORTED", "PS_DONE"), "h_gs_reg": ("UNSUPPORTED", "GS_REG"),
+              "h_lds_param_load": ("UNSUPPORTED", "LDS_PARAM")}
 # Ops with pseudocode that must not run it: it would silently leave out wave state the emulator does not model. Both backends
 # raise InvalidInstruction("unsupported") with the reason (C: generated handlers `hu_<NAME>`).
 _GPR_IDX = "VGPR indexing mode (S_SET_GPR_IDX_*: MODE.GPR_IDX_EN, M0-indexed VALU operands) is not modelled"
@@ -239,7 +240,7 @@ def _writeback_scalars(u: Usage) -> list[str]:
   if "PC" in u.writes: out.append("w->pc = s.PC - w->c->code_addr;")
   return out
 
-_CHECK = "if (UNLIKELY(s.fault)) { pc_fault(w, &s); return; }"
+_CHECK = "if (UNLIKELY(s.fault)) { PC_FAULT(w, s); return; }"
 # The straight 32-lane loops run in the float modes kernels use and tell the compiler which: one copy of the loop per MODE low
 # byte of FAST_MODES, with MODE a known constant, so pcode's mode tests fold away and the loop stays vectorisable. 0xf0 (nearest
 # even, denormals kept: PC_MODE_DEFAULT, tinygrad's LLVM kernels), 0xc0 (f32 denormals flushed: LLVM's kernel-descriptor default,

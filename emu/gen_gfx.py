@@ -61,7 +61,7 @@ def vinterp(h: str, fn: str, u: Usage, ops: dict, name: str) -> str:
   body = ["s.laneId = (uint64_t)L;", "s.S1.d[0] = (v1 ? v1[L] : s1) ^ (in->neg >> 1 & 1) << 31; s.S1.d[1] = 0;"]
   if "S2" in u.reads: body.append("s.S2.d[0] = v2[L] ^ (in->neg >> 2 & 1) << 31; s.S2.d[1] = 0;")
   L += ["  while (e) {", "    int L = __builtin_ctzll(e); e &= e - 1;", *("    " + b for b in body), f"    {fn}(&s);",
-        "    if (UNLIKELY(s.fault)) { c->vshadow_n = 0; pc_fault(w, &s); return; }", "    out[L] = s.D0.d[0];", "  }", "  c->vshadow_n = 0;",
+        "    if (UNLIKELY(s.fault)) { c->vshadow_n = 0; PC_FAULT(w, s); return; }", "    out[L] = s.D0.d[0];", "  }", "  c->vshadow_n = 0;",
         "  VOps o; o.omod = 0; o.clamp = in->clmp; uint32_t *d = w->v + (in->vdst - 256) * MAXLANES;"]
   if d16: L.append("  const int sh = (in->opsel >> 3 & 1) * 16;\n  while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1;"
                    " d[L] = (d[L] & ~(0xffffu << sh)) | (o.clamp ? post_f16(&o, out[L]) : out[L] & 0xffff) << sh; }")

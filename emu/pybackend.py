@@ -15,7 +15,7 @@ from mockgpu.emu.gen_c import PROSE_C, PROSE_STOP, dpp16_table, omod_of, ds_coun
   SALU_RAW
 from mockgpu.emu.isa import Format, formats, hwreg, mode_hwreg, operands
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS
-from mockgpu.emu.pygfx import exec_vinterp, lds_direct_load, lds_param_load, export
+from mockgpu.emu.pygfx import exec_vinterp, lds_direct_load, export
 from mockgpu.emu.pyimage import exec_mimg
 from mockgpu.emu.bvh import BVH_FORMATS, BVH_OPS
 from mockgpu.emu.pybvh import exec_bvh
@@ -644,7 +644,8 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
   if fm.name in EXPORT_FORMATS: return export(f, Stop)
   member = fm.enum(f["op"]) if fm.enum is not None else None
   name = re.sub(r"_E(32|64)$", "", member.name) if member is not None else fm.name
-  if name in GFX_PROSE: return lds_direct_load(c, w, f, Stop) if GFX_PROSE[name] == "h_lds_direct_load" else lds_param_load(Stop)
+  if (h := GFX_PROSE.get(name)) in PROSE_STOP: raise Stop(STATUS[PROSE_STOP[h][0]], msg=MSG[PROSE_STOP[h][1]])
+  if h == "h_lds_direct_load": return lds_direct_load(c, w, f, Stop)
   if fm.name in BVH_FORMATS and name in BVH_OPS: return exec_bvh(c, w, fm.name, f, name)
   if fm.name in IMAGE_FORMATS: return exec_mimg(c, w, f, name, f"{type(member).__name__}_{member.name}", pyrun)
   if name in UNMODELLED: raise Stop(ST_UNSUPPORTED, msg=f"{name}: {UNMODELLED[name]}")

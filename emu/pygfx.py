@@ -4,7 +4,7 @@ from __future__ import annotations
 from mockgpu.emu.gen_gfx import VINTERP_VGPRS, vinterp_shadows
 from mockgpu.emu.facts import ST_FAULT, ST_INVALID, ST_UNSUPPORTED, MSG, K_READ, SP_LDS
 
-__all__ = ["exec_vinterp", "lds_direct_load", "lds_param_load", "export"]
+__all__ = ["exec_vinterp", "lds_direct_load", "export"]
 
 M32 = 0xffffffff
 
@@ -43,9 +43,5 @@ def lds_direct_load(c, w, f: dict, Stop):
   for L in range(c.wave_size):
     if exe >> L & 1: w.v[f["vdst"] - 256][L] = v & M32
 
-def lds_param_load(Stop):
-  raise Stop(ST_UNSUPPORTED, msg=MSG["LDS_PARAM"])
-
 def export(f: dict, Stop):
-  raise Stop(ST_UNSUPPORTED, msg=f"EXP target={f['target']} en={f['en']:#x} done={f['done']}: exports go to graphics pipeline outputs; "
-                                 "a compute dispatch has no export target")
+  raise Stop(ST_UNSUPPORTED, msg=f"EXP target={f['target']} en={f['en']:#x} done={f['done']}: {MSG['EXPORT']}")

@@ -3,10 +3,11 @@
 Values are raw bits: uint64_t up to 64 bits, unsigned __int128 up to 128, PcWideT above (moves only). Every expression is
 kept masked to its width; signed values are sign-extended where an operation needs it."""
 from __future__ import annotations
-import functools, hashlib, os
+import functools, hashlib, pathlib
 from fractions import Fraction
 from mockgpu.pcode.nodes import (Ty, Expr, Num, Name, Typed, Field, Index, Slice, Cast, Call, Unary, Binary, Ternary, Concat, Stmt, Assign,
                                  If, For, While, Break, Return, ExprStmt, Program)
+from mockgpu import cbuild
 from mockgpu.pcode import builtins as B
 from mockgpu.pcode.softfloat import fmt_of, encode
 from mockgpu.pcode.state import WIDE
@@ -481,11 +482,11 @@ def emit(arch:str, ops:list[str]|None=None) -> str:
 
 @functools.cache
 def cache_key(arch:str) -> str:
-  """sha256 (16 hex) over the arch's corrected pseudocode, pcode_rt.h, pcode_math.h and EMITTER_VERSION."""
+  """sha256 (16 hex) over the arch's corrected pseudocode, EMITTER_VERSION, pcode's C headers and every mockgpu module this
+  emitter imports (cbuild.module_files)."""
   h = hashlib.sha256(f"{EMITTER_VERSION}\0{source_hash(arch)}\0".encode())
-  d = os.path.dirname(__file__)
-  for f in ("pcode_rt.h", "pcode_math.h", "cemit.py", "typecheck.py"):
-    with open(os.path.join(d, f), "rb") as fh: h.update(fh.read())
+  d = pathlib.Path(__file__).parent
+  for f in [*sorted(d.glob("*.h")), *cbuild.module_files([__name__])]: h.update(f.read_bytes())
   return h.hexdigest()[:16]
 
 def metadata(arch:str, name:str) -> dict:

@@ -325,8 +325,11 @@ static inline __attribute__((always_inline)) void emu_mem_wr(PcState *s, uint64_
   }
   emu_mem_wr_slow(s, a, n, v);
 }
-/* after a pc_* call left s->fault set: memory faults are already recorded; a missing hook is an unsupported operation */
-static void pc_fault(Wave *w, PcState *s) {
-  if (s->fault == 2) set_status(w, ST_UNSUPPORTED, s->fault_msg ? s->fault_msg : "pseudocode built-in not provided");
-  else set_status(w, ST_FAULT, s->fault_msg ? s->fault_msg : "pseudocode access fault");
+/* after a pc_* call left s.fault set: memory faults are already recorded; a missing hook is an unsupported operation. Called as
+ * PC_FAULT(w, s), with the state's members by value: a handler's PcState whose address reaches no call stays in registers, so
+ * its lane loops vectorise */
+static __attribute__((noinline, cold)) void pc_fault(Wave *w, int fault, const char *msg) {
+  if (fault == 2) set_status(w, ST_UNSUPPORTED, msg ? msg : "pseudocode built-in not provided");
+  else set_status(w, ST_FAULT, msg ? msg : "pseudocode access fault");
 }
+#define PC_FAULT(w, s) pc_fault((w), (s).fault, (s).fault_msg)

@@ -17,14 +17,9 @@ static void h_lds_direct_load(Wave *w, const Inst *in) {
   uint32_t *d = w->v + (in->vdst - 256) * MAXLANES;
   while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; d[L] = (uint32_t)v; }
 }
-static void h_lds_param_load(Wave *w, const Inst *in) {
-  (void)in;
-  set_status(w, ST_UNSUPPORTED, MSG_LDS_PARAM);
-}
 /* EXP / VEXPORT: every target (MRT, Z, NULL, position, primitive) is a graphics pipeline output; a compute wave has none */
 static void h_export(Wave *w, const Inst *in) {
   char msg[160];
-  snprintf(msg, sizeof(msg), "EXP target=%d en=0x%x done=%d: exports go to graphics pipeline outputs; a compute dispatch has no export target",
-           in->target, in->en, in->done);
+  snprintf(msg, sizeof(msg), "EXP target=%d en=0x%x done=%d: %s", in->target, in->en, in->done, MSG_EXPORT);
   set_status(w, ST_UNSUPPORTED, msg);
 }

@@ -178,7 +178,7 @@ static void img_atomic(Wave *w, const Inst *in, void (*fn)(PcState *)) {
       s.laneId = (uint64_t)L; s.ADDR = a;
       for (int i = 0; i < 2; i++) s.DATA.d[i] = i < nd ? w->v[((in->data0 - 256 + i) & 255) * MAXLANES + L] : 0;
       fn(&s);
-      if (UNLIKELY(s.fault)) { w->c->atomic = 0; pc_fault(w, &s); return; }
+      if (UNLIKELY(s.fault)) { w->c->atomic = 0; PC_FAULT(w, s); return; }
     }
     if (in->glc) w->v[(in->data0 - 256) * MAXLANES + L] = s.RETURN_DATA.d[0];
   }

@@ -133,7 +133,7 @@ static void ds_read_tr(Wave *w, const Inst *in, int width, int ndw) {
   memset(src, 0, sizeof(src));
   for (uint64_t e = ex; e; e &= e - 1) {
     int L = __builtin_ctzll(e); uint32_t a = w->v[((in->addr - 256) & (NVREG - 1)) * MAXLANES + L] + off; s.laneId = (uint64_t)L;
-    for (int k = 0; k < ndw; k++) { src[L][k] = (uint32_t)l_rd(&s, (uint64_t)a + 4u * (uint32_t)k, 4); if (UNLIKELY(s.fault)) { pc_fault(w, &s); return; } }
+    for (int k = 0; k < ndw; k++) { src[L][k] = (uint32_t)l_rd(&s, (uint64_t)a + 4u * (uint32_t)k, 4); if (UNLIKELY(s.fault)) { PC_FAULT(w, s); return; } }
   }
   for (uint64_t e = ex; e; e &= e - 1) {
     int i = __builtin_ctzll(e), g = i & ~15, li = i & 15; uint64_t out[2] = {0, 0};

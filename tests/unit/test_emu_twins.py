@@ -87,8 +87,14 @@ def test_ctypes_mirrors_match_the_compiled_structs():
   assert dll.emu_layout(b"EmuArgs.no_such_member") == -1
 
 def test_cache_key_hashes_every_module_the_generator_imports():
+  from mockgpu import cbuild
   from mockgpu.emu import build
-  mods = {str(p.relative_to(EMU.parent)) for p in build.generator_modules()}
+  from mockgpu.pcode import cemit
+  mods = {str(p.relative_to(EMU.parent)) for p in cbuild.module_files(build.GENERATORS)}
   # imported at module level (facts, matrix, pcode.state), inside a function (gen_c._pcode_entries: pcode.tables), by pcode's emitter
   assert {"emu/gen_c.py", "emu/facts.py", "emu/matrix.py", "emu/build.py", "pcode/state.py", "pcode/tables.py", "pcode/cemit.py"} <= mods
   assert not any(m.startswith(("emu/pybackend", "emu/cbackend", "tinygrad/")) for m in mods)   # what the generator does not import
+  # pcode's own key (cemit.cache_key, also in the emitted C's first line) covers its parser, corrections and compiler the same way
+  pmods = {str(p.relative_to(EMU.parent)) for p in cbuild.module_files([cemit.__name__])}
+  assert {"pcode/cemit.py", "pcode/parser.py", "pcode/corrections.py", "pcode/compile.py", "pcode/typecheck.py"} <= pmods
+  assert not any(m.startswith("emu/") for m in pmods)

@@ -200,28 +200,15 @@ class RenderFuzzer(Fuzzer):
     if bad not in EXECUTORS + GPU_EXECUTORS: bad, msg = "CLANG", f"{msg}\n(found with the test-only executor {bad}; stock CLANG is run instead)"
     ref = ir.evaluate(case, signed_overflow=not self.avoid_known)
     expect = [[None if r is None else (list(r) if isinstance(r, tuple) else r) for r in col] for col in ref]
-    return _REPRO.format(msg=msg, build=inspect.getsource(ir.build_ast), case=json.dumps(case),
+    return _REPRO.format(msg=msg, build=inspect.getsource(ir.bits_value) + "\n" + inspect.getsource(ir.build_ast), case=json.dumps(case),
                          expect=json.dumps(expect), executor=json.dumps(bad), to_arrays=_TO_ARRAYS)
 
 _TO_ARRAYS = '''
 RAW = {"bfloat16": "uint16", "fp8e4m3": "uint8", "fp8e5m2": "uint8"}  # numpy has no such dtype: arrays hold their bits
-def val(b, name):
-  import struct
-  if name == "bool": return bool(b & 1)
-  if name in ("float32", "float64"):
-    return struct.unpack("<f" if name == "float32" else "<d", struct.pack("<I" if name == "float32" else "<Q", b))[0]
-  if name == "float16": return struct.unpack("<e", struct.pack("<H", b & 0xffff))[0]
-  if name == "bfloat16": return struct.unpack("<f", struct.pack("<I", (b & 0xffff) << 16))[0]
-  if name.startswith("fp8"):
-    from tinygrad.dtype import dtypes, fp8_to_float
-    return fp8_to_float(b & 0xff, getattr(dtypes, name))
-  nb = np.dtype(name).itemsize * 8
-  m = b & ((1 << nb) - 1)
-  return m - (1 << nb) if name.startswith("int") and m >> (nb - 1) else m
 def arrays(case):
   npd = lambda n: np.bool_ if n == "bool" else np.dtype(RAW.get(n, n))
   outs = [np.zeros(case["n"], npd(case["nodes"][o][1])) for o in case["outs"]]
-  return outs + [np.array(i["bits"] if i["dtype"] in RAW else [val(b, i["dtype"]) for b in i["bits"]], npd(i["dtype"])) for i in case["inputs"]]
+  return outs + [np.array(i["bits"] if i["dtype"] in RAW else [bits_value(b, i["dtype"]) for b in i["bits"]], npd(i["dtype"])) for i in case["inputs"]]
 '''
 
 _REPRO = '''"""Standalone repro of a mockgpu render-fuzzer failure (needs tinygrad; numpy; clang for CPU executors, unicorn for *-A64,
@@ -306,7 +293,7 @@ for name in ("PYTHON", {executor}):
   for j, col in enumerate(expect):
     for lane, want in enumerate(col):
       got = arrs[j][lane].item()
-      if (dt:=case["nodes"][case["outs"][j]][1]) in RAW: got = val(got, dt)
+      if (dt:=case["nodes"][case["outs"][j]][1]) in RAW: got = bits_value(got, dt)
       if want is None: continue
       if isinstance(want, list):
         v, e = want

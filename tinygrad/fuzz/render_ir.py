@@ -24,7 +24,7 @@ import math, random, struct
 from typing import Any
 import numpy as np
 
-__all__ = ["INTS", "FLOATS", "SMALL_FLOATS", "RAW", "FMT", "ULP", "tg_dtype", "red_k", "from_array", "generate", "evaluate", "build_ast",
+__all__ = ["INTS", "FLOATS", "SMALL_FLOATS", "RAW", "FMT", "ULP", "tg_dtype", "red_k", "from_array", "generate", "evaluate", "bits_value", "build_ast",
            "to_arrays", "from_bits", "to_bits", "gc", "value_str"]
 
 INTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
@@ -407,25 +407,26 @@ def _fold(op:str, xs:list, mags:list[float], dt:str, signed_overflow:bool):
   if not math.isfinite(v) or abs(v) + bound >= FMAX[dt]: return None
   return v, bound
 
+def bits_value(bits, name):
+  """The Python value of the bits of a `name` (tinygrad dtype name) scalar (self-contained: repro scripts embed its source)."""
+  import struct
+  from tinygrad.dtype import dtypes, fp8_to_float
+  if name == "bool": return bool(bits & 1)
+  if name in ("float32", "float64"):
+    return struct.unpack("<f" if name == "float32" else "<d", struct.pack("<I" if name == "float32" else "<Q", bits))[0]
+  if name == "float16": return struct.unpack("<e", struct.pack("<H", bits & 0xffff))[0]
+  if name == "bfloat16": return struct.unpack("<f", struct.pack("<I", (bits & 0xffff) << 16))[0]
+  if name.startswith("fp8"): return fp8_to_float(bits & 0xff, getattr(dtypes, name))
+  nb = getattr(dtypes, name).itemsize * 8
+  m = bits & ((1 << nb) - 1)
+  return m - (1 << nb) if name.startswith("int") and m >> (nb - 1) else m
+
 def build_ast(case):
-  """Build the tinygrad kernel AST of a render case (self-contained: repro scripts embed this function's source)."""
+  """Build the tinygrad kernel AST of a render case (self-contained but for bits_value: repro scripts embed both sources)."""
   from tinygrad.dtype import dtypes
   from tinygrad.uop.ops import UOp, Ops, KernelInfo, AxisType, ParamArg
-  import struct
   def dtype(name): return getattr(dtypes, name)
   def param(slot, size, dt): return UOp(Ops.PARAM, dt, (UOp.const(size, dtypes.weakint),), ParamArg(slot, dt, device="CPU"))
-  def value(bits, name):
-    if name == "bool": return bool(bits & 1)
-    if name in ("float32", "float64"):
-      return struct.unpack("<f" if name == "float32" else "<d", struct.pack("<I" if name == "float32" else "<Q", bits))[0]
-    if name == "float16": return struct.unpack("<e", struct.pack("<H", bits & 0xffff))[0]
-    if name == "bfloat16": return struct.unpack("<f", struct.pack("<I", (bits & 0xffff) << 16))[0]
-    if name.startswith("fp8"):
-      from tinygrad.dtype import fp8_to_float
-      return fp8_to_float(bits & 0xff, dtype(name))
-    nb = dtype(name).itemsize * 8
-    m = bits & ((1 << nb) - 1)
-    return m - (1 << nb) if name.startswith("int") and m >> (nb - 1) else m
   from tinygrad.codegen.opt import Opt, OptOps
   n, nodes, outs, red = case["n"], case["nodes"], case["outs"], case.get("red")
   k = red["k"] if red else 1
@@ -438,7 +439,7 @@ def build_ast(case):
     op, dt, args = nd[0], dtype(nd[1]), nd[2:]
     if op == "in": u.append(ins[args[0]].index(at))
     elif op == "idx": u.append((rng + args[0]).cast(dt))
-    elif op == "const": u.append(UOp.const(value(args[0], nd[1]), dt))
+    elif op == "const": u.append(UOp.const(bits_value(args[0], nd[1]), dt))
     elif op == "CAST": u.append(u[args[0]].cast(dt))
     elif op == "BITCAST": u.append(u[args[0]].bitcast(dt))
     else: u.append(UOp(getattr(Ops, op), dt, tuple(u[a] for a in args)))
