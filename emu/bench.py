@@ -76,10 +76,10 @@ def main(reps: int = 3, backend: str = "c") -> int:
       print(f"library: {lib.path.name} ({'built now in %.1f s' % lib.build_seconds if lib.built else 'from the cache'})")
   load = os.getloadavg()[0]
   print(f"machine: {os.cpu_count()} cpus, load average {load:.2f}" + ("  (busy: figures are lower than on an idle machine)" if load > (os.cpu_count() or 1) else ""))
-  for name, fn in (("loop (VALU/SALU)", bench_loop), ("loop gfx950 wave64 (VALU/SALU)", lambda r, b, x: bench_loop(r, b, "gfx950", x)),
+  for name, fn in (("loop (VALU/SALU)", bench_loop), ("loop gfx950 wave64 (VALU/SALU)", lambda r, backend, xlat: bench_loop(r, backend, "gfx950", xlat)),
                    ("matmul 256x256 f32 (tinygrad, LLVM)", bench_matmul)):
     for xlat in ("off", "sync") if backend == "c" else ("off",):
-      st, cold, warm, cpu = fn(reps, backend, xlat)
+      st, cold, warm, cpu = fn(reps, backend=backend, xlat=xlat)
       how = "translated" if st.extra.get("translated") else "interpreted"
       print(f"{name:38s} {how:11s} {st.instructions:>10d} wave-inst  cold {st.instructions / cold / 1e6:8.2f} M/s ({cold * 1e3:7.1f} ms)  "
             f"warm {st.instructions / warm / 1e6:8.2f} M/s ({warm * 1e3:7.1f} ms)  warm per CPU-second {st.instructions / max(cpu, 1e-9) / 1e6:8.2f} M/s")

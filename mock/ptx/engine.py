@@ -22,7 +22,7 @@ def _arch(sm:str) -> str:
 ARCH = _arch(os.environ.get("MOCKGPU_SM", "70"))
 # -march=native makes fmaf a hardware instruction (baseline x86-64 calls libm's software fma: ~10x slower matmuls);
 # -ffp-contract=off keeps the compiler from fusing what PTX rounds twice (gcc's gnu11 default is to fuse)
-CFLAGS = ("-O2", "-march=native", "-mno-avx512f", "-fno-math-errno", "-fPIC", "-std=gnu11", "-fno-strict-aliasing", "-fwrapv",
+CFLAGS = ("-O1", "-march=native", "-mno-avx512f", "-fno-math-errno", "-fPIC", "-std=gnu11", "-fno-strict-aliasing", "-fwrapv",
           "-ffp-contract=off", "-fno-fast-math", "-w")
 DEFAULT_BUDGET = int(os.environ.get("MOCKGPU_PTX_BUDGET", str(1 << 40)))   # backward branches per launch (watchdog)
 RT = pathlib.Path(__file__).with_name("ptx_rt.h")

@@ -1,4 +1,5 @@
-"""`mockgpu bench --boot`'s probe: a fresh interpreter opens the mock device and reports the arch; a failure is one line."""
+"""`mockgpu bench --boot`'s probe (a fresh interpreter opens the mock device and reports the arch; a failure is one line) and
+`mockgpu emu bench` end to end (slow suite)."""
 import pytest
 from mockgpu.tinygrad.bench import boot
 
@@ -8,3 +9,13 @@ def test_boot_probe_opens_the_device():
 
 def test_boot_probe_failure_names_the_cause():
   with pytest.raises(RuntimeError, match="gfx9999"): boot("MOCKKFD+AMD::gfx9999", {}, 1)
+
+@pytest.mark.slow
+def test_emu_bench_prints_every_row():
+  """`mockgpu emu bench` end to end (its rows: three kernels, interpreted and translated); ~30 s, so in the slow suite."""
+  import subprocess, sys
+  p = subprocess.run([sys.executable, "-m", "mockgpu", "emu", "bench", "--reps", "1"], capture_output=True, text=True, timeout=1800)
+  assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+  rows = [l.split()[0] for l in p.stdout.splitlines() if " wave-inst " in l]
+  assert rows == ["loop", "loop", "loop", "loop", "matmul", "matmul"], p.stdout
+  assert sum(" translated " in l for l in p.stdout.splitlines()) == 3, p.stdout

@@ -1,8 +1,10 @@
 """Elementwise ops over every dtype tinygrad runs on AMD, executed by the emulator and compared bit-exactly with numpy.
 
-One subprocess runs every case (kernels differ per dtype: packed 16-bit math, 64-bit pairs, byte stores, bf16 through
-f32). Two lengths: 37 (scalar code, a partial wave) and 296 (tinygrad upcasts 4-8 elements per thread, so the vectorised
-and packed forms run, with a partial last wave). Float cases are limited to correctly rounded operations."""
+One subprocess runs every case of a length (kernels differ per dtype: packed 16-bit math, 64-bit pairs, byte stores, bf16
+through f32). Two lengths: 296 (tinygrad upcasts 4-8 elements per thread, so the vectorised and packed forms run, with a
+partial last wave; with the reductions and 64-bit division loops: the default suite) and 37 (scalar code, a partial wave:
+the slow suite). Float cases are limited to correctly rounded operations."""
+import pytest
 
 CODE = """
 import numpy as np, warnings
@@ -11,7 +13,7 @@ warnings.simplefilter("ignore")
 INTS = {"int8": dtypes.int8, "uint8": dtypes.uint8, "int16": dtypes.int16, "uint16": dtypes.uint16, "int32": dtypes.int32,
         "uint32": dtypes.uint32, "int64": dtypes.int64, "uint64": dtypes.uint64}
 FLOATS = {"float16": dtypes.float16, "float32": dtypes.float32, "float64": dtypes.float64}
-rng, fails, ran = np.random.default_rng(7), [], 0
+rng, fails, ran = np.random.default_rng(7), [], 0   # LENGTHS and EXTRAS: set by the test
 
 def bf16(x):   # f32 -> bf16 bits, round to nearest even (finite inputs)
   u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
@@ -24,7 +26,7 @@ def check(name, t, want):
   if got.dtype != want.dtype or got.shape != want.shape or not np.array_equal(bits(got), bits(want)):
     fails.append(f"{name}: got {got[:12].tolist()} want {want[:12].tolist()}")
 
-for n in (37, 296):
+for n in LENGTHS:
   for nm, dt in INTS.items():
     info = np.iinfo(nm)
     a = rng.integers(info.min, info.max, n, dtype=nm, endpoint=True)
@@ -59,20 +61,22 @@ for n in (37, 296):
   check(f"bfloat16[{n}] lt", A < B, af < bf)
   check(f"bfloat16[{n}] cast float32", A.cast(dtypes.float32), af)
   check(f"float32[{n}] cast bfloat16", Tensor(a).cast(dtypes.bfloat16).bitcast(dtypes.uint16), bf16(a))
-for nm in ("int8", "uint8", "int16", "uint16", "int32", "int64", "float16", "float32"):   # reductions over a (37, 9) tensor
+for nm in ("int8", "uint8", "int16", "uint16", "int32", "int64", "float16", "float32") if EXTRAS else ():   # reductions over a (37, 9) tensor
   x = rng.integers(-100 if nm[0] != "u" else 0, 101, (37, 9)).astype(nm)
   for op, t, f in (("sum", Tensor(x).sum(1), np.sum), ("max", Tensor(x).max(0), np.max)):
     got = t.numpy()   # integer sums accumulate in tinygrad's result dtype; the float values here sum exactly in any order
     check(f"{nm}[37x9] {op}", t, f(x.astype(got.dtype), axis=1 if op == "sum" else 0).astype(got.dtype))
-for nm, f in (("uint64", lambda t: t // 3), ("int64", lambda t: (t // 127) % 127)):   # 64-bit division in a one-lane loop
+for nm, f in (("uint64", lambda t: t // 3), ("int64", lambda t: (t // 127) % 127)) if EXTRAS else ():   # 64-bit division in a one-lane loop
   x = np.array([1, 1, 2**40 + 7], nm)
   check(f"{nm}[3] division sum", f(Tensor(x)).sum(), np.array(f(x).sum(), nm))
-x = np.linspace(-20, 20, 37, dtype=np.float32)   # not correctly rounded: a tolerance, but the sign (V_CNDMASK neg) must be right
-got, ran = Tensor(x).sin().numpy(), ran + 1
-if not np.allclose(got, np.sin(x), rtol=0, atol=1e-5): fails.append(f"float32[37] sin: got {got.tolist()}")
+if EXTRAS:   # not correctly rounded: a tolerance, but the sign (V_CNDMASK neg) must be right
+  x = np.linspace(-20, 20, 37, dtype=np.float32)
+  got, ran = Tensor(x).sin().numpy(), ran + 1
+  if not np.allclose(got, np.sin(x), rtol=0, atol=1e-5): fails.append(f"float32[37] sin: got {got.tolist()}")
 out({"ran": ran, "fails": fails})
 """
 
-def test_elementwise_all_dtypes_bit_exact(run):
-  r = run(CODE).result
-  assert r["ran"] > 400 and r["fails"] == [], "\n".join(r["fails"])
+@pytest.mark.parametrize("lengths,extras,least", [((296,), True, 250), pytest.param((37,), False, 230, marks=pytest.mark.slow)])
+def test_elementwise_all_dtypes_bit_exact(run, lengths, extras, least):
+  r = run(f"LENGTHS, EXTRAS = {lengths!r}, {extras!r}\n" + CODE).result
+  assert r["ran"] > least and r["fails"] == [], "\n".join(r["fails"])
