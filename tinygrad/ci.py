@@ -7,7 +7,8 @@ junit file still reports the tests it ran and names the one that was running. A 
 See docs/ci.md.
 """
 from __future__ import annotations
-import argparse, datetime, fnmatch, glob, importlib.metadata, importlib.util, json, os, re, shutil, signal, subprocess, sys, tempfile, time
+import argparse, concurrent.futures, datetime, fnmatch, glob, importlib.metadata, importlib.util, json, os, re, shutil, signal, subprocess, sys
+import tempfile, threading, time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from mockgpu.tinygrad.checks import find_libllvm
 from mockgpu.tinygrad.ci_jobs import JOBS, SUITES, Job, Step, from_json
 from mockgpu.tinygrad.errors import IntegrationError
 from mockgpu import usage
+from mockgpu.argtypes import positive_int
 
 __all__ = ["main", "CIError", "Row", "matrix", "same_dev", "select", "child_env", "run_step", "parse_junit", "regressions", "find_llvm",
            "cpu_compiler"]
@@ -161,6 +163,9 @@ def _kill(p:subprocess.Popen) -> None:
   try: os.killpg(p.pid, signal.SIGKILL)
   except (ProcessLookupError, PermissionError): pass
 
+_live: set[subprocess.Popen] = set()   # running steps' processes (main kills their groups when interrupted while steps run in threads)
+_live_lock = threading.Lock()
+
 def _tail(log:Path) -> str:
   """Why a step died, from its output: the first exception (the line that ends a Python traceback) and the last line."""
   lines = [l.rstrip() for l in log.read_text(errors="replace").splitlines() if l.strip()] if log.exists() else []
@@ -206,12 +211,15 @@ def run_step(row:Row, step:Step, tests:Path, env:dict[str, str], logdir:Path, id
   t0, timed_out = time.monotonic(), False
   with open(log, "wb") as f:
     p = subprocess.Popen(run, cwd=tests, env=env, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+    with _live_lock: _live.add(p)
     try: rc = p.wait(timeout)
     except subprocess.TimeoutExpired:
       timed_out = True
       _kill(p)   # the whole group: pytest-xdist workers and anything else the step started
       rc = p.wait()
     except BaseException: _kill(p); p.wait(); raise
+    finally:
+      with _live_lock: _live.discard(p)
   wall = round(time.monotonic() - t0, 2)
   died = f"timeout after {timeout:g} s (process group killed)" if timed_out else \
          f"killed by {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.valid_signals() else f"exit code {rc}"
@@ -321,6 +329,9 @@ def main(argv:list[str]|None=None) -> int:
   ap.add_argument("--step", metavar="TEXT", help="run only steps whose command contains TEXT (e.g. test_tiny)")
   ap.add_argument("-k", metavar="EXPR", help="pytest -k expression for pytest steps (and-ed with a step's own -k); scripts are unaffected")
   ap.add_argument("-n", type=int, default=0, metavar="N", help="pytest-xdist workers for pytest steps (default 0: serial, see docs/ci.md)")
+  ap.add_argument("-j", "--jobs", type=positive_int, default=1, metavar="J",
+                  help="rows run at once, each its steps in order (default 1). With many short rows, -j 2 on 2 cores beats -n 2: a "
+                       "pytest-xdist worker repeats tinygrad's start-up per process (docs/ci.md)")
   ap.add_argument("--timeout", type=float, default=3600, metavar="S", help="seconds per step before its process group is killed (default 3600)")
   ap.add_argument("--json", type=Path, metavar="FILE", help="write the machine-readable result here (schema in docs/ci.md)")
   ap.add_argument("--baseline", type=Path, metavar="FILE", help="a previous --json result: exit 1 only on regressions against it")
@@ -370,18 +381,32 @@ def main(argv:list[str]|None=None) -> int:
   with tempfile.TemporaryDirectory(prefix="mockgpu-ci-") as tmp:
     logdir = a.logs or Path(tmp)
     logdir.mkdir(parents=True, exist_ok=True)
-    for n, (r, i, s) in enumerate(todo, 1):
-      print(f"ci [{n}/{len(todo)}] {r.name} step {i + 1}/{len(r.job.steps)}: {s.label}", file=sys.stderr, flush=True)
-      env = child_env(dict(os.environ), r, s, tests, jobs, extra.get(r.name))
-      rec = run_step(r, s, tests, env, logdir, i + 1, a.timeout, a.k, a.n)
-      if a.logs is None: rec["log"] = None
-      row = by_row.setdefault(r.name, {"job": r.job.name, "dev": r.dev, "name": r.name, "wall_s": 0.0, "steps": []})
-      if row not in result["rows"]: result["rows"].append(row)
-      row["steps"].append(rec)
-      row["wall_s"] = round(row["wall_s"] + rec["wall_s"], 2)
-      p, f, sk = _counts(rec["tests"])
-      done = f"skipped: {rec['skipped']}" if rec["skipped"] else f"{p} passed, {f} failed, {sk} skipped in {rec['wall_s']} s"
-      print(f"ci   -> {done}{' (TIMEOUT)' if rec['timeout'] else ''}", file=sys.stderr, flush=True)
+    groups: dict[str, list[tuple[Row, int, Step]]] = {}
+    for r, i, s in todo: groups.setdefault(r.name, []).append((r, i, s))
+    for name, ((r, _, _), *_) in groups.items():   # the table's order, whatever order the rows finish in
+      result["rows"].append(by_row.setdefault(name, {"job": r.job.name, "dev": r.dev, "name": name, "wall_s": 0.0, "steps": []}))
+    said, said_lock = iter(range(1, len(todo) + 1)), threading.Lock()
+    def run_row(steps:list[tuple[Row, int, Step]]):
+      for r, i, s in steps:
+        with said_lock: print(f"ci [{next(said)}/{len(todo)}] {r.name} step {i + 1}/{len(r.job.steps)}: {s.label}", file=sys.stderr, flush=True)
+        rec = run_step(r, s, tests, child_env(dict(os.environ), r, s, tests, jobs, extra.get(r.name)), logdir, i + 1, a.timeout, a.k, a.n)
+        if a.logs is None: rec["log"] = None
+        row = by_row[r.name]
+        row["steps"].append(rec)
+        row["wall_s"] = round(row["wall_s"] + rec["wall_s"], 2)
+        p, f, sk = _counts(rec["tests"])
+        done = f"skipped: {rec['skipped']}" if rec["skipped"] else f"{p} passed, {f} failed, {sk} skipped in {rec['wall_s']} s"
+        with said_lock: print(f"ci   -> {r.name if a.jobs > 1 else ''}{': ' if a.jobs > 1 else ''}{done}{' (TIMEOUT)' if rec['timeout'] else ''}",
+                              file=sys.stderr, flush=True)
+    with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
+      futs = [pool.submit(run_row, g) for g in groups.values()]
+      try:
+        for fut in futs: fut.result()
+      except BaseException:   # Ctrl-C (or a bug): stop the queued rows and kill the running steps' process groups
+        for fut in futs: fut.cancel()
+        with _live_lock:
+          for p in _live: _kill(p)
+        raise
   print(_table(result, a.show))
   if a.logs: print(f"\nstep logs: {a.logs}")
   p, f, sk = _counts({f"{r['name']}:{i}:{n}": t for r in result["rows"] for i, s in enumerate(r["steps"]) for n, t in s["tests"].items()})

@@ -1,6 +1,6 @@
 """`mockgpu ci`: the job table against tinygrad's CI (as the corpus README lists it), junit parsing, baselines, selection, and
 real runs of the command on a small fake test tree (pytest steps that pass/fail/skip/crash, scripts, a hung step)."""
-import json, os, subprocess, sys, textwrap, time
+import json, os, re, subprocess, sys, textwrap, time
 from pathlib import Path
 import pytest
 from mockgpu.tinygrad import ci
@@ -205,8 +205,9 @@ def tree(tmp_path):
 def _outcomes(res:dict) -> dict[str, dict[str, str]]:
   return {r["name"]: {n: t["outcome"] for s in r["steps"] for n, t in s["tests"].items()} for r in res["rows"]}
 
-def test_ci_end_to_end_on_a_fake_tree(tree):
-  p = _mockgpu_ci("--tests", "tree", "--table", "table.json", "--json", "out.json", "--job", "fake", "--job", "crashy", cwd=tree)
+@pytest.mark.parametrize("jobs", ["1", "3"])   # -j 3: the rows run at once; the result and the table keep the job table's order
+def test_ci_end_to_end_on_a_fake_tree(tree, jobs):
+  p = _mockgpu_ci("--tests", "tree", "--table", "table.json", "--json", "out.json", "--job", "fake", "--job", "crashy", "-j", jobs, cwd=tree)
   assert p.returncode == 1, p.stderr
   res = json.loads((tree / "out.json").read_text())
   assert res["version"] == 1 and res["tinygrad"] == "0.14.0" and res["mockgpu"] == "0.1.0" and res["tests"] == str(tree / "tree")
@@ -235,7 +236,9 @@ def test_ci_end_to_end_on_a_fake_tree(tree):
                                                  ["crashy", "FAKE0", "1", "1", "0"]]
   assert table[4].split()[:4] == ["total", "9", "5", "2"]
   assert "fake[FAKE1] test/test_a.py::test_fails: failed: assert (1 + 1) == 3" in p.stdout and "steps not run:" in p.stdout
-  assert p.stderr.count("ci [") == 9 and "ci [9/9] crashy[FAKE0] step 1/1: pytest test/test_crash.py" in p.stderr
+  assert p.stderr.count("ci [") == 9 and p.stderr.count("ci   -> ") == 9
+  if jobs == "1": assert "ci [9/9] crashy[FAKE0] step 1/1: pytest test/test_crash.py" in p.stderr
+  else: assert re.search(r"ci   -> crashy\[FAKE0\]: 1 passed, 1 failed, 0 skipped in [\d.]+ s", p.stderr), p.stderr
 
 def _alive(pid:int, marker:bytes) -> bool:
   try: return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z" and marker in Path(f"/proc/{pid}/cmdline").read_bytes()
