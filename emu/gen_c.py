@@ -313,14 +313,16 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   if fmt in ("VOP3", "VOP3SD") and dfw: L.append("  o.omod = EMU_OMOD(w->mode, in->omod); o.clamp = in->clmp; o.post = o.omod | o.clamp;")
   if fmt == "VOP3P" and dfw: L.append("  o.clamp = in->clmp; o.post = o.clamp;")
   if ic: L.append("  o.clamp = in->clmp; o.post = o.clamp;")
-  L += ["  " + x for x in _set_scalars(u, "valu")]
+  pre = _set_scalars(u, "valu")   # the state the pseudocode reads besides its sources (also in the translator's XV_ variant)
   if "VCC" in u.reads | u.writes:
-    L.append(f"  s.VCC = {'scalar_src(w, in, in->src2, 64, 0) & w->c->wave_mask' if vcc_src2 else 'rd_vcc(w)'};")
-  if cmp: L.append(("  s.D0.q[0] = 0;" if "D0" in u.writes else "") + (" s.EXEC = 0;" if "EXEC" in u.writes else ""))
-  if mix or "OPSEL" in u.reads: L.append("  s.OPSEL = in->opsel; s.OPSEL_HI = in->opsel_hi | in->opsel_hi2 << 2;")
-  if mix or "NEG" in u.reads: L.append("  s.NEG = in->neg;")   # V_DOT*_IU*: NEG[0]/NEG[1] make S0/S1 signed
+    pre.append(f"s.VCC = {'scalar_src(w, in, in->src2, 64, 0) & w->c->wave_mask' if vcc_src2 else 'rd_vcc(w)'};")
+  if cmp: pre.append(("s.D0.q[0] = 0;" if "D0" in u.writes else "") + (" s.EXEC = 0;" if "EXEC" in u.writes else ""))
+  if mix or "OPSEL" in u.reads: pre.append("s.OPSEL = in->opsel; s.OPSEL_HI = in->opsel_hi | in->opsel_hi2 << 2;")
+  if mix or "NEG" in u.reads: pre.append("s.NEG = in->neg;")   # V_DOT*_IU*: NEG[0]/NEG[1] make S0/S1 signed
   for nm, ex in (("SRC0", "in->src0 - 256"), ("SRC1", "in->src1 - 256"), ("SRC2", "in->src2 - 256"), ("DST", "in->vdst - 256"), ("VDST", "in->vdst - 256")):
-    if nm in u.reads: L.append(f"  s.{nm} = (uint64_t)({ex});")
+    if nm in u.reads: pre.append(f"s.{nm} = (uint64_t)({ex});")
+  L += ["  " + x for x in pre]
+  xv = None
   if u.wave_vgpr or dsts:   # wave-wide: evaluated once, sources are scalars or register numbers
     for i in range(3):
       if sb[i]: L.append(f"  if ({e[i]} < 256) s.S{i}.q[0] = scalar_src(w, in, {e[i]}, {sb[i]}, {sf[i]});")
@@ -362,6 +364,8 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
         val = "(uint64_t)outh[L] << 32 | outl[L]" if db == 64 else "outl[L]"
         L.append(f"    memcpy(dd, outl, {4 * n});" if dm == "32" else f"    for (int L = 0; L < {n}; L++) DST{dm}(o, L, {val});")
       L.append("  } else {")
+      if fastok and has_dst and not (ic or carry or cmp) and dm in ("32", "64"):   # SDWA (dpp_kind 4) takes the handler
+        xv = _xvalu(h, e, sb, sf, db, dm, fmods, pre, body, modes, wave, "VCC" in u.writes, fmt == "VOP3SD", _writeback_scalars(u), zh)
     L.append("  uint64_t ex = o.exec;")
     L.append("  while (ex) {")
     L.append("    int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L;")
@@ -385,7 +389,38 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
     if fmt == "VOP3SD": L.append("  sdst_write(w, in->sdst, s.VCC & o.exec & w->c->wave_mask, w->c->wave_size);")
     else: L.append("  wr_vcc(w, s.VCC & o.exec);")
   L += ["  " + x for x in _writeback_scalars(u) if not x.startswith(("wr_exec", "w->scc")) or not cmp]
-  return oi + "\n".join(L) + "\n}\n"
+  return oi + "\n".join(L) + "\n}\n" + (xv or "")
+
+# The translator's variant of a VALU handler's fast path (translate.py calls XV_<handler> instead of the handler): the same lane
+# loop text, with each source read straight from its VGPR row or as one scalar value (decided by the instruction's operand
+# fields, constants in a translated kernel, so the compiler keeps a scalar in a register and drops the operand set-up of
+# valu_fast). Everything but the fast case (inactive lanes, modifiers, DPP/SDWA, other float modes) calls the handler itself.
+_XSRC = "#define XSRC32(i, L) (xr##i ? xlo##i[L] : (uint32_t)xv##i)\n#define XSRC64(i, L) (xr##i ? ((uint64_t)xhi##i[L] << 32 | xlo##i[L]) : xv##i)\n"
+
+def _xsrc(i: int, e: str, bits: int, fw: int) -> str:
+  return (f"const int xr{i} = ({e}) >= 256; const uint32_t *xlo{i} = w->v + (xr{i} ? ({e}) - 256 : 0) * MAXLANES, "
+          f"*xhi{i} = w->v + (xr{i} ? ({e}) - 255 & (NVREG - 1) : 0) * MAXLANES; const uint64_t xv{i} = xr{i} ? 0 : scalar_src(w, in, {e}, {bits}, {fw}); "
+          f"(void)xhi{i}; (void)xlo{i};")
+
+def _xbody(body: list[str]) -> list[str]:
+  return [b.replace("SRC32(", "XSRC32(").replace("SRC64(", "XSRC64(").replace("OLD32(o, L)", "dd[L]")
+           .replace("OLD64(o, L)", "((uint64_t)dd2[L] << 32 | dd[L])") for b in body]
+
+def _xvalu(h: str, e: tuple, sb: list, sf: list, db: int, dm: str, fmods: str, pre: list[str], body: list[str], modes: tuple[int, ...],
+           wave: ArchSpec, vcc_w: bool, sd: bool, wb: list[str], zh: bool) -> str:
+  n = _fast_lanes(wave)
+  inner = ["s.laneId = (uint64_t)L;", *_xbody(body), f"outl[L] = s.D0.d[0]{' & 0xffff' if zh else ''};" + (" outh[L] = s.D0.d[1];" if db == 64 else "")]
+  cond, loops = _mode_loops(modes, f"for (int L = 0; L < {n}; L++) {{ " + " ".join(inner) + " }")
+  L = [f"static inline __attribute__((always_inline)) void XV_{h}(Wave *w, const Inst *in) {{",
+       "  uint64_t ex = rd_exec(w);",
+       f"  if (!(ex == {_full(n)} && w->c->wave_size == {n} && !in->dpp_kind && !{fmods} && {cond})) {{ {h}(w, in); return; }}",
+       "  PC_STATE(s, w);", *("  " + x for x in pre), *(f"  {_xsrc(i, e[i], sb[i], sf[i])}" for i in range(3) if sb[i]),
+       "  uint32_t *dd = w->v + (in->vdst - 256) * MAXLANES, *dd2 = w->v + ((in->vdst - 255) & (NVREG - 1)) * MAXLANES; (void)dd2;",
+       *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i] and sb[i] <= 32), *(["  s.D0.d[1] = 0;"] if any("dd[L]" in b for b in _xbody(body)) and dm == "32" else []),
+       f"  uint32_t outl[{n}], outh[{n}]; (void)outh;", f"  {loops}", f"  {_CHECK}",
+       f"  memcpy(dd, outl, {4 * n});" if dm == "32" else f"  memcpy(dd, outl, {4 * n}); memcpy(dd2, outh, {4 * n});"]
+  if vcc_w: L.append("  sdst_write(w, in->sdst, s.VCC & ex & w->c->wave_mask, w->c->wave_size);" if sd else "  wr_vcc(w, s.VCC & ex);")
+  return _XSRC + "\n".join(L + ["  " + x for x in wb] + ["}"]) + "\n#undef XSRC32\n#undef XSRC64\n"
 
 def _vgpr_in(var: str, reg: str, bits: int) -> str:
   n = max(1, bits // 32)
@@ -528,13 +563,13 @@ def _vopd_ops(ops: dict) -> dict:
 
 def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int, ...] = FAST_MODES) -> str:
   sb, sf, db, dfw = _opinfo(ops, "VOP2", name)
+  ops_of = "  int e0 = y ? in->srcy0 : in->srcx0, e1 = y ? in->vsrcy1 : in->vsrcx1, ed = y ? in->vdsty : in->vdstx;"
   L = [f"void {h}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec) {{",
        "  PC_STATE(s, w); VOps o;",
-       f"  static const OpInfo oi = {{{{{sb[0]}, {sb[1]}, 0}}, {{{sf[0]}, {sf[1]}, 0}}, 32, {dfw}, 0, 0, 0}};",
-       "  int e0 = y ? in->srcy0 : in->srcx0, e1 = y ? in->vsrcy1 : in->vsrcx1, ed = y ? in->vdsty : in->vdstx;",
+       f"  static const OpInfo oi = {{{{{sb[0]}, {sb[1]}, 0}}, {{{sf[0]}, {sf[1]}, 0}}, 32, {dfw}, 0, 0, 0}};", ops_of,
        "  if (!(valu_fast(w, in, &oi, &o, e0, e1, 0, ed, 0) || valu_setup(w, in, &oi, &o, e0, e1, 0, ed, 0, 0, 0, 0, 0))) return;"]
-  L += ["  " + x for x in _set_scalars(u, "valu")]
-  if "VCC" in u.reads: L.append("  s.VCC = rd_vcc(w);")
+  pre = _set_scalars(u, "valu") + (["s.VCC = rd_vcc(w);"] if "VCC" in u.reads else [])
+  L += ["  " + x for x in pre]
   L.append("  DSTLOCALS(o)")
   L += [f"  SRCLOCALS(o, {i}) s.S{i}.d[1] = 0;" for i in range(2) if sb[i]]
   body = [f"s.S{i}.d[0] = SRC32({i}, L);" for i in range(2) if sb[i]] + (["s.D0.d[0] = OLD32(o, L);"] if "D0" in u.reads else [])
@@ -546,7 +581,13 @@ def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int
   L.append(f"  if (LIKELY(exec == 0xffffffffull && w->c->wave_size == 32 && {cond})) {{ {loops} memcpy(out, tmp, 128); }}")
   L.append("  else { uint64_t ex = exec; while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L; " + " ".join(body) + " out[L] = tmp[L]; } }")
   L.append(f"  {_CHECK}")
-  return "\n".join(L) + "\n}\n"
+  # the translator's variant (as XV_ of _valu), for a wave32 VOPD with every lane active: its caller checks EXEC and the wave size
+  xloops = _mode_loops(modes, "for (int L = 0; L < 32; L++) { s.laneId = (uint64_t)L; " + " ".join(_xbody(body)) + " }")[1]
+  X = [f"static inline __attribute__((always_inline)) void X{h}(Wave *w, const Inst *in, int y, uint32_t *out) {{",
+       f"  if (!{cond}) {{ {h}(w, in, y, out, 0xffffffffull); return; }}", "  PC_STATE(s, w);", ops_of, *("  " + x for x in pre),
+       *(f"  {_xsrc(i, f'e{i}', sb[i], sf[i])}" for i in range(2) if sb[i]), "  uint32_t *dd = w->v + (ed - 256) * MAXLANES, tmp[32];",
+       *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i]), *(["  s.D0.d[1] = 0;"] * ("D0" in u.reads)), f"  {xloops} memcpy(out, tmp, 128);", f"  {_CHECK}"]
+  return "\n".join(L) + "\n}\n" + _XSRC + "\n".join(X) + "\n}\n#undef XSRC32\n#undef XSRC64\n"
 
 def _vopd_target(fam: str, name: str, ents: dict) -> str | None:
   """The pseudocode entry a VOPD half runs: the VOP1/VOP2/VOP3 op of the same name, the VOPD entry itself (RDNA4

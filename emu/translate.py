@@ -104,9 +104,12 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
     cn = p.cnames[hid] if 0 <= hid < len(p.cnames) else "0"
     consts.append(f"static const Inst X{k} = {{0, {', '.join(map(str, vals[:7]))}, {{{', '.join(map(str, vals[7:11]))}}}, {', '.join(map(str, vals[11:]))}}};")
     vh = _vopd_halves(p, hid, vals) if cn == "h_vopd" else ()
-    if vh and all(h in p.handler_src for h in vh):   # csrc/emu_sched.c h_vopd, with the halves inlined
+    if vh and all(h in p.handler_src for h in vh):   # csrc/emu_sched.c h_vopd, with the halves inlined (their X variants: every lane active)
       used += [h for h in vh if h not in used]
-      fns.append(f"static __attribute__((noinline)) void S{k}(Wave *w) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES]; uint64_t ex = rd_exec(w);"
+      fast = (f" if (ex == 0xffffffffull && w->c->wave_size == 32) {{ X{vh[0]}(w, in, 0, ox); if (w->c->status) return; X{vh[1]}(w, in, 1, oy);"
+              " if (w->c->status) return; memcpy(w->v + (in->vdstx - 256) * MAXLANES, ox, 128); memcpy(w->v + (in->vdsty - 256) * MAXLANES, oy, 128); return; }"
+              if all(f"void X{h}(" in p.handler_src[h] for h in vh) else "")
+      fns.append(f"static __attribute__((noinline)) void S{k}(Wave *w) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES]; uint64_t ex = rd_exec(w);{fast}"
                  f" {vh[0]}(w, in, 0, ox, ex); if (w->c->status) return; {vh[1]}(w, in, 1, oy, ex); if (w->c->status) return;"
                  " uint32_t *dx = w->v + (in->vdstx - 256) * MAXLANES, *dy = w->v + (in->vdsty - 256) * MAXLANES;"
                  " if (ex == 0xffffffffull && w->c->wave_size == 32) { memcpy(dx, ox, 128); memcpy(dy, oy, 128); return; }"
@@ -114,7 +117,8 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
       call = f"S{k}(w)"
     elif cn in p.handler_src or cn in INLINE_PROSE:
       if cn in p.handler_src and cn not in used: used.append(cn)
-      fns.append(f"static __attribute__((noinline)) void S{k}(Wave *w) {{ {cn}(w, &X{k}); }}")
+      xv = cn in p.handler_src and f"void XV_{cn}(" in p.handler_src[cn]   # gen_c._xvalu: operands fixed by the constant Inst
+      fns.append(f"static __attribute__((noinline)) void S{k}(Wave *w) {{ {'XV_' if xv else ''}{cn}(w, &X{k}); }}")
       call = f"S{k}(w)"
     else: call = f"{{ const Inst *ic = &c->icache[{pc >> 2}]; ic->fn(w, ic); }}"
     steps.append(f"  L{k}: XSTEP({pc}u, {nxt}u, X{k}, {call})" + ("" if k + 1 < len(insts) and insts[k + 1][0] == nxt else " continue;"))
