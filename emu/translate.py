@@ -115,6 +115,7 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
                  " if (ex == 0xffffffffull && w->c->wave_size == 32) { memcpy(dx, ox, 128); memcpy(dy, oy, 128); return; }"
                  " while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; dx[L] = ox[L]; dy[L] = oy[L]; } }")
       call = f"S{k}(w)"
+    elif cn == "h_nop": call = "(void)0"   # S_WAITCNT, S_DELAY_ALU, ...: only the step's counting
     elif cn in p.handler_src or cn in INLINE_PROSE:
       if cn in p.handler_src and cn not in used: used.append(cn)
       xv = cn in p.handler_src and f"void XV_{cn}(" in p.handler_src[cn]   # gen_c._xvalu: operands fixed by the constant Inst

@@ -22,6 +22,7 @@ def test_ci_testamd_test_tiny(tmp_path):
   [step] = row["steps"]
   label = "DEBUG=5 FORWARD_ONLY=1 python test/test_tiny.py TestTiny.test_plus"
   assert step["exit_code"] == 0 and step["tests"] == {label: {"outcome": "passed", "reason": "", "time": step["wall_s"]}}
-  # the mock's own share: its device thread ran the queues, tinygrad's ioctls went through the mock driver
-  assert step["mock"]["device_s"] > 0 and step["mock"]["driver_s"] > 0 and sum(step["mock"].values()) < step["wall_s"]
+  # the mock's own share: its device thread ran the queues, tinygrad's ioctls went through the mock driver. Each is a share of
+  # the step's wall time; their sum need not be (the device thread and tinygrad's thread run at the same time)
+  assert step["mock"]["device_s"] > 0 and step["mock"]["driver_s"] > 0 and max(step["mock"].values()) < step["wall_s"]
   assert p.stdout.splitlines()[1].split()[:5] == ["testamd", "MOCKKFD+AMD::gfx1100", "1", "0", "0"]
