@@ -61,8 +61,8 @@ case "$cmd" in
   demo)  exec mockgpu demo "$@" ;;
   test)
     firmware
-    if [ $# -gt 0 ] || [ -z "${MOCKGPU_TINYGRAD_TESTS:-}" ]; then exec python -m pytest -n 2 -q "$@"; fi
-    rc=0; python -m pytest -n 2 -q || rc=$?
+    if [ $# -gt 0 ] || [ -z "${MOCKGPU_TINYGRAD_TESTS:-}" ]; then exec python -m pytest -n 2 --dist worksteal -q "$@"; fi
+    rc=0; python -m pytest -n 2 --dist worksteal -q || rc=$?   # worksteal: an idle worker takes queued tests from a busy one
     mockgpu ci --suite fast -j 2 --tests "$MOCKGPU_TINYGRAD_TESTS" || rc=$?   # rows two at a time: faster than -n 2 here (docs/ci.md)
     exit $rc ;;
   ci)

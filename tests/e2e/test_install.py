@@ -108,7 +108,7 @@ def test_installed_copy_is_the_venvs(route, tmp_path):
   assert mg == os.path.join(purelib, "mockgpu", "__init__.py") and tg == os.path.join(purelib, "tinygrad", "__init__.py")
   assert version == "0.14.0" and foreign == "[]"   # nothing from the base interpreter's site-packages
 
-@pytest.mark.parametrize("dev", ["MOCKKFD+AMD", "MOCK+AMD", "MOCKKFD+AMD:LLVM"])
+@pytest.mark.parametrize("dev", ["MOCKKFD+AMD", pytest.param("MOCK+AMD", marks=pytest.mark.slow), pytest.param("MOCKKFD+AMD:LLVM", marks=pytest.mark.slow)])
 def test_one_liner_from_any_directory(route, tmp_path, dev):
   # generous timeout: with an empty $MOCKGPU_CACHE the first kernel waits for the emulator's one-time C build
   p = run([py(route), "-c", ONE_LINER], f"DEV={dev} one-liner", cwd=tmp_path, env=clean_env(DEV=dev), timeout=900)

@@ -30,6 +30,7 @@ class _LdsPlusOne(PythonRenderer):
 
 ONE_LDS = {"dims": [], "axes": [], "ibuf": None, "mode": "load", "size": 1, "gate": None, "dtype": "int32", "space": "local"}
 
+@pytest.mark.slow   # ~20 s; the LDS verdict tests and test_oob.py's campaigns run by default
 def test_static_check_blind_to_lds_is_found_and_minimised():
   rep = _campaign(OobFuzzer(static=_blind_to_lds), 300)   # PYTHON and the mock AMD GPU, as the CLI runs it
   assert [(r.index, r.failure.cls, r.minimised_failure.cls) for r in rep.failures] == [(5, "static-miss", "static-miss")]

@@ -25,6 +25,7 @@ def _trunc_executor():
 
 KNOWN = ("param-slot-collision", "cast-nonfinite")
 
+@pytest.mark.slow   # ~20 s; test_render.py's injected bit-flipping renderer covers finding and minimising by default
 def test_finds_and_minimises_truncating_bf16_conversion():
   fz = RenderFuzzer(executors=["PYTHON"], extra=[_trunc_executor()], avoid_known=True)
   # budgets in cases and checks keep the test deterministic on a loaded machine; measured: found after 23-33 s of fuzzing and

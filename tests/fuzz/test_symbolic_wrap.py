@@ -68,6 +68,7 @@ ADD_DIV_WRAP_ONLY = PatternMatcher([((UPat.var("x") + UPat.cvar("c")) // UPat.cv
                                      lambda x, c, d: x // d + c.arg // d.arg if d.arg > 0 and c.arg % d.arg == 0 else None)])
 UINT8_ADD_DIV = {"case_dtypes": ["uint8"], "ops": ["add", "div", "max"], "casts": False, "wrap_bounds": True}
 
+@pytest.mark.slow   # ~10 s; test_symbolic.py's injected rules cover finding and minimising by default
 def test_finds_and_minimises_injected_wrap_only_rule():
   rep = run_campaign(SymbolicFuzzer(extra_rules=ADD_DIV_WRAP_ONLY, **UINT8_ADD_DIV),
                      CampaignConfig(seed=0, time=None, cases=3000, out=None, max_failures=1))
