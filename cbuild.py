@@ -15,7 +15,7 @@ here), the flags and this module's source, so a cache restored onto another mach
 * announces a build with one stderr line when the caller passes `announce` (the emulator: ~30 s; others are quiet).
 `shared_library()` is the whole path (key, generate, compile in parallel, link, cache, prune) in one call."""
 from __future__ import annotations
-import fcntl, functools, hashlib, json, os, pathlib, platform, shlex, shutil, subprocess, sys, tempfile
+import fcntl, functools, hashlib, json, os, pathlib, platform, re, shlex, shutil, subprocess, sys, tempfile
 from typing import Callable, Sequence
 from mockgpu.errors import BuildError
 
@@ -180,25 +180,32 @@ def prune(prefix:str, keep:int) -> list[pathlib.Path]:
       gone.append(f)
   return gone
 
+# import statements, anywhere in a module (inside functions too): `from [.]base import names` (names maybe in parentheses or
+# continued with backslashes) or `import a.b [as c], d`; a match inside a string only adds a file to the hash
+_IMPORTS = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|(?:[^\n#\\]|\\\n)+)|import[ \t]+((?:[^\n#\\]|\\\n)+))", re.M)
+
 def module_files(roots:Sequence[str]) -> list[pathlib.Path]:
   """The files of the mockgpu modules `roots` and of every mockgpu module they import, transitively (import statements anywhere
   in a module, also inside functions): what a generator's cache key hashes, so a module it starts to import is covered without
-  a list to keep by hand."""
-  import ast, importlib.util
+  a list to keep by hand. Read as text and resolved to files under this package: nothing is imported (this runs in every
+  process before its first dispatch)."""
+  root = pathlib.Path(__file__).parent   # the mockgpu package
+  def path_of(name:str) -> pathlib.Path|None:
+    if name != "mockgpu" and not name.startswith("mockgpu."): return None
+    p = root.joinpath(*name.split(".")[1:])
+    if (p / "__init__.py").is_file(): return p / "__init__.py"
+    return p.with_suffix(".py") if p.with_suffix(".py").is_file() else None
   seen: dict[str, pathlib.Path] = {}
   todo = list(roots)
   while todo:
     name = todo.pop()
-    if name in seen or not name.startswith("mockgpu"): continue
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.origin is None or not spec.origin.endswith(".py"): continue
-    seen[name] = path = pathlib.Path(spec.origin)
+    if name in seen or (path := path_of(name)) is None: continue
+    seen[name] = path
     pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for n in ast.walk(ast.parse(path.read_text())):
-      if isinstance(n, ast.Import): todo += [a.name for a in n.names]
-      elif isinstance(n, ast.ImportFrom):
-        parts = pkg.split(".")
-        base = ".".join(parts[:len(parts) - n.level + 1] + ([n.module] if n.module else [])) if n.level else n.module or ""
-        sub = base.startswith("mockgpu") and (s := importlib.util.find_spec(base)) is not None and s.submodule_search_locations is not None
-        todo += [base, *(f"{base}.{a.name}" for a in n.names if sub)]
+    for rel, base, names, plain in _IMPORTS.findall(path.read_text()):
+      items = [x.split()[0] for x in re.split(r"[,\\\n]", (plain or names).strip("()")) if x.strip()]
+      if plain: todo += items
+      else:
+        if rel: base = ".".join(pkg.split(".")[:len(pkg.split(".")) - len(rel) + 1] + ([base] if base else []))
+        todo += [base, *(f"{base}.{x}" for x in items)]
   return sorted(set(seen.values()))
