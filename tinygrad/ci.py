@@ -385,9 +385,10 @@ def main(argv:list[str]|None=None) -> int:
     for r, i, s in todo: groups.setdefault(r.name, []).append((r, i, s))
     for name, ((r, _, _), *_) in groups.items():   # the table's order, whatever order the rows finish in
       result["rows"].append(by_row.setdefault(name, {"job": r.job.name, "dev": r.dev, "name": name, "wall_s": 0.0, "steps": []}))
-    said, said_lock = iter(range(1, len(todo) + 1)), threading.Lock()
+    said, said_lock, stopping = iter(range(1, len(todo) + 1)), threading.Lock(), threading.Event()
     def run_row(steps:list[tuple[Row, int, Step]]):
       for r, i, s in steps:
+        if stopping.is_set(): return
         with said_lock: print(f"ci [{next(said)}/{len(todo)}] {r.name} step {i + 1}/{len(r.job.steps)}: {s.label}", file=sys.stderr, flush=True)
         rec = run_step(r, s, tests, child_env(dict(os.environ), r, s, tests, jobs, extra.get(r.name)), logdir, i + 1, a.timeout, a.k, a.n)
         if a.logs is None: rec["log"] = None
@@ -402,7 +403,8 @@ def main(argv:list[str]|None=None) -> int:
       futs = [pool.submit(run_row, g) for g in groups.values()]
       try:
         for fut in futs: fut.result()
-      except BaseException:   # Ctrl-C (or a bug): stop the queued rows and kill the running steps' process groups
+      except BaseException:   # Ctrl-C (or a bug): no further step starts, the running steps' process groups are killed
+        stopping.set()
         for fut in futs: fut.cancel()
         with _live_lock:
           for p in _live: _kill(p)

@@ -1,6 +1,6 @@
 """`mockgpu ci`: the job table against tinygrad's CI (as the corpus README lists it), junit parsing, baselines, selection, and
 real runs of the command on a small fake test tree (pytest steps that pass/fail/skip/crash, scripts, a hung step)."""
-import json, os, re, subprocess, sys, textwrap, time
+import json, os, re, signal, subprocess, sys, textwrap, time
 from pathlib import Path
 import pytest
 from mockgpu.tinygrad import ci
@@ -254,6 +254,24 @@ def test_ci_kills_a_hung_step_with_its_process_group(tree):
     if not _alive(child, b"time.sleep(120)"): break
     time.sleep(0.1)
   assert not _alive(child, b"time.sleep(120)") and "(TIMEOUT)" in p.stderr
+
+def test_ci_interrupt_kills_running_steps_and_starts_no_more(tree):
+  """Ctrl-C while a row runs in its thread: the hung step's process group is killed, the queued row (llvm) never starts, and
+  the command says it was interrupted (exit 130)."""
+  env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER")} | {"PYTEST_ADDOPTS": "-p no:hypothesispytest"}
+  p = subprocess.Popen([sys.executable, "-m", "mockgpu", "ci", "--tests", "tree", "--table", "table.json", "--job", "hang", "--job", "llvm"], cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  for _ in range(600):   # until the hang step's own child exists
+    if (tree / "hang.pid").exists() and (tree / "hang.pid").read_text(): break
+    time.sleep(0.1)
+  child = int((tree / "hang.pid").read_text())
+  p.send_signal(signal.SIGINT)
+  out, err = p.communicate(timeout=120)
+  assert p.returncode == 130 and "mockgpu ci: interrupted" in err, err[-2000:]
+  for _ in range(200):
+    if not _alive(child, b"time.sleep(120)"): break
+    time.sleep(0.1)
+  assert not _alive(child, b"time.sleep(120)")
+  assert err.count("ci [") == 1 and "llvm" not in err, err
 
 def test_ci_baseline_and_selection(tree):
   sel = ("--tests", "tree", "--table", "table.json", "--job", "fake", "--dev", "FAKE1")
