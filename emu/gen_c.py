@@ -123,6 +123,7 @@ class Generated:
   zeroed: dict[str, tuple[str, ...]]  # handler -> PcState members it zeroes (read by its entries, fed by no machine state: STATE_ZERO)
   cnames: tuple[str, ...] = ()        # hid -> the C function of its handler table slot ("0": none); the translator (translate.py) reads both
   handler_src: dict = field(default_factory=dict)   # generated handler name -> its C (with its OpInfo constants)
+  xlat_src: dict = field(default_factory=dict)      # handler name -> its translator variant's C (_xvalu, X of _vopd_half)
 
 def _fw(fmt) -> int:
   n = fmt.name.removeprefix("FMT_NUM_")
@@ -287,7 +288,9 @@ def _fast_lanes(arch: ArchSpec) -> int:
 
 def _full(n: int) -> str: return "0xffffffffull" if n == 32 else "~0ull"
 
-def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: ArchSpec, text: str, modes: tuple[int, ...] = FAST_MODES) -> str:
+def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: ArchSpec, text: str,
+          modes: tuple[int, ...] = FAST_MODES) -> tuple[str, str | None]:
+  """(the handler's C, its translator variant's C or None: _xvalu)"""
   sb, sf, db, dfw = _opinfo(ops, f.name, name)
   fmt = f.name
   enc32 = fmt in ("VOP1", "VOP2", "VOPC")
@@ -389,13 +392,13 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
     if fmt == "VOP3SD": L.append("  sdst_write(w, in->sdst, s.VCC & o.exec & w->c->wave_mask, w->c->wave_size);")
     else: L.append("  wr_vcc(w, s.VCC & o.exec);")
   L += ["  " + x for x in _writeback_scalars(u) if not x.startswith(("wr_exec", "w->scc")) or not cmp]
-  return oi + "\n".join(L) + "\n}\n" + (xv or "")
+  return oi + "\n".join(L) + "\n}\n", xv
 
 # The translator's variant of a VALU handler's fast path (translate.py calls XV_<handler> instead of the handler): the same lane
 # loop text, with each source read straight from its VGPR row or as one scalar value (decided by the instruction's operand
 # fields, constants in a translated kernel, so the compiler keeps a scalar in a register and drops the operand set-up of
 # valu_fast). Everything but the fast case (inactive lanes, modifiers, DPP/SDWA, other float modes) calls the handler itself.
-_XSRC = "#define XSRC32(i, L) (xr##i ? xlo##i[L] : (uint32_t)xv##i)\n#define XSRC64(i, L) (xr##i ? ((uint64_t)xhi##i[L] << 32 | xlo##i[L]) : xv##i)\n"
+# Kept apart from the handlers (Generated.xlat_src): only translated kernels compile them, after csrc/emu_xlat.h (XSRC32/64).
 
 def _xsrc(i: int, e: str, bits: int, fw: int) -> str:
   return (f"const int xr{i} = ({e}) >= 256; const uint32_t *xlo{i} = w->v + (xr{i} ? ({e}) - 256 : 0) * MAXLANES, "
@@ -409,18 +412,19 @@ def _xbody(body: list[str]) -> list[str]:
 def _xvalu(h: str, e: tuple, sb: list, sf: list, db: int, dm: str, fmods: str, pre: list[str], body: list[str], modes: tuple[int, ...],
            wave: ArchSpec, vcc_w: bool, sd: bool, wb: list[str], zh: bool) -> str:
   n = _fast_lanes(wave)
-  inner = ["s.laneId = (uint64_t)L;", *_xbody(body), f"outl[L] = s.D0.d[0]{' & 0xffff' if zh else ''};" + (" outh[L] = s.D0.d[1];" if db == 64 else "")]
+  xbody = _xbody(body)
+  inner = ["s.laneId = (uint64_t)L;", *xbody, f"outl[L] = s.D0.d[0]{' & 0xffff' if zh else ''};" + (" outh[L] = s.D0.d[1];" if db == 64 else "")]
   cond, loops = _mode_loops(modes, f"for (int L = 0; L < {n}; L++) {{ " + " ".join(inner) + " }")
   L = [f"static inline __attribute__((always_inline)) void XV_{h}(Wave *w, const Inst *in) {{",
        "  uint64_t ex = rd_exec(w);",
        f"  if (!(ex == {_full(n)} && w->c->wave_size == {n} && !in->dpp_kind && !{fmods} && {cond})) {{ {h}(w, in); return; }}",
        "  PC_STATE(s, w);", *("  " + x for x in pre), *(f"  {_xsrc(i, e[i], sb[i], sf[i])}" for i in range(3) if sb[i]),
        "  uint32_t *dd = w->v + (in->vdst - 256) * MAXLANES, *dd2 = w->v + ((in->vdst - 255) & (NVREG - 1)) * MAXLANES; (void)dd2;",
-       *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i] and sb[i] <= 32), *(["  s.D0.d[1] = 0;"] if any("dd[L]" in b for b in _xbody(body)) and dm == "32" else []),
+       *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i] and sb[i] <= 32), *(["  s.D0.d[1] = 0;"] if any("dd[L]" in b for b in xbody) and dm == "32" else []),
        f"  uint32_t outl[{n}], outh[{n}]; (void)outh;", f"  {loops}", f"  {_CHECK}",
        f"  memcpy(dd, outl, {4 * n});" if dm == "32" else f"  memcpy(dd, outl, {4 * n}); memcpy(dd2, outh, {4 * n});"]
   if vcc_w: L.append("  sdst_write(w, in->sdst, s.VCC & ex & w->c->wave_mask, w->c->wave_size);" if sd else "  wr_vcc(w, s.VCC & ex);")
-  return _XSRC + "\n".join(L + ["  " + x for x in wb] + ["}"]) + "\n#undef XSRC32\n#undef XSRC64\n"
+  return "\n".join(L + ["  " + x for x in wb] + ["}"]) + "\n"
 
 def _vgpr_in(var: str, reg: str, bits: int) -> str:
   n = max(1, bits // 32)
@@ -561,7 +565,8 @@ def _vopd_ops(ops: dict) -> dict:
   """OPERANDS of a VOPD half's target with the VOPD entry's own keys (srcy0, vsrcy1, vdsty) renamed to the VOP2 ones."""
   return {{"srcy0": "src0", "vsrcy1": "src1", "vdsty": "vdst"}.get(k, k): v for k, v in ops.items()}
 
-def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int, ...] = FAST_MODES) -> str:
+def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int, ...] = FAST_MODES) -> tuple[str, str]:
+  """(the half's C, its translator variant's C: X<h>)"""
   sb, sf, db, dfw = _opinfo(ops, "VOP2", name)
   ops_of = "  int e0 = y ? in->srcy0 : in->srcx0, e1 = y ? in->vsrcy1 : in->vsrcx1, ed = y ? in->vdsty : in->vdstx;"
   L = [f"void {h}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec) {{",
@@ -587,7 +592,7 @@ def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int
        f"  if (!{cond}) {{ {h}(w, in, y, out, 0xffffffffull); return; }}", "  PC_STATE(s, w);", ops_of, *("  " + x for x in pre),
        *(f"  {_xsrc(i, f'e{i}', sb[i], sf[i])}" for i in range(2) if sb[i]), "  uint32_t *dd = w->v + (ed - 256) * MAXLANES, tmp[32];",
        *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i]), *(["  s.D0.d[1] = 0;"] * ("D0" in u.reads)), f"  {xloops} memcpy(out, tmp, 128);", f"  {_CHECK}"]
-  return "\n".join(L) + "\n}\n" + _XSRC + "\n".join(X) + "\n}\n#undef XSRC32\n#undef XSRC64\n"
+  return "\n".join(L) + "\n}\n", "\n".join(X) + "\n}\n"
 
 def _vopd_target(fam: str, name: str, ents: dict) -> str | None:
   """The pseudocode entry a VOPD half runs: the VOP1/VOP2/VOP3 op of the same name, the VOPD entry itself (RDNA4
@@ -835,7 +840,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   mat_c, mat_h = matrix.c_source(arch.family)
   fields_def, decoder = _decoder(arch, fmts)
   names, hbase = handler_names(arch)
-  handlers, tables, missing, decls, unmod = [], [], {}, [], set()
+  handlers, tables, missing, decls, unmod, xlat = [], [], {}, [], set(), {}
   moded, cnames = {m[1] for m in _PC_FN.finditer(pcode_c) if "s->MODE" in m[2]}, []   # pc_* functions that read MODE (_mode_loops)
   for f in fmts:
     n = 1 << (f.op_field[1] if f.op_field else 5)
@@ -851,8 +856,9 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       if f.name == "VOPD":
         tgt = _vopd_target(arch.family, name, ents)
         if tgt and f"pc_{tgt}" in pcode_fns:
-          handlers.append(_vopd_half(f"VH_{name}", f"pc_{tgt}", _usage(arch.family, ents, tgt), _vopd_ops(ops_tab.get(ents[tgt].op, {})), base_name,
-                                   FAST_MODES if f"pc_{tgt}" in moded else ()))
+          t, xlat[f"VH_{name}"] = _vopd_half(f"VH_{name}", f"pc_{tgt}", _usage(arch.family, ents, tgt), _vopd_ops(ops_tab.get(ents[tgt].op, {})),
+                                             base_name, FAST_MODES if f"pc_{tgt}" in moded else ())
+          handlers.append(t)
           row.append(f"VH_{name}"); decls.append(f"void VH_{name}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);")
         else: row.append("0"); missing[key] = f"VOPD target {tgt or base_name} has no compiled pseudocode"
         continue
@@ -877,7 +883,10 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
         row.append("h_unsupported"); missing[key] = "no compiled pseudocode" if ename in ents else "no pseudocode in the wheel"; continue
       u, ops = _usage(arch.family, ents, ename), ops_tab.get(member, {})
       if f.name in _SALU: handlers.append(_salu(f, h, fn, u, ops))
-      elif f.name in _VALU: handlers.append(_valu(f, h, fn, u, ops, base_name, arch, ents[ename].text, FAST_MODES if fn in moded else ()))
+      elif f.name in _VALU:
+        t, x = _valu(f, h, fn, u, ops, base_name, arch, ents[ename].text, FAST_MODES if fn in moded else ())
+        handlers.append(t)
+        if x: xlat[h] = x
       elif f.name == "VINTERP": handlers.append(vinterp(h, fn, u, ops, base_name))
       elif f.name in _VMEM or f.name in ("DS", "SMEM"):
         if "LDS" in name and f.name != "DS": row.append("h_unsupported"); missing[key] = "loads into LDS are not modelled"; continue
@@ -894,6 +903,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   for i, text in enumerate(handlers):
     handlers[i], z = zero_unset(text, reads)
     if z: zeroed[re.search(r"void (\w+)\(", text)[1]] = z
+  xlat = {h: zero_unset(x, reads)[0] for h, x in xlat.items()}   # a variant's PcState starts as its handler's
   tables.append(f"static const Handler *const HANDLERS[{len(fmts)}] = {{{', '.join(f'HT_{f.name}' for f in fmts)}}};")
   tables.append(f"static const int32_t HBASE[{len(fmts)}] = {{{', '.join(str(hbase[f.name]) for f in fmts)}}};")
   tables.append(f"#define EMU_NHANDLERS {len(names)}")
@@ -915,4 +925,5 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   main = "\n".join([*head, *decls, *ds_tr, *stops, *hu, _layout(), mat_c, decoder, f"#define HAS_VOPD {int(vopd)}",
                     "static void h_vopd(Wave *w, const Inst *in);" if vopd else "", *tables, "#include \"emu_sched.c\""])
   parts = ["\n".join([*head, always_inline(pcode_c, moded), pcode_c, *handlers[k::chunks]]) for k in range(chunks)]
-  return Generated((main, *parts), names, hbase, missing, zeroed, tuple(cnames), {re.search(r"^void (\w+)\(", t, re.M)[1]: t for t in handlers})
+  return Generated((main, *parts), names, hbase, missing, zeroed, tuple(cnames), {re.search(r"^void (\w+)\(", t, re.M)[1]: t for t in handlers},
+                   xlat)

@@ -55,6 +55,7 @@ class Parts:
   pcfns: dict               # pc_* name -> its C
   cnames: tuple[str, ...]   # hid -> handler C function
   handler_src: dict         # generated handler -> its C
+  xlat_src: dict            # handler -> its translator variant's C (gen_c._xvalu, X of _vopd_half)
   names: tuple[str, ...]    # hid -> "FORMAT OPNAME"
 
 def write_parts(arch_name: str, lib_stem: str):
@@ -70,7 +71,7 @@ def write_parts(arch_name: str, lib_stem: str):
   p = Parts(head, tuple(re.search(r"#define EMU_INST_FIELDS int32_t ([^;]*);", head)[1].replace(" ", "").split(",")),
             pc[:pc.index("static inline void pc_")],
             {m[1]: m[0] for m in re.finditer(r"^static inline void (pc_\w+)\(PcState \*s\) \{\n.*?^\}\n", pc, re.S | re.M)},
-            gen.cnames, gen.handler_src, gen.handlers)
+            gen.cnames, gen.handler_src, gen.xlat_src, gen.handlers)
   f = cbuild.cache_dir() / f"{lib_stem}.xlat.json"
   tmp = f.with_suffix(f".{os.getpid()}.tmp"); tmp.write_text(json.dumps(p.__dict__)); tmp.replace(f)
 
@@ -108,7 +109,7 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
       used += [h for h in vh if h not in used]
       fast = (f" if (ex == 0xffffffffull && w->c->wave_size == 32) {{ X{vh[0]}(w, in, 0, ox); if (w->c->status) return; X{vh[1]}(w, in, 1, oy);"
               " if (w->c->status) return; memcpy(w->v + (in->vdstx - 256) * MAXLANES, ox, 128); memcpy(w->v + (in->vdsty - 256) * MAXLANES, oy, 128); return; }"
-              if all(f"void X{h}(" in p.handler_src[h] for h in vh) else "")
+              if all(h in p.xlat_src for h in vh) else "")
       fns.append(f"static __attribute__((noinline)) void S{k}(Wave *w) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES]; uint64_t ex = rd_exec(w);{fast}"
                  f" {vh[0]}(w, in, 0, ox, ex); if (w->c->status) return; {vh[1]}(w, in, 1, oy, ex); if (w->c->status) return;"
                  " uint32_t *dx = w->v + (in->vdstx - 256) * MAXLANES, *dy = w->v + (in->vdsty - 256) * MAXLANES;"
@@ -118,13 +119,13 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
     elif cn == "h_nop": call = "(void)0"   # S_WAITCNT, S_DELAY_ALU, ...: only the step's counting
     elif cn in p.handler_src or cn in INLINE_PROSE:
       if cn in p.handler_src and cn not in used: used.append(cn)
-      xv = cn in p.handler_src and f"void XV_{cn}(" in p.handler_src[cn]   # gen_c._xvalu: operands fixed by the constant Inst
-      fns.append(f"static __attribute__((noinline)) void S{k}(Wave *w) {{ {'XV_' if xv else ''}{cn}(w, &X{k}); }}")
+      fns.append(f"static __attribute__((noinline)) void S{k}(Wave *w) {{ {'XV_' if cn in p.xlat_src else ''}{cn}(w, &X{k}); }}")   # operands fixed by the constant Inst
       call = f"S{k}(w)"
     else: call = f"{{ const Inst *ic = &c->icache[{pc >> 2}]; ic->fn(w, ic); }}"
     steps.append(f"  L{k}: XSTEP({pc}u, {nxt}u, X{k}, {call})" + ("" if k + 1 < len(insts) and insts[k + 1][0] == nxt else " continue;"))
   need = sorted({f for h in used for f in re.findall(r"\b(pc_\w+)\(&s\)", p.handler_src[h])})
   hsrc = [re.sub(r"^void (\w+)\((Wave)", r"static inline __attribute__((always_inline)) void \1(\2", p.handler_src[h], flags=re.M) for h in used]
+  hsrc += [p.xlat_src[h] for h in used if h in p.xlat_src]
   pcfns, head, pcpre = p.pcfns, p.head, p.pcpre
   cases = " ".join(f"case {pc}u: goto L{k};" for k, (pc, _, _) in enumerate(insts))
   decl = [f"static inline void {f}(PcState *s) __attribute__((always_inline));" for f in need if f in pcfns]   # as gen_c.always_inline

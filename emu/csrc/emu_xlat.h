@@ -24,6 +24,9 @@ static __attribute__((noinline, cold)) int time_check(Ctx *c, Wave *w, const Ins
 }
 
 typedef int (*XlatFn)(Ctx *c, Wave *w);
+/* source i of a translator variant (mockgpu.emu.gen_c._xvalu): lane L of its VGPR row (xr) or the one scalar value */
+#define XSRC32(i, L) (xr##i ? xlo##i[L] : (uint32_t)xv##i)
+#define XSRC64(i, L) (xr##i ? ((uint64_t)xhi##i[L] << 32 | xlo##i[L]) : xv##i)
 /* one translated instruction at byte offset PC (next: NEXT) with its decoded constant I, executing CALL; a jump (w->pc not
  * NEXT) re-enters the kernel's dispatch switch */
 #define XSTEP(PC, NEXT, I, CALL) \
