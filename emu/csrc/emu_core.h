@@ -326,8 +326,7 @@ static inline __attribute__((always_inline)) void emu_mem_wr(PcState *s, uint64_
   emu_mem_wr_slow(s, a, n, v);
 }
 /* after a pc_* call left s.fault set: memory faults are already recorded; a missing hook is an unsupported operation. Called as
- * PC_FAULT(w, s), with the state's members by value: a handler's PcState whose address reaches no call stays in registers, so
- * its lane loops vectorise */
+ * PC_FAULT(w, s), with the two members it reads by value: the (cold) fault path does not take the state's address */
 static __attribute__((noinline, cold)) void pc_fault(Wave *w, int fault, const char *msg) {
   if (fault == 2) set_status(w, ST_UNSUPPORTED, msg ? msg : "pseudocode built-in not provided");
   else set_status(w, ST_FAULT, msg ? msg : "pseudocode access fault");
