@@ -13,12 +13,20 @@ from mockgpu.emu.errors import EmuError, UnsupportedDispatch, BackendUnavailable
 from mockgpu.emu.memory import MemoryMap
 
 __all__ = ["Dispatch", "Stats", "WaveState", "StoreRecord", "WatchReport", "run", "run_code", "warm_up", "DEFAULT_BUDGET", "DEFAULT_RESIDENT",
-           "OP_HOOKS", "DISPATCH_HOOKS"]
+           "default_threads", "OP_HOOKS", "DISPATCH_HOOKS"]
 
 DEFAULT_BUDGET = int(os.environ.get("MOCKGPU_EMU_BUDGET", str(4_000_000_000)))
 # workgroups resident at once: a new one is launched only while every resident one waits (GWS, ordered count), so this
 # bounds how many a cross-workgroup barrier can gather (and the emulator memory: one set of wave registers/LDS each)
 DEFAULT_RESIDENT = int(os.environ.get("MOCKGPU_EMU_RESIDENT", "64"))
+
+def default_threads() -> int:
+  """Threads a dispatch may use (run(threads=None)): $MOCKGPU_EMU_THREADS, else the CPUs this process may run on (at most 16)."""
+  v = os.environ.get("MOCKGPU_EMU_THREADS", "")
+  if not v: return max(1, min(16, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+  if not v.isdigit() or int(v) < 1: raise UnsupportedDispatch(f"MOCKGPU_EMU_THREADS={v!r}: give a number of threads >= 1 (1: one thread), or unset it")
+  return int(v)
+
 # called as hook(arch name, {"FORMAT OPNAME": wave-instructions}) after every dispatch that ran, also one that stopped with an
 # error (its counts include the instruction that raised); while one is installed every dispatch counts its opcodes (as
 # op_counts=True). `mockgpu emu fidelity --update-coverage` records which instructions each test executed with it (docs/fidelity.md)
@@ -137,14 +145,15 @@ def check_dispatch(d: Dispatch) -> ArchSpec:
   return a
 
 def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, timeout: float | None = None, backend: str = "c",
-        op_counts: bool = False, capture: bool = False, resident: int | None = None, watch: tuple[int, int] | None = None) -> Stats:
+        op_counts: bool = False, capture: bool = False, resident: int | None = None, watch: tuple[int, int] | None = None,
+        threads: int | None = None) -> Stats:
   """Execute a whole dispatch synchronously (all workgroups, all waves, barriers) and return its statistics.
 
   Args:
     dispatch: the command processor state (see Dispatch).
     memory: the host ranges the kernel may touch; global accesses and instruction fetches are checked against a snapshot
       taken at the start of the call: against the mapped granules, or byte-exact if the map is strict (see MemoryMap).
-    budget: maximum wave-instructions before WatchdogExpired (default MOCKGPU_EMU_BUDGET or 4e9).
+    budget: maximum wave-instructions one workgroup may execute before WatchdogExpired (default MOCKGPU_EMU_BUDGET or 4e9).
     timeout: optional wall-clock limit in seconds, also reported as WatchdogExpired (its `timeout` set, the message naming it).
     backend: "c" (generated C, compiled once per arch and cached) or "python" (reference, slow).
     op_counts: also count executed wave-instructions per opcode (Stats.op_counts).
@@ -154,6 +163,8 @@ def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, tim
     watch: (address, size): record the stores into these bytes (Stats.watch: count, first and last writer with lane, wave,
       workgroup, instruction). They must lie inside one registered allocation (one mapped span). Accesses to the range
       leave the backends' fast paths, so watch a few bytes, not a whole buffer.
+    threads: most threads the C backend runs the workgroups on (default default_threads()); results, counts and fault
+      reports are the same for every count (docs/emu.md, "Multi-core dispatch"). Stats.extra["threads"] says how many ran.
   Returns: Stats.
   Raises: GPUFault (memory violation, with a FaultReport), InvalidInstruction, WaveTrap (S_TRAP / a halted wave), WatchdogExpired,
     Deadlock (every resident wave blocked on GWS / ordered count), UnsupportedDispatch, BackendUnavailable (no C compiler / arch not supported by the backend)."""
@@ -161,6 +172,8 @@ def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, tim
   budget = DEFAULT_BUDGET if budget is None else budget
   resident = DEFAULT_RESIDENT if resident is None else resident
   if resident < 1: raise UnsupportedDispatch(f"resident={resident}: at least one workgroup must be resident")
+  threads = default_threads() if threads is None else threads
+  if not isinstance(threads, int) or threads < 1: raise UnsupportedDispatch(f"threads={threads!r}: give a number of threads >= 1")
   if watch is not None:
     exact, mapped = memory.spans()
     if watch[1] < 1 or (exact if memory.strict else mapped).carve(watch[0], watch[0] + watch[1]) is None:
@@ -176,7 +189,8 @@ def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, tim
     be = pybackend
   else: raise BackendUnavailable(f"backend={backend!r}: choose 'c' or 'python'")
   hooks = list(OP_HOOKS)
-  try: st = be.run(arch, dispatch, memory, budget=budget, timeout=timeout, op_counts=op_counts or bool(hooks), capture=capture, resident=resident, watch=watch)
+  try: st = be.run(arch, dispatch, memory, budget=budget, timeout=timeout, op_counts=op_counts or bool(hooks), capture=capture, resident=resident,
+                   watch=watch, threads=threads)
   except EmuError as e:
     if hooks and e.op_counts is not None:
       for h in hooks: h(arch.name, e.op_counts)
@@ -204,7 +218,7 @@ def run_code(code: bytes, memory: MemoryMap | None = None, *, arch: str = "gfx11
 
   Returns: Stats. Raises: whatever run() raises."""
   memory = MemoryMap() if memory is None else memory
-  run_keys = {"budget", "timeout", "backend", "op_counts", "capture", "resident", "watch"}
+  run_keys = {"budget", "timeout", "backend", "op_counts", "capture", "resident", "watch", "threads"}
   rkw = {k: kw.pop(k) for k in list(kw) if k in run_keys}
   buf = ctypes.create_string_buffer(len(code) + 512)
   addr = (ctypes.addressof(buf) + 255) & ~255

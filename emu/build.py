@@ -19,7 +19,7 @@ PCODE_DIR = HERE.parent / "pcode"
 # -ffp-contract=off: gcc's GNU C default (fast) fuses a*b+c into an FMA once -march=native offers one, which changes f32/f64
 # results the pseudocode rounds twice; every float operation must round exactly as written
 CFLAGS = ("-O2", "-march=native", "-mno-avx512f", "-fno-math-errno", "-ffp-contract=off", "-fPIC", "-std=gnu11", "-fno-strict-aliasing",
-          "-fwrapv", "-w")
+          "-fwrapv", "-w", "-pthread")
 
 @dataclass(frozen=True)
 class Library:

@@ -39,7 +39,7 @@ class EmuArgs(ctypes.Structure):
     ("v_pad", ctypes.c_uint32), *[(n, ctypes.c_uint64) for n in ("w_lo", "w_hi", "w_alo", "w_ahi", "w_count")], ("w_first", WatchRec),
     ("w_last", WatchRec), ("lds_rd", ctypes.c_uint64), ("lds_wr", ctypes.c_uint64),
     ("xlat", ctypes.c_void_p), ("xlat_pcs", ctypes.POINTER(ctypes.c_uint32)), ("xlat_n", ctypes.c_uint32), ("trace_cap", ctypes.c_uint32),
-    ("trace_pcs", ctypes.POINTER(ctypes.c_uint32)), ("trace_n", ctypes.c_uint64)]
+    ("trace_pcs", ctypes.POINTER(ctypes.c_uint32)), ("trace_n", ctypes.c_uint64), ("threads", ctypes.c_uint32), ("threads_used", ctypes.c_uint32)]
 
 def poison() -> int:
   """EmuArgs.poison from $MOCKGPU_EMU_POISON (a byte, e.g. 0xa5; unset or empty: off): every handler's pseudocode state
@@ -64,7 +64,7 @@ def load(arch: ArchSpec) -> tuple[ctypes.CDLL, Library]:
   return dll, lib
 
 def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout: float | None, op_counts: bool, capture: bool,
-        resident: int, watch: tuple[int, int] | None = None) -> Stats:
+        resident: int, watch: tuple[int, int] | None = None, threads: int = 1) -> Stats:
   """Run `d` on the C backend. See mockgpu.emu.api.run for the contract."""
   dll, lib = load(arch)
   exact, mapped = memory.spans()
@@ -86,7 +86,7 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   a.user_sgprs[:len(us)] = us
   a.nuser, a.rsrc1, a.rsrc2, a.rsrc3, a.mode = len(us), d.rsrc1, d.rsrc2, d.rsrc3, arch.initial_mode(d.rsrc1)
   a.wave_size, a.lds_bytes, a.scratch_per_lane, a.tgid_in_ttmp = d.wave_size, d.lds_size, d.scratch_bytes_per_lane, int(arch.tgid_in_ttmp)
-  a.budget, a.timeout, a.resident, a.poison = budget, float(timeout or 0.0), min(resident, 1 << 31), poison()
+  a.budget, a.timeout, a.resident, a.poison, a.threads = budget, float(timeout or 0.0), min(resident, 1 << 31), poison(), min(threads, 1 << 10)
   counts = (ctypes.c_uint64 * len(lib.handlers))() if op_counts else None
   if counts is not None: a.op_counts = counts
   if capture:
@@ -115,5 +115,5 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   oob = oob_report(arch, memory, d.code_addr, a.v_count, a.v_addr, a.v_size, a.v_lane, a.v_wave, tuple(a.v_wg), a.v_pc,
                    bytes(a.v_raw)[:max(0, min(a.v_len, 16))], a.v_fmt, a.v_op) if a.v_count else None
   wr = watch_report(arch, watch, a.w_count, a.w_first.record() if a.w_count else None, a.w_last.record() if a.w_count else None) if watch else None
-  return Stats(a.instructions, a.workgroups, a.waves, dt, "c", oc, state, {"translated": xk is not None}, oob_reads=a.v_count,
+  return Stats(a.instructions, a.workgroups, a.waves, dt, "c", oc, state, {"translated": xk is not None, "threads": a.threads_used}, oob_reads=a.v_count,
                oob_report=oob, lds_read=a.lds_rd, lds_written=a.lds_wr, watch=wr)

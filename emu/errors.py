@@ -91,7 +91,7 @@ class WaveTrap(EmuError):
                      f"is how compilers lower __builtin_trap / failed device asserts); find which condition led to it")
 
 class WatchdogExpired(EmuError):
-  """The dispatch executed more wave-instructions than its budget (runaway loop or a too small `budget`), or ran longer
+  """A workgroup executed more wave-instructions than the budget (runaway loop or a too small `budget`), or the dispatch ran longer
   than its wall-clock `timeout` (seconds; None when the budget ran out). `report.extra["timeout"]` is the same."""
   def __init__(self, report: FaultReport, budget: int, timeout: float | None = None):
     self.report, self.budget, self.timeout = report, budget, timeout
@@ -100,7 +100,7 @@ class WatchdogExpired(EmuError):
       super().__init__(f"watchdog: wall-clock timeout of {timeout:g} s expired {where}. Next step: raise `timeout` "
                        f"(api.run(..., timeout=S)) if the kernel is just slow, else look for a loop that never exits")
     else:
-      super().__init__(f"watchdog: budget of {budget} wave-instructions exceeded {where}. Next step: raise `budget` "
+      super().__init__(f"watchdog: budget of {budget} wave-instructions per workgroup exceeded {where}. Next step: raise `budget` "
                        f"(api.run(..., budget=N) or MOCKGPU_EMU_BUDGET) if the kernel is just long, else look for a loop that never exits")
 
 class Deadlock(EmuError):

@@ -32,12 +32,13 @@ SH_MEM_BASES = (APERTURE_SHARED >> 48) << 16 | APERTURE_PRIVATE >> 48
 
 # A dispatch's status (EmuArgs.status / pybackend.Stop), the fault record's access kind and space, the wait kinds of blocked
 # waves (deadlock reports), the trap report kinds; report.py turns them into exceptions and FaultReports.
-STATUS = {"OK": 0, "FAULT": 1, "INVALID": 2, "WATCHDOG": 3, "UNSUPPORTED": 4, "TIMEOUT": 5, "NOMEM": 6, "TRAP": 7, "DEADLOCK": 8}
+# ABANDONED is internal to a multi-core dispatch: a thread left its workgroup because a lower one stopped the dispatch (never reported).
+STATUS = {"OK": 0, "FAULT": 1, "INVALID": 2, "WATCHDOG": 3, "UNSUPPORTED": 4, "TIMEOUT": 5, "NOMEM": 6, "TRAP": 7, "DEADLOCK": 8, "ABANDONED": 9}
 KINDS = {"READ": 1, "WRITE": 2, "ATOMIC": 3, "FETCH": 4}
 SPACES = {"GLOBAL": 1, "LDS": 2, "SCRATCH": 3, "CODE": 4, "BUFFER": 5, "GDS": 6, "VGPR": 7}   # BUFFER: through a V#, reported as global
 WAITS = {"SEMA": 1, "BARRIER": 2, "ORDERED": 3}
 TRAPS = {"TRAP": 1, "HALT": 2}
-ST_OK, ST_FAULT, ST_INVALID, ST_WATCHDOG, ST_UNSUPPORTED, ST_TIMEOUT, ST_NOMEM, ST_TRAP, ST_DEADLOCK = STATUS.values()
+ST_OK, ST_FAULT, ST_INVALID, ST_WATCHDOG, ST_UNSUPPORTED, ST_TIMEOUT, ST_NOMEM, ST_TRAP, ST_DEADLOCK, ST_ABANDONED = STATUS.values()
 K_READ, K_WRITE, K_ATOMIC, K_FETCH = KINDS.values()
 SP_GLOBAL, SP_LDS, SP_SCRATCH, SP_CODE, SP_BUFFER, SP_GDS, SP_VGPR = SPACES.values()
 WK_SEMA, WK_BARRIER, WK_ORDERED = WAITS.values()

@@ -13,7 +13,7 @@ from mockgpu.pcode.state import MODE_VIEWS, WIDE
 from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS, vinterp, image
 from mockgpu.emu.image import c_defs as image_defs, c_aliases as image_aliases, alias_members as image_members
 
-__all__ = ["GEN_VERSION", "Generated", "generate", "FAST_MODES", "PROSE_C", "PROSE_STOP", "UNMODELLED", "STATE_ZERO", "SALU_RAW", "INT_CLAMP", "MODS_ON_BITS",
+__all__ = ["GEN_VERSION", "Generated", "generate", "FAST_MODES", "PROSE_C", "PROSE_STOP", "FLOW", "FLOW_OPS", "flow_of", "UNMODELLED", "STATE_ZERO", "SALU_RAW", "INT_CLAMP", "MODS_ON_BITS",
            "SEMANTICS_ALIAS", "D16_PRESERVE", "SGPR_DST", "dst_sgpr", "ds_writes_vdst", "pc_reads", "zero_unset", "f16_half", "handler_names",
            "int_clamp", "acc_rules", "dpp16_src", "dpp16_table", "struct_members", "LAYOUT_STRUCTS", "semantics_entry", "zero_hi16"]
 
@@ -64,6 +64,26 @@ _BLOCK = ("block loads/stores (up to 32 VGPRs selected by M0) are not modelled: 
 UNMODELLED = {**dict.fromkeys(("S_SET_GPR_IDX_ON", "S_SET_GPR_IDX_OFF", "S_SET_GPR_IDX_IDX", "S_SET_GPR_IDX_MODE"), _GPR_IDX),
               **dict.fromkeys(("S_CBRANCH_G_FORK", "S_CBRANCH_I_FORK", "S_CBRANCH_JOIN"), _FORK),
               **dict.fromkeys(("GLOBAL_LOAD_BLOCK", "GLOBAL_STORE_BLOCK", "SCRATCH_LOAD_BLOCK", "SCRATCH_STORE_BLOCK"), _BLOCK)}
+# How each handler leaves the pc, for the pre-scan that decides whether a dispatch may run its workgroups on several threads
+# (csrc/emu_sched.c `prescan`, docs/emu.md "Multi-core dispatch"): PLAIN falls through, END has no successor, REL branches to
+# pc + 4 + SIMM16 * 4 or falls through (every PC assignment of its pseudocode is one of those two), IND jumps where no scan can
+# follow (S_SETPC_B64, ...), WIDE reads or writes dispatch-wide state whose values depend on the order workgroups run in (GWS,
+# the ordered count, the emulated clock), GETREG is WIDE when its register is the clock. A dispatch whose code reaches IND or WIDE
+# runs on one thread. `flow_of` classifies; ops are by member name.
+FLOW = {"PLAIN": 0, "END": 1, "REL": 2, "IND": 3, "WIDE": 4, "GETREG": 5}
+FLOW_OPS = {**dict.fromkeys(("S_ENDPGM", "S_ENDPGM_SAVED", "S_CODE_END"), "END"),
+            **dict.fromkeys(("S_SUBVECTOR_LOOP_BEGIN", "S_SUBVECTOR_LOOP_END"), "REL"),
+            **dict.fromkeys(("DS_GWS_INIT", "DS_GWS_SEMA_V", "DS_GWS_SEMA_BR", "DS_GWS_SEMA_P", "DS_GWS_SEMA_RELEASE_ALL", "DS_GWS_BARRIER",
+                             "DS_ORDERED_COUNT", "S_SENDMSG_RTN_B32", "S_SENDMSG_RTN_B64", "S_MEMTIME", "S_MEMREALTIME"), "WIDE"),
+            "S_GETREG_B32": "GETREG"}
+_REL_PC = re.compile(r"^\s*PC\s*=\s*PC\s*\+\s*(signext\(SIMM16\.i16\s*\*\s*16'4\)\s*\+\s*)?4LL;?\s*$")
+
+def flow_of(base_name: str, text: str | None) -> str:
+  """The FLOW class of the op `base_name` whose semantics are `text` (its pseudocode; None: hand-written or none)."""
+  if base_name in FLOW_OPS: return FLOW_OPS[base_name]
+  if base_name in PROSE_C or text is None: return "PLAIN"
+  pcs = [ln for ln in text.split("\n") if re.match(r"\s*PC\s*=", ln.split("//")[0])]
+  return "PLAIN" if not pcs else "REL" if all(_REL_PC.match(ln.split("//")[0]) for ln in pcs) else "IND"
 # DS_READ_*_TR_* (gfx950 transposing LDS reads): element bits and dwords per lane (csrc/emu_prose.h ds_read_tr)
 DS_READ_TR = {"DS_READ_B64_TR_B4": (4, 2), "DS_READ_B64_TR_B8": (8, 2), "DS_READ_B64_TR_B16": (16, 2), "DS_READ_B96_TR_B6": (6, 3)}
 # Integer clamp (prose in the ISA: the clamp bit saturates an integer result to its type's range), for the VOP3/VOP3SD/VOP3P
@@ -841,6 +861,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   fields_def, decoder = _decoder(arch, fmts)
   names, hbase = handler_names(arch)
   handlers, tables, missing, decls, unmod, xlat = [], [], {}, [], set(), {}
+  flows = [0] * len(names)
   moded, cnames = {m[1] for m in _PC_FN.finditer(pcode_c) if "s->MODE" in m[2]}, []   # pc_* functions that read MODE (_mode_loops)
   for f in fmts:
     n = 1 << (f.op_field[1] if f.op_field else 5)
@@ -851,6 +872,8 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       member = f.enum(i)
       name, ename = member.name, f"{type(member).__name__}_{member.name}"
       base_name = re.sub(r"_E(32|64)$", "", name)
+      fe = semantics_entry(member, ents)
+      flows[hbase[f.name] + i] = FLOW[flow_of(base_name, ents[fe].text if fe in ents else None)]
       h = f"H_{f.name}_{name}"
       key = f"{f.name} {name}"
       if f.name == "VOPD":
@@ -907,6 +930,8 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   tables.append(f"static const Handler *const HANDLERS[{len(fmts)}] = {{{', '.join(f'HT_{f.name}' for f in fmts)}}};")
   tables.append(f"static const int32_t HBASE[{len(fmts)}] = {{{', '.join(str(hbase[f.name]) for f in fmts)}}};")
   tables.append(f"#define EMU_NHANDLERS {len(names)}")
+  tables.append("enum { " + ", ".join(f"FLOW_{k} = {v}" for k, v in FLOW.items()) + " };")
+  tables.append(f"static const uint8_t HFLOW[{len(names)}] = {{{', '.join(map(str, flows))}}};   /* gen_c.FLOW per hid */")
   head = [f"/* generated by mockgpu.emu.gen_c v{GEN_VERSION} for {arch.name} ({arch.family}) from the tinygrad wheel's tables and mockgpu.pcode */",
           f"#define NVREG {arch.nvregs}\n#define NAGPR {arch.num_agprs}\n#define ENC_M0 {arch.enc_m0}\n#define ENC_NULL {arch.enc_null}",
           facts.c_source(), _dpp16_table(arch), fields_def, *(f"#define EMU_HWREG_{r} {hwreg(arch.family, r)}" for r in HWREGS), f"#define EMU_HWREG_MODE {mode_hwreg(arch.family)}",

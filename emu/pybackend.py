@@ -187,7 +187,7 @@ class Wave:
 
 class Slot:
   """A resident workgroup: its id, waves, LDS and the creation ordinal of its wave 0 (csrc/emu_core.h Slot)."""
-  def __init__(self, lds_size: int): self.lds, self.live, self.waves, self.wg, self.ordinal0 = bytearray(lds_size), False, [], (0, 0, 0), 0
+  def __init__(self, lds_size: int): self.lds, self.live, self.waves, self.wg, self.ordinal0, self.used = bytearray(lds_size), False, [], (0, 0, 0), 0, 0
 
 class Ctx:
   def __init__(self, arch, d: Dispatch, memory: MemoryMap, budget, timeout, watch: tuple[int, int] | None = None):
@@ -200,7 +200,7 @@ class Ctx:
       self.watch = (watch[0], watch[0] + watch[1], *span)
     self.wave_size, self.wave_mask = d.wave_size, (1 << d.wave_size) - 1
     self.lds, self.scratch_lane = None, d.scratch_bytes_per_lane   # lds: the running workgroup's (Slot.lds)
-    self.icount, self.wg, self.cache, self.t0 = 0, (0, 0, 0), {}, time.perf_counter()
+    self.icount, self.wg, self.cache, self.t0, self.wg_base = 0, (0, 0, 0), {}, time.perf_counter(), 0
     self.slots, self.res, self.progress, self.cur = [], [], False, None   # the resident workgroups (Slot), as csrc/emu_sched.c
     self.gws_cnt, self.gws_flag, self.gws_rel, self.gds = [0] * NGWS, [0] * NGWS, [0] * NGWS, [0] * (GDS_BYTES // 4)
     self.fmts, self.ops, self.names = formats(arch.family), operands(arch.family), handler_names(arch)
@@ -855,8 +855,8 @@ def _fetch(c: Ctx, w: Wave):
   return c.cache[w.pc]
 
 def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout: float | None, op_counts: bool, capture: bool,
-        resident: int, watch: tuple[int, int] | None = None) -> Stats:
-  """Run `d` on the Python reference backend (see mockgpu.emu.api.run)."""
+        resident: int, watch: tuple[int, int] | None = None, threads: int = 1) -> Stats:
+  """Run `d` on the Python reference backend (see mockgpu.emu.api.run); one thread, whatever `threads` asks."""
   from mockgpu.emu.cbackend import GPUFault, FaultReport
   c = Ctx(arch, d, memory, budget, timeout, watch)
   c.capture, c.state = capture, None
@@ -876,7 +876,7 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
       w.pc0 = w.pc
       fi, f, raw = _fetch(c, w)
       c.icount += 1
-      if c.icount > budget: c.icount -= 1; raise Stop(ST_WATCHDOG, raw=raw, fi=fi, f=f)
+      if c.icount - c.wg_base > budget: c.icount -= 1; raise Stop(ST_WATCHDOG, raw=raw, fi=fi, f=f)   # the budget is per workgroup
       if timeout and time.perf_counter() - t0 > timeout: raise Stop(ST_TIMEOUT, raw=raw, fi=fi, f=f)
       if op_counts:
         key = names[hbase[c.fmts[fi].name] + (f.get("opx") or f.get("op", 0))]
@@ -885,7 +885,7 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
       try: exec_inst(c, w, fi, f)
       except Stop as e: e.kw.setdefault("raw", raw); e.kw.setdefault("fi", fi); e.kw.setdefault("f", f); raise
 
-  def use(s: Slot): c.wg, c.lds = s.wg, s.lds
+  def use(s: Slot): c.wg, c.lds, c.wg_base = s.wg, s.lds, c.icount - s.used   # as use_slot / save_slot in csrc/emu_sched.c
 
   def wg_pass(s: Slot) -> bool:   # as csrc/emu_sched.c wg_pass
     while True:
@@ -904,7 +904,7 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   def launch(idx: int):
     s = next((x for x in c.slots if not x.live), None)
     if s is None: s = Slot(d.lds_size); c.slots.append(s)
-    s.wg, s.live, s.ordinal0 = (idx % d.grid[0], idx // d.grid[0] % d.grid[1], idx // (d.grid[0] * d.grid[1])), True, idx * nw
+    s.wg, s.live, s.ordinal0, s.used = (idx % d.grid[0], idx // d.grid[0] % d.grid[1], idx // (d.grid[0] * d.grid[1])), True, idx * nw, 0
     use(s)
     s.waves = [Wave(c, i) for i in range(nw)]
     for w in s.waves: _init_wave(c, w, nt, nw); w.ordinal = s.ordinal0 + w.id
@@ -928,7 +928,9 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
       c.progress = False
       for s in list(c.res):
         use(s)
-        if wg_pass(s): s.live = False; stats[1] += 1; c.res.remove(s)
+        fin = wg_pass(s)
+        s.used = c.icount - c.wg_base
+        if fin: s.live = False; stats[1] += 1; c.res.remove(s)
       if c.progress: continue
       if nxt < total and len(c.res) < maxres: launch(nxt); nxt += 1; continue
       if c.res: deadlock(total - nxt)

@@ -72,6 +72,8 @@ typedef struct {
   uint64_t lds_rd, lds_wr;      /* LDS traffic: bytes read / written (every lane's access; l_rd / l_wr) */
   /* the translator (emu_xlat.h, translate.py): a translated kernel and the pcs it holds; the pcs this dispatch decoded */
   void *xlat; const uint32_t *xlat_pcs; uint32_t xlat_n, trace_cap; uint32_t *trace_pcs; uint64_t trace_n;
+  /* multi-core dispatch (emu_sched.c run_parallel): the most threads the dispatch may use; how many it used */
+  uint32_t threads, threads_used;
 } EmuArgs;
 
 typedef struct {
@@ -80,9 +82,14 @@ typedef struct {
   Wave *waves;
 } WgMem;
 
+/* multi-core dispatch (emu_sched.c run_parallel): threads claim workgroups in index order from `next`; `stop` is the lowest
+ * index of a workgroup that stopped the dispatch (UINT64_MAX: none): no thread claims past it, one running a higher one leaves it */
+typedef struct Par { uint64_t next, stop, total; } Par;
+
 typedef struct {    /* a resident workgroup (emu_sched.c) */
   uint32_t wg[3], live;
   uint64_t ordinal0;  /* creation ordinal of its wave 0: linear workgroup index x waves per workgroup */
+  uint64_t used;      /* wave-instructions its waves executed (the watchdog's budget is per workgroup) */
   WgMem m;
 } Slot;
 
@@ -92,7 +99,9 @@ struct Ctx {
   uint64_t hit_lo, hit_hi;          /* last global range hit */
   uint64_t prev_lo, prev_hi;        /* the one before it (kernels alternate between two buffers) */
   Inst *icache; uint64_t icache_n;  /* indexed by pc/4 */
-  uint64_t icount, budget, next_time_check;
+  uint64_t icount, budget, next_time_check;   /* budget: the icount at which the running workgroup's budget runs out (use_slot) */
+  uint64_t wg_base;                 /* icount minus what the running workgroup executed before (use_slot) */
+  struct Par *par; uint64_t wg_idx; /* multi-core dispatch: the shared work counter, this thread's workgroup (emu_sched.c) */
   struct timespec t0;
   uint32_t wg[3], nwaves, lds_bytes, scratch_lane, wave_size;
   uint32_t vrows, scratch_hi;          /* VGPR rows / scratch bytes per lane this dispatch may have written (decoded register fields +

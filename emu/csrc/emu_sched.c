@@ -110,7 +110,14 @@ static void init_wave(Ctx *c, Wave *w, int id) {
  * instruction (W_WAIT). The resident workgroups run oldest first; the next workgroup is launched only when none of them can
  * make progress (so without GWS, workgroups run one after another). All resident waves blocked and nothing left to launch
  * (or the resident limit reached) is a deadlock: ST_DEADLOCK with the first blocked wave's instruction. */
-static void use_slot(Ctx *c, Slot *s) { c->m = s->m; c->wg[0] = s->wg[0]; c->wg[1] = s->wg[1]; c->wg[2] = s->wg[2]; }
+/* the running workgroup becomes `s`: its memory, id and the icount at which its budget (EmuArgs.budget wave-instructions per
+ * workgroup: the watchdog) runs out; after its pass, save_slot keeps what it executed */
+static void use_slot(Ctx *c, Slot *s) {
+  c->m = s->m; c->wg[0] = s->wg[0]; c->wg[1] = s->wg[1]; c->wg[2] = s->wg[2];
+  c->wg_base = c->icount - s->used;
+  c->budget = c->wg_base + c->a->budget < c->wg_base ? UINT64_MAX : c->wg_base + c->a->budget;
+}
+static void save_slot(Ctx *c, Slot *s) { s->used = c->icount - c->wg_base; }
 
 static __attribute__((noinline, cold)) int wait_ready(Ctx *c, Wave *w) {
   uint32_t r = w->wait_arg;
@@ -158,7 +165,7 @@ static __attribute__((noinline)) int launch(Ctx *c, uint64_t idx) {
   }
   uint32_t gx = c->a->grid[0], gy = c->a->grid[1];
   s->wg[0] = (uint32_t)(idx % gx); s->wg[1] = (uint32_t)(idx / gx % gy); s->wg[2] = (uint32_t)(idx / ((uint64_t)gx * gy));
-  s->live = 1; s->ordinal0 = idx * c->nwaves;
+  s->live = 1; s->ordinal0 = idx * c->nwaves; s->used = 0;
   use_slot(c, s);
   for (uint32_t i = 0; i < c->nwaves; i++) {
     Wave *w = &s->m.waves[i];
@@ -207,6 +214,7 @@ static void run_grid(Ctx *c) {
       Slot *s = &c->slots[c->res[k]];
       use_slot(c, s);
       int fin = wg_pass(c, s);
+      save_slot(c, s);
       if (c->status) return;
       if (!fin) { k++; continue; }
       s->live = 0; c->a->workgroups++;
@@ -217,6 +225,152 @@ static void run_grid(Ctx *c) {
     if (c->nres) deadlock(c, total - next);
     return;
   }
+}
+
+/* ---------------- multi-core dispatch ----------------
+ * Without dispatch-wide state (GWS, the ordered count, the emulated clock) one workgroup cannot see another except through
+ * memory, and the scheduler above runs them one after another in index order. run_parallel gives the workgroups to threads in
+ * the same order (each thread one at a time, its own Ctx, decode cache and wave state) and makes every result the one-thread
+ * run would give: the dispatch stops at the lowest workgroup that stopped (its fault record), and the counts are those of the
+ * workgroups below it plus its own. prescan decides: every instruction the code can reach (fall-through and SIMM16 branches,
+ * gen_c.FLOW) is decoded first, and a reachable dispatch-wide op or a jump no scan can follow (S_SETPC_B64, ...) keeps the
+ * dispatch on one thread. Threads abandon a workgroup above one that stopped (time_check). */
+#include <pthread.h>
+#define PRESCAN_MAX (1u << 16)   /* instructions the pre-scan decodes at most (translate.TRACE_CAP) */
+
+static int wide_op(const Inst *in) {
+  int f = HFLOW[in->hid], id = in->simm16 & 63;
+  if (f == FLOW_GETREG) return id == EMU_HWREG_SHADER_CYCLES || id == EMU_HWREG_SHADER_CYCLES_LO || id == EMU_HWREG_SHADER_CYCLES_HI;
+  return f == FLOW_IND || f == FLOW_WIDE;
+}
+
+/* 1: no instruction reachable from pc 0 reads or writes dispatch-wide state or jumps where the scan cannot follow. Decodes
+ * every reachable instruction into c's decode cache (an undecodable one ends its path: it stops any run that reaches it) */
+static int prescan(Ctx *c) {
+  uint64_t n = 0, cap = 64, *work = malloc(cap * sizeof(uint64_t)), steps = 0;
+  Wave t; memset(&t, 0, sizeof(t)); t.c = c;
+  int ok = work != 0;
+  if (ok) work[n++] = 0;
+  while (ok && n) {
+    uint64_t pc = work[--n];
+    for (;;) {
+      if (++steps > PRESCAN_MAX) { ok = 0; break; }
+      if (!(pc & 3) && (pc >> 2) < c->icache_n && c->icache[pc >> 2].fn) break;   /* seen */
+      t.pc = pc;
+      Inst *in = decode_at(&t);
+      if (!in) { c->status = 0; break; }
+      int f = HFLOW[in->hid];
+      if (wide_op(in)) { ok = 0; break; }
+      if (f == FLOW_END) break;
+      if (f == FLOW_REL) {
+        if (n == cap) { uint64_t *nw = realloc(work, 2 * cap * sizeof(uint64_t)); if (!nw) { ok = 0; break; } work = nw; cap *= 2; }
+        work[n++] = pc + 4 + (uint64_t)((int64_t)(int16_t)in->simm16 * 4);
+      }
+      pc += (uint64_t)in->size;
+    }
+  }
+  free(work);
+  return ok;
+}
+
+typedef struct { uint64_t idx, count; } WgCount;   /* a finished workgroup and the wave-instructions it executed */
+typedef struct {
+  Ctx c; EmuArgs a; pthread_t th;
+  uint64_t fidx, fcount;        /* the workgroup that stopped this thread (UINT64_MAX: none) and what it executed until then */
+  WgCount *done; uint64_t ndone, cap;
+} Worker;
+
+static void *worker_run(void *arg) {
+  Worker *k = arg; Ctx *c = &k->c; Par *p = c->par;
+  for (;;) {
+    uint64_t idx = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+    if (idx >= p->total || idx > __atomic_load_n(&p->stop, __ATOMIC_RELAXED)) break;
+    uint64_t i0 = c->icount;
+    c->wg_idx = idx;
+    int fin = 0;
+    if (launch(c, idx)) {
+      Slot *s = &c->slots[c->res[0]];
+      use_slot(c, s);
+      fin = wg_pass(c, s);
+      s->live = 0; c->nres = 0;
+      if (!fin && !c->status) { c->cur = &s->m.waves[0]; set_status(c->cur, ST_DEADLOCK, "a workgroup blocked in a multi-core dispatch"); }
+    }
+    if (c->status == ST_ABANDONED) break;
+    if (c->status) {
+      k->fidx = idx; k->fcount = c->icount - i0;
+      uint64_t cur = __atomic_load_n(&p->stop, __ATOMIC_RELAXED);
+      while (idx < cur && !__atomic_compare_exchange_n(&p->stop, &cur, idx, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+      break;
+    }
+    c->a->workgroups++;
+    if (k->ndone == k->cap) {
+      WgCount *nd = realloc(k->done, (k->cap = k->cap ? 2 * k->cap : 256) * sizeof(WgCount));
+      if (!nd) { k->fidx = idx; k->fcount = 0; c->status = ST_NOMEM; strcpy(c->a->f_msg, "out of memory for the workgroup counts"); break; }
+      k->done = nd;
+    }
+    k->done[k->ndone++] = (WgCount){idx, c->icount - i0};
+  }
+  return 0;
+}
+
+static uint64_t lin_wg(const EmuArgs *a, const uint32_t *wg) { return ((uint64_t)wg[2] * a->grid[1] + wg[1]) * a->grid[0] + wg[0]; }
+
+/* run the grid on `nth` threads (this one included) and merge their results into c->a as run_grid would leave them */
+static void run_parallel(Ctx *c, uint32_t nth, uint64_t total) {
+  EmuArgs *a = c->a;
+  Par par = {0, UINT64_MAX, total};
+  Worker *ks = calloc(nth, sizeof(Worker));
+  if (!ks) { c->status = ST_NOMEM; strcpy(a->f_msg, "out of memory for the dispatch's threads"); return; }
+  uint32_t started = 0;
+  for (uint32_t i = 0; i < nth; i++) {
+    Worker *k = &ks[i]; Ctx *kc = &k->c;
+    k->a = *a; k->fidx = UINT64_MAX;
+    k->a.instructions = k->a.waves = k->a.workgroups = 0; k->a.v_count = 0; k->a.lds_rd = k->a.lds_wr = 0; k->a.cap_misc[5] = 0;
+    *kc = *c; kc->a = &k->a; kc->par = &par; kc->maxres = 1; kc->nslots = kc->nres = 0; kc->cur = 0;
+    kc->slots = calloc(1, sizeof(Slot)); kc->res = calloc(1, sizeof(uint32_t));
+    kc->icache = malloc(c->icache_n * sizeof(Inst));
+    if (!kc->slots || !kc->res || !kc->icache) break;
+    memcpy(kc->icache, c->icache, c->icache_n * sizeof(Inst));
+    if (i && pthread_create(&k->th, 0, worker_run, k)) break;
+    started = i + 1;
+  }
+  if (started) worker_run(&ks[0]);
+  for (uint32_t i = 1; i < started; i++) pthread_join(ks[i].th, 0);
+  Worker *best = 0;
+  for (uint32_t i = 0; i < started; i++) if (ks[i].fidx != UINT64_MAX && (!best || ks[i].fidx < best->fidx)) best = &ks[i];
+  uint64_t lim = best ? best->fidx : total, n = best ? best->fcount : 0, vbest = UINT64_MAX;
+  for (uint32_t i = 0; i < started; i++) {
+    Worker *k = &ks[i];
+    for (uint64_t j = 0; j < k->ndone; j++) if (k->done[j].idx < lim) n += k->done[j].count;
+    a->lds_rd += k->a.lds_rd; a->lds_wr += k->a.lds_wr;
+    if (k->a.v_count) {
+      a->v_count += k->a.v_count;
+      uint64_t v = lin_wg(a, k->a.v_wg);
+      if (v < vbest) {
+        vbest = v; a->v_addr = k->a.v_addr; a->v_pc = k->a.v_pc; a->v_size = k->a.v_size; a->v_lane = k->a.v_lane; a->v_wave = k->a.v_wave;
+        a->v_len = k->a.v_len; a->v_fmt = k->a.v_fmt; a->v_op = k->a.v_op; memcpy(a->v_wg, k->a.v_wg, sizeof(a->v_wg)); memcpy(a->v_raw, k->a.v_raw, sizeof(a->v_raw));
+      }
+    }
+    if (k->a.cap_misc[5]) memcpy(a->cap_misc, k->a.cap_misc, sizeof(a->cap_misc));
+    if (a->trace_pcs)   /* the pcs any thread decoded, into c's cache, where emu_run lists them for the translator */
+      for (uint64_t j = 0; j < k->c.icache_n && j < c->icache_n; j++) if (k->c.icache[j].fn && !c->icache[j].fn) c->icache[j] = k->c.icache[j];
+  }
+  c->icount = n; a->workgroups = lim; a->waves = (best ? lim + 1 : lim) * c->nwaves;
+  if (best) {
+    EmuArgs *b = &best->a;
+    c->status = best->c.status;
+    a->f_kind = b->f_kind; a->f_space = b->f_space; a->f_size = b->f_size; a->f_lane = b->f_lane; a->f_wave = b->f_wave; a->f_fmt = b->f_fmt;
+    a->f_op = b->f_op; a->f_len = b->f_len; a->f_addr = b->f_addr; a->f_pc = b->f_pc; a->f_limit = b->f_limit;
+    memcpy(a->f_wg, b->f_wg, sizeof(a->f_wg)); memcpy(a->f_raw, b->f_raw, sizeof(a->f_raw)); memcpy(a->f_msg, b->f_msg, sizeof(a->f_msg));
+    memcpy(a->f_info, b->f_info, sizeof(a->f_info));
+  } else if (started < nth && started == 0) { c->status = ST_NOMEM; strcpy(a->f_msg, "out of memory for the dispatch's threads"); }
+  a->threads_used = started;
+  for (uint32_t i = 0; i < nth; i++) {
+    Ctx *kc = &ks[i].c;
+    for (uint32_t j = 0; j < kc->nslots; j++) { free(kc->slots[j].m.vgpr); free(kc->slots[j].m.lds); free(kc->slots[j].m.scratch); free(kc->slots[j].m.waves); }
+    free(kc->slots); free(kc->res); free(kc->icache); free(ks[i].done);
+  }
+  free(ks);
 }
 
 /* entry point: returns the status (ST_*); fault details are in *a */
@@ -233,15 +387,20 @@ int emu_run(EmuArgs *a, uint64_t code_end) {
   c.maxres = a->resident < 1 ? 1 : (uint64_t)a->resident > total ? (uint32_t)total : a->resident;
   c.acc_off = NAGPR ? ((a->rsrc3 & 63) + 1) * 4 : 0;
   c.slots = calloc(c.maxres, sizeof(Slot)); c.res = calloc(c.maxres, sizeof(uint32_t));
-  a->status = ST_OK; a->instructions = a->waves = a->workgroups = 0;
+  a->status = ST_OK; a->instructions = a->waves = a->workgroups = 0; a->f_lane = -1;   /* no lane unless a fault names one */
   if (!c.slots || !c.res) { c.status = ST_NOMEM; strcpy(a->f_msg, "out of memory for the resident workgroups"); }
   else {
+    /* more than one thread only for a grid of several workgroups whose code keeps out of dispatch-wide state (prescan), when
+     * no opcodes are counted and no store is watched (both record in execution order) */
+    uint32_t nth = a->threads < total ? a->threads : (uint32_t)total;
+    if (nth > 1 && (a->op_counts || a->w_hi > a->w_lo || !prescan(&c))) nth = 1;
     if (a->xlat) {   /* the translated kernel's instructions are decoded first: faults and store records read their Inst there */
       Wave t; memset(&t, 0, sizeof(t)); t.c = &c;
       for (uint32_t i = 0; i < a->xlat_n && !c.status; i++) { t.pc = a->xlat_pcs[i]; if (!decode_at(&t)) a->xlat = 0; }
       c.status = 0;
     }
-    run_grid(&c);
+    a->threads_used = 1;
+    if (nth > 1) run_parallel(&c, nth, total); else run_grid(&c);
   }
   if (a->trace_pcs) {   /* the instructions this dispatch decoded (executed), for the translator */
     a->trace_n = 0;

@@ -69,7 +69,7 @@ def test_timeout_names_the_wall_clock_limit(backend):
   with pytest.raises(WatchdogExpired, match=r"wall-clock timeout of 0\.05 s expired at pc=0x0 ") as ei:
     run([s_branch(simm16=0xffff)], sgprs=(), timeout=0.05, backend=backend)
   assert ei.value.timeout == 0.05 and ei.value.report.extra["timeout"] == 0.05 and "budget" not in str(ei.value).split("Next step")[0]
-  with pytest.raises(WatchdogExpired, match="budget of 1000 wave-instructions exceeded") as ei:
+  with pytest.raises(WatchdogExpired, match="budget of 1000 wave-instructions per workgroup exceeded") as ei:
     run([s_branch(simm16=0xffff)], sgprs=(), budget=1000, timeout=60, backend=backend)
   assert ei.value.timeout is None and ei.value.budget == 1000
 
