@@ -3,12 +3,13 @@
 (a) a VALU/SALU loop kernel assembled with the wheel's DSL on gfx1100 (wave32) and, the same instructions in gfx9 spelling,
 on gfx950 (wave64), (b) the kernel tinygrad emits for a 256x256 f32 matmul on gfx1100 (fixtures/kernels). Cold = first dispatch in this process (library load from the disk cache and decode-cache
 fill; a one-time build, if it happens, is reported on its own line); warm = best of the following dispatches, by wall time
+(each kernel on one thread and on every CPU: "x N" is the threads the dispatch ran on)
 and by the CPU time the process actually got (the two agree on an idle machine; on a busy one the CPU figure is the
 throughput of the emulator itself)."""
 from __future__ import annotations
 import os, resource, time
 import numpy as np
-from mockgpu.emu.api import run_code, Stats
+from mockgpu.emu.api import default_threads, run_code, Stats
 from mockgpu.emu.arch import get_arch
 from mockgpu.emu.memory import MemoryMap
 
@@ -46,14 +47,14 @@ def _measure(fn, reps: int, xlat: str = "off") -> tuple[Stats, float, float, flo
 # default) flushes f32 denormals, which the emulator runs on its slower non-default-mode float path
 LOOP_RSRC1 = 3 << 16 | 3 << 18 | 1 << 21 | 1 << 23
 
-def bench_loop(reps: int = 3, backend: str = "c", arch: str = "gfx1100", xlat: str = "off") -> tuple[Stats, float, float, float]:
+def bench_loop(reps: int = 3, backend: str = "c", arch: str = "gfx1100", xlat: str = "off", threads: int = 1) -> tuple[Stats, float, float, float]:
   """The loop kernel on 8 workgroups of 256 threads (gfx1100: 8 wave32 each; gfx950: 4 wave64 each), in LOOP_RSRC1's float mode."""
   a = get_arch(arch)
   code = loop_kernel(family=a.family)
   return _measure(lambda: run_code(code, arch=arch, wave64=32 not in a.wave_sizes, block=(256, 1, 1), grid=(8, 1, 1), rsrc1=LOOP_RSRC1,
-                                   backend=backend), reps, xlat)
+                                   backend=backend, threads=threads), reps, xlat)
 
-def bench_matmul(reps: int = 3, backend: str = "c", xlat: str = "off") -> tuple[Stats, float, float, float]:
+def bench_matmul(reps: int = 3, backend: str = "c", xlat: str = "off", threads: int = 1) -> tuple[Stats, float, float, float]:
   from mockgpu.emu.codeobj import load_elf
   from mockgpu.emu.fixtures import load_fixture
   from mockgpu.emu.launch import prepare
@@ -63,7 +64,7 @@ def bench_matmul(reps: int = 3, backend: str = "c", xlat: str = "off") -> tuple[
   mem = MemoryMap()
   for i, b in enumerate(bufs): mem.add(b.ctypes.data, b.nbytes, f"buf{i}")
   launch = prepare(load_elf(elf), "gfx1100", meta["grid"], meta["block"], [b.ctypes.data for b in bufs], memory=mem)
-  st, cold, warm, cpu = _measure(lambda: launch.run(backend=backend), reps, xlat)
+  st, cold, warm, cpu = _measure(lambda: launch.run(backend=backend, threads=threads), reps, xlat)
   err = float(np.abs(bufs[0] - bufs[1] @ bufs[2]).max())
   if err > 1e-3: raise RuntimeError(f"matmul result is wrong (max abs error {err}); the benchmark figures would be meaningless")
   return st, cold, warm, cpu
@@ -76,12 +77,14 @@ def main(reps: int = 3, backend: str = "c") -> int:
       print(f"library: {lib.path.name} ({'built now in %.1f s' % lib.build_seconds if lib.built else 'from the cache'})")
   load = os.getloadavg()[0]
   print(f"machine: {os.cpu_count()} cpus, load average {load:.2f}" + ("  (busy: figures are lower than on an idle machine)" if load > (os.cpu_count() or 1) else ""))
-  for name, fn in (("loop (VALU/SALU)", bench_loop), ("loop gfx950 wave64 (VALU/SALU)", lambda r, backend, xlat: bench_loop(r, backend, "gfx950", xlat)),
+  nth = default_threads() if backend == "c" else 1
+  for name, fn in (("loop (VALU/SALU)", bench_loop), ("loop gfx950 wave64 (VALU/SALU)", lambda r, backend, xlat, threads: bench_loop(r, backend, "gfx950", xlat, threads)),
                    ("matmul 256x256 f32 (tinygrad, LLVM)", bench_matmul)):
     for xlat in ("off", "sync") if backend == "c" else ("off",):
-      st, cold, warm, cpu = fn(reps, backend=backend, xlat=xlat)
-      how = "translated" if st.extra.get("translated") else "interpreted"
-      print(f"{name:38s} {how:11s} {st.instructions:>10d} wave-inst  cold {st.instructions / cold / 1e6:8.2f} M/s ({cold * 1e3:7.1f} ms)  "
-            f"warm {st.instructions / warm / 1e6:8.2f} M/s ({warm * 1e3:7.1f} ms)  warm per CPU-second {st.instructions / max(cpu, 1e-9) / 1e6:8.2f} M/s")
+      for th in sorted({1, nth}):   # one thread, then every CPU (multi-core dispatch): wall-clock figures scale, per CPU-second ones do not
+        st, cold, warm, cpu = fn(reps, backend=backend, xlat=xlat, threads=th)
+        how = ("translated" if st.extra.get("translated") else "interpreted") + f" x{st.extra.get('threads', 1)}"
+        print(f"{name:38s} {how:14s} {st.instructions:>10d} wave-inst  cold {st.instructions / cold / 1e6:8.2f} M/s ({cold * 1e3:7.1f} ms)  "
+              f"warm {st.instructions / warm / 1e6:8.2f} M/s ({warm * 1e3:7.1f} ms)  warm per CPU-second {st.instructions / max(cpu, 1e-9) / 1e6:8.2f} M/s")
   print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
   return 0

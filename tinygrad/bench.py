@@ -136,13 +136,13 @@ def main(argv: list[str] | None = None) -> int:
   print(f"\nemulator, per kernel of one warm run:\n{'workload':30s} {'grid':>12s} {'block':>10s} {'wave-inst':>10s} {'ms':>8s} {'M/s':>8s}  backend")
   for name, d, st in per_kernel:
     print(f"{name:30s} {'x'.join(map(str, d.grid)):>12s} {'x'.join(map(str, d.block)):>10s} {st.instructions:10d} {st.seconds * 1e3:8.2f} "
-          f"{st.instructions / max(st.seconds, 1e-9) / 1e6:8.1f}  {'translated' if st.extra.get('translated') else 'interpreted'}")
+          f"{st.instructions / max(st.seconds, 1e-9) / 1e6:8.1f}  {'translated' if st.extra.get('translated') else 'interpreted'} x{st.extra.get('threads', 1)}")
   from mockgpu.emu.bench import bench_loop, bench_matmul
   for name, fn in (("loop kernel (VALU/SALU)", bench_loop), ("tinygrad matmul 256 kernel", bench_matmul)):
-    for xlat in ("off", "sync"):
-      st, _, warm, cpu = fn(3, xlat=xlat)
+    for xlat, th in (("off", 1), ("sync", 1), ("sync", api.default_threads())):
+      st, _, warm, cpu = fn(3, xlat=xlat, threads=th)
       print(f"{'emu bench ' + name:42s} {st.instructions:10d} wave-inst  warm {st.instructions / warm / 1e6:8.1f} M/s  "
-            f"per CPU-second {st.instructions / max(cpu, 1e-9) / 1e6:8.1f} M/s  {'translated' if st.extra.get('translated') else 'interpreted'}")
+            f"per CPU-second {st.instructions / max(cpu, 1e-9) / 1e6:8.1f} M/s  {'translated' if st.extra.get('translated') else 'interpreted'} x{st.extra['threads']}")
   print(f"\nempty-kernel submit-to-signal round trip (median): {round_trip() * 1e3:.3f} ms")
   print(f"the same, each after 100 ms idle (median of 20): {round_trip(20, idle=0.1) * 1e3:.3f} ms")
   print(f"idle device polling: {idle_cpu() * 100:.1f}% of one core")
