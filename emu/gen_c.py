@@ -144,6 +144,7 @@ class Generated:
   cnames: tuple[str, ...] = ()        # hid -> the C function of its handler table slot ("0": none); the translator (translate.py) reads both
   handler_src: dict = field(default_factory=dict)   # generated handler name -> its C (with its OpInfo constants)
   xlat_src: dict = field(default_factory=dict)      # handler name -> its translator variant's C (_xvalu, X of _vopd_half)
+  flows: tuple[int, ...] = ()         # hid -> FLOW (the HFLOW table): the translator runs PLAIN steps in blocks
 
 def _fw(fmt) -> int:
   n = fmt.name.removeprefix("FMT_NUM_")
@@ -951,4 +952,4 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
                     "static void h_vopd(Wave *w, const Inst *in);" if vopd else "", *tables, "#include \"emu_sched.c\""])
   parts = ["\n".join([*head, always_inline(pcode_c, moded), pcode_c, *handlers[k::chunks]]) for k in range(chunks)]
   return Generated((main, *parts), names, hbase, missing, zeroed, tuple(cnames), {re.search(r"^void (\w+)\(", t, re.M)[1]: t for t in handlers},
-                   xlat)
+                   xlat, tuple(flows))

@@ -23,6 +23,7 @@ TIER = int(os.environ.get("MOCKGPU_EMU_XLAT_TIER", str(2_000_000)))   # wave-ins
 TRACE_CAP = 1 << 16    # most instructions of one kernel the translator takes
 INLINE_PROSE = ("h_nop", "h_endpgm", "h_barrier", "h_sleep")   # hand-written handlers (csrc/emu_prose.h) inlined like generated ones
 KEEP = 200             # translated kernels kept in the library cache per arch
+BLOCK_MAX = 12          # most steps per block: in longer block functions gcc stops inlining the handlers' helpers (measured: 6, 12, 24)
 
 def mode() -> str:
   # off by default: on tinygrad's kernels the translation does not beat the interpreter yet (docs/emu.md "Translator")
@@ -57,6 +58,7 @@ class Parts:
   handler_src: dict         # generated handler -> its C
   xlat_src: dict            # handler -> its translator variant's C (gen_c._xvalu, X of _vopd_half)
   names: tuple[str, ...]    # hid -> "FORMAT OPNAME"
+  flows: tuple[int, ...]    # hid -> gen_c.FLOW: PLAIN steps run in blocks
 
 def write_parts(arch_name: str, lib_stem: str):
   """Generate the Parts of the emulator library `lib_stem` (pcode's emitter and gen_c: seconds to a minute of Python) into
@@ -71,7 +73,7 @@ def write_parts(arch_name: str, lib_stem: str):
   p = Parts(head, tuple(re.search(r"#define EMU_INST_FIELDS int32_t ([^;]*);", head)[1].replace(" ", "").split(",")),
             pc[:pc.index("static inline void pc_")],
             {m[1]: m[0] for m in re.finditer(r"^static inline void (pc_\w+)\(PcState \*s\) \{\n.*?^\}\n", pc, re.S | re.M)},
-            gen.cnames, gen.handler_src, gen.xlat_src, gen.handlers)
+            gen.cnames, gen.handler_src, gen.xlat_src, gen.handlers, gen.flows)
   f = cbuild.cache_dir() / f"{lib_stem}.xlat.json"
   tmp = f.with_suffix(f".{os.getpid()}.tmp"); tmp.write_text(json.dumps(p.__dict__)); tmp.replace(f)
 
@@ -95,41 +97,78 @@ def _vopd_halves(p: Parts, hid: int, vals: tuple[int, ...]) -> tuple[str, str]:
   opx, opy = vals[11 + p.fields.index("opx")], vals[11 + p.fields.index("opy")]
   return tuple("VH_" + p.names[hid - opx + o].split()[1] for o in (opx, opy))
 
+def _blocks(p: Parts, insts: list, straight: list[bool]) -> dict[int, int]:
+  """{first instruction: length} of the blocks: maximal runs of straight steps (gen_c.FLOW PLAIN, compiled here) at consecutive
+  pcs, split at every SIMM16 branch target so a jump enters a block at its start."""
+  from mockgpu.emu.gen_c import FLOW
+  f16 = 11 + p.fields.index("simm16")
+  targets = {pc + 4 + (((v[f16] & 0xffff) ^ 0x8000) - 0x8000) * 4
+             for pc, _, v in insts if 0 <= v[1] < len(p.flows) and p.flows[v[1]] == FLOW["REL"]}
+  out, start = {}, None
+  for k, (pc, _, _) in enumerate(insts):
+    if start is not None and (not straight[k] or pc in targets or insts[k - 1][1] != pc or out[start] == BLOCK_MAX): start = None
+    if straight[k] and start is None: start = k; out[k] = 0
+    if start is not None: out[start] += 1
+  return out
+
 def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> str:
   """The C of a translated kernel: `insts` are (pc, next pc, Inst values in declaration order: fmt, hid, size, dpp_kind,
   has_lit, valid, lit, raw[4], then the decoded fields). Each instruction is a function of its own (the handler inlined with
-  the constant Inst): one function holding every handler would take gcc minutes."""
-  used, steps, consts, fns = [], [], [], []
+  the constant Inst): one function holding every handler would take gcc minutes. Straight steps (generated handlers that
+  only fall through, gen_c.FLOW PLAIN) run in blocks (`_blocks`): one function per block, its steps inlined, entered when
+  the whole block fits the watchdog budget and the next time check (counted once), else the interpreter's handlers run them
+  one XSTEP at a time, as they do for an entry into the middle of a block."""
+  from mockgpu.emu.gen_c import FLOW
+  used, steps, consts, fns, straight = [], [], [], [], []
   for k, (pc, nxt, vals) in enumerate(insts):
     hid = vals[1]
     cn = p.cnames[hid] if 0 <= hid < len(p.cnames) else "0"
     consts.append(f"static const Inst X{k} = {{0, {', '.join(map(str, vals[:7]))}, {{{', '.join(map(str, vals[7:11]))}}}, {', '.join(map(str, vals[11:]))}}};")
     vh = _vopd_halves(p, hid, vals) if cn == "h_vopd" else ()
+    plain = 0 <= hid < len(p.flows) and p.flows[hid] == FLOW["PLAIN"]
     if vh and all(h in p.handler_src for h in vh):   # csrc/emu_sched.c h_vopd, with the halves inlined (their X variants: every lane active)
       used += [h for h in vh if h not in used]
       fast = (f" if (ex == 0xffffffffull && w->c->wave_size == 32) {{ X{vh[0]}(w, in, 0, ox); if (w->c->status) return; X{vh[1]}(w, in, 1, oy);"
               " if (w->c->status) return; memcpy(w->v + (in->vdstx - 256) * MAXLANES, ox, 128); memcpy(w->v + (in->vdsty - 256) * MAXLANES, oy, 128); return; }"
               if all(h in p.xlat_src for h in vh) else "")
-      fns.append(f"static __attribute__((noinline)) void S{k}(Wave *w) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES]; uint64_t ex = rd_exec(w);{fast}"
+      fns.append(f"static inline __attribute__((always_inline)) void S{k}(Wave *w) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES]; uint64_t ex = rd_exec(w);{fast}"
                  f" {vh[0]}(w, in, 0, ox, ex); if (w->c->status) return; {vh[1]}(w, in, 1, oy, ex); if (w->c->status) return;"
                  " uint32_t *dx = w->v + (in->vdstx - 256) * MAXLANES, *dy = w->v + (in->vdsty - 256) * MAXLANES;"
                  " if (ex == 0xffffffffull && w->c->wave_size == 32) { memcpy(dx, ox, 128); memcpy(dy, oy, 128); return; }"
                  " while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; dx[L] = ox[L]; dy[L] = oy[L]; } }")
-      call = f"S{k}(w)"
-    elif cn == "h_nop": call = "(void)0"   # S_WAITCNT, S_DELAY_ALU, ...: only the step's counting
+      straight.append(plain)
+    elif cn == "h_nop": fns.append(f"static inline void S{k}(Wave *w) {{ (void)w; }}"); straight.append(True)   # S_WAITCNT, ...: counting only
     elif cn in p.handler_src or cn in INLINE_PROSE:
       if cn in p.handler_src and cn not in used: used.append(cn)
-      fns.append(f"static __attribute__((noinline)) void S{k}(Wave *w) {{ {'XV_' if cn in p.xlat_src else ''}{cn}(w, &X{k}); }}")   # operands fixed by the constant Inst
-      call = f"S{k}(w)"
-    else: call = f"{{ const Inst *ic = &c->icache[{pc >> 2}]; ic->fn(w, ic); }}"
+      st = plain and cn in p.handler_src
+      fns.append(f"static {'inline __attribute__((always_inline))' if st else '__attribute__((noinline))'} void S{k}(Wave *w) "
+                 f"{{ {'XV_' if cn in p.xlat_src else ''}{cn}(w, &X{k}); }}")   # operands fixed by the constant Inst
+      straight.append(st)
+    else: fns.append(""); straight.append(False)
+  blocks, blk_fns = _blocks(p, insts, straight), []
+  for k, (pc, nxt, vals) in enumerate(insts):
+    icall = f"{{ const Inst *ic = &c->icache[{pc >> 2}]; ic->fn(w, ic); }}"   # the interpreter's handler (decoded before the dispatch)
+    call = "(void)0" if fns[k].startswith("static inline void") else icall if straight[k] or not fns[k] else f"S{k}(w)"
+    if k in blocks:   # a block's fast path: counted once, each step inlined with its status check
+      n, body = blocks[k], []
+      for j in range(k, k + blocks[k]):
+        pj, nj, vj = insts[j]
+        if fns[j].startswith("static inline void"): continue
+        body.append(f"  w->pc0 = {pj}u; w->pc = {nj}u; S{j}(w);\n  if (UNLIKELY(c->status)) {{ c->icount -= {k + n - 1 - j}u; "
+                    f"record_inst(c, w, {pj}u, X{j}.raw, X{j}.size, X{j}.fmt, X{j}.opx ? X{j}.opx : X{j}.op); return 1; }}")
+      blk_fns.append(f"static __attribute__((noinline)) int B{k}(Ctx *c, Wave *w) {{\n" + "\n".join(body) + f"\n  w->pc = {insts[k + n - 1][1]}u; return 0;\n}}")
+      end = k + n
+      after = (f"goto {'B' if end in blocks else 'L'}{end};" if end < len(insts) and insts[end][0] == insts[end - 1][1] else "continue;")
+      steps.append(f"  B{k}: if (LIKELY(c->icount + {n}u <= c->budget && c->icount + {n}u < c->next_time_check)) {{ c->icount += {n}u; "
+                   f"if (B{k}(c, w)) return 1; {after} }}")
     steps.append(f"  L{k}: XSTEP({pc}u, {nxt}u, X{k}, {call})" + ("" if k + 1 < len(insts) and insts[k + 1][0] == nxt else " continue;"))
   need = sorted({f for h in used for f in re.findall(r"\b(pc_\w+)\(&s\)", p.handler_src[h])})
   hsrc = [re.sub(r"^void (\w+)\((Wave)", r"static inline __attribute__((always_inline)) void \1(\2", p.handler_src[h], flags=re.M) for h in used]
   hsrc += [p.xlat_src[h] for h in used if h in p.xlat_src]
   pcfns, head, pcpre = p.pcfns, p.head, p.pcpre
-  cases = " ".join(f"case {pc}u: goto L{k};" for k, (pc, _, _) in enumerate(insts))
+  cases = " ".join(f"case {pc}u: goto {'B' if k in blocks else 'L'}{k};" for k, (pc, _, _) in enumerate(insts))
   decl = [f"static inline void {f}(PcState *s) __attribute__((always_inline));" for f in need if f in pcfns]   # as gen_c.always_inline
-  return "\n".join([head, pcpre, *decl, *(pcfns[f] for f in need if f in pcfns), '#include "emu_xlat.h"', *hsrc, *consts, *fns,
+  return "\n".join([head, pcpre, *decl, *(pcfns[f] for f in need if f in pcfns), '#include "emu_xlat.h"', *hsrc, *consts, *fns, *blk_fns,
                     "int xk_run(Ctx *c, Wave *w) {", "  for (;;) {", f"  switch (w->pc) {{ {cases} default: return 0; }}", *steps, "  }", "}", ""])
 
 class Translator:

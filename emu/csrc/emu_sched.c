@@ -315,12 +315,13 @@ static void *worker_run(void *arg) {
 
 static uint64_t lin_wg(const EmuArgs *a, const uint32_t *wg) { return ((uint64_t)wg[2] * a->grid[1] + wg[1]) * a->grid[0] + wg[0]; }
 
-/* run the grid on `nth` threads (this one included) and merge their results into c->a as run_grid would leave them */
-static void run_parallel(Ctx *c, uint32_t nth, uint64_t total) {
+/* run the grid on up to `nth` threads (this one included) and merge their results into c->a as run_grid would leave them.
+ * 0: no thread could be set up (out of memory), nothing ran */
+static int run_parallel(Ctx *c, uint32_t nth, uint64_t total) {
   EmuArgs *a = c->a;
   Par par = {0, UINT64_MAX, total};
   Worker *ks = calloc(nth, sizeof(Worker));
-  if (!ks) { c->status = ST_NOMEM; strcpy(a->f_msg, "out of memory for the dispatch's threads"); return; }
+  if (!ks) return 0;
   uint32_t started = 0;
   for (uint32_t i = 0; i < nth; i++) {
     Worker *k = &ks[i]; Ctx *kc = &k->c;
@@ -328,13 +329,14 @@ static void run_parallel(Ctx *c, uint32_t nth, uint64_t total) {
     k->a.instructions = k->a.waves = k->a.workgroups = 0; k->a.v_count = 0; k->a.lds_rd = k->a.lds_wr = 0; k->a.cap_misc[5] = 0;
     *kc = *c; kc->a = &k->a; kc->par = &par; kc->maxres = 1; kc->nslots = kc->nres = 0; kc->cur = 0;
     kc->slots = calloc(1, sizeof(Slot)); kc->res = calloc(1, sizeof(uint32_t));
-    kc->icache = malloc(c->icache_n * sizeof(Inst));
+    kc->icache = malloc((c->icache_n ? c->icache_n : 1) * sizeof(Inst));
     if (!kc->slots || !kc->res || !kc->icache) break;
     memcpy(kc->icache, c->icache, c->icache_n * sizeof(Inst));
     if (i && pthread_create(&k->th, 0, worker_run, k)) break;
     started = i + 1;
   }
-  if (started) worker_run(&ks[0]);
+  if (!started) { free(ks[0].c.slots); free(ks[0].c.res); free(ks[0].c.icache); free(ks); return 0; }
+  worker_run(&ks[0]);
   for (uint32_t i = 1; i < started; i++) pthread_join(ks[i].th, 0);
   Worker *best = 0;
   for (uint32_t i = 0; i < started; i++) if (ks[i].fidx != UINT64_MAX && (!best || ks[i].fidx < best->fidx)) best = &ks[i];
@@ -363,7 +365,7 @@ static void run_parallel(Ctx *c, uint32_t nth, uint64_t total) {
     a->f_op = b->f_op; a->f_len = b->f_len; a->f_addr = b->f_addr; a->f_pc = b->f_pc; a->f_limit = b->f_limit;
     memcpy(a->f_wg, b->f_wg, sizeof(a->f_wg)); memcpy(a->f_raw, b->f_raw, sizeof(a->f_raw)); memcpy(a->f_msg, b->f_msg, sizeof(a->f_msg));
     memcpy(a->f_info, b->f_info, sizeof(a->f_info));
-  } else if (started < nth && started == 0) { c->status = ST_NOMEM; strcpy(a->f_msg, "out of memory for the dispatch's threads"); }
+  }
   a->threads_used = started;
   for (uint32_t i = 0; i < nth; i++) {
     Ctx *kc = &ks[i].c;
@@ -371,6 +373,7 @@ static void run_parallel(Ctx *c, uint32_t nth, uint64_t total) {
     free(kc->slots); free(kc->res); free(kc->icache); free(ks[i].done);
   }
   free(ks);
+  return 1;
 }
 
 /* entry point: returns the status (ST_*); fault details are in *a */
@@ -400,7 +403,7 @@ int emu_run(EmuArgs *a, uint64_t code_end) {
       c.status = 0;
     }
     a->threads_used = 1;
-    if (nth > 1) run_parallel(&c, nth, total); else run_grid(&c);
+    if (nth < 2 || !run_parallel(&c, nth, total)) run_grid(&c);
   }
   if (a->trace_pcs) {   /* the instructions this dispatch decoded (executed), for the translator */
     a->trace_n = 0;

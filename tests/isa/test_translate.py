@@ -63,6 +63,20 @@ def test_wmma_gemm_fixture(xlat):
   _same_stats(rs, gs)
   assert (ro == go).all() and ro.any()
 
+def test_jump_into_the_middle_of_a_block(xlat):
+  # S_SETPC lands on the second of three straight VALU steps (one block): that entry runs them one at a time through the
+  # interpreter's handlers, then the kernel continues; v1 = 0 + 2 + 3 (the V_MOV before the target is skipped)
+  out = np.zeros(32, np.uint32)
+  prog = code(s_getpc_b64(s[4:5]), s_add_u32(s[4], s[4], 16), s_addc_u32(s[5], s[5], 0), s_setpc_b64(ssrc0=s[4:5]),
+              v_mov_b32_e32(v[1], 7), v_add_nc_u32_e32(v[1], 2, v[1]), v_add_nc_u32_e32(v[1], 3, v[1]), v_lshlrev_b32_e32(v[2], 2, v[0]),
+              global_store_b32(addr=v[2], data=v[1], saddr=s[0:1]))
+  def fn():
+    b = Bufs(out)
+    return run_code(prog, b.mem, user_sgprs=b.sgprs(), rsrc2=2 << 1, capture=True), out.copy()
+  (rs, ro), (gs, go) = _twice(fn, xlat)
+  _same_stats(rs, gs)
+  assert rs.instructions == 9 and (ro == 5).all() and (go == 5).all()
+
 # 8 lanes: every instruction takes its handler; 32 (a full wave): the translated fast paths (gen_c XV_/XVH_ variants) run
 # wherever the instruction has no modifiers and the float mode is a fast one, the handler elsewhere
 @pytest.mark.parametrize("seed,lanes", [(s, n) for s in range(4) for n in (8, 32)])
