@@ -147,3 +147,27 @@ def test_gws_kernel_runs_on_one_thread():
     st = run_code(mutex_prog(True), b.mem, user_sgprs=b.sgprs(), rsrc2=4 << 1 | 1 << 7, grid=(2, 1, 1), block=(128, 1, 1), threads=th)
     res.append(([b[i].tolist() for i in range(2)], st.instructions, st.extra["threads"]))
   assert res[1][2] == 1 and res[0] == res[1]
+
+def test_wave64_and_translated_kernels_on_threads(monkeypatch):
+  # gfx950 (wave64 only) and translated kernels (MOCKGPU_EMU_XLAT=sync: the second dispatch runs translated) on 1 and 4
+  # threads: the loop kernel of `mockgpu emu bench` on 8 workgroups of 256 threads, and the planned kernel
+  from mockgpu.emu.bench import loop_kernel, LOOP_RSRC1
+  def loop(arch, th):
+    st = run_code(loop_kernel(200, "cdna" if arch == "gfx950" else "rdna3"), arch=arch, wave64=arch == "gfx950", block=(256, 1, 1),
+                  grid=(8, 1, 1), rsrc1=LOOP_RSRC1, capture=True, threads=th)
+    return st.instructions, st.waves, st.workgroups, st.state, st.extra["translated"], st.extra["threads"]
+  ones = {}
+  for arch in ("gfx950", "gfx1100"):
+    one, four = loop(arch, 1), loop(arch, 4)
+    ones[arch] = one
+    assert one[:5] == four[:5] and (one[5], four[5]) == (1, 4) and one[2] == 8 and not one[4], arch
+  plan = [good(g) for g in range(G)]
+  ref = summary(run_planned(plan, 1)[0])
+  monkeypatch.setenv("MOCKGPU_EMU_XLAT", "sync")
+  for arch in ("gfx950", "gfx1100"): loop(arch, 4)
+  run_planned(plan, 4)
+  r, o = run_planned(plan, 4)
+  assert r.extra["translated"] and r.extra["threads"] == 4 and summary(r) == ref
+  for arch in ("gfx950", "gfx1100"):
+    t = loop(arch, 4)
+    assert t[4] and t[5] == 4 and t[:4] == ones[arch][:4], arch   # translated on 4 threads = interpreted on one
