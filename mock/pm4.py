@@ -153,10 +153,10 @@ class PM4Queue(Queue):
 
   def launch(self, dispatch) -> bool:
     """Run one grid on the emulator (`mockgpu.emu.api.run`) against this GPU's mapped ranges; errors stop the queue."""
-    from mockgpu.emu.api import run
+    from mockgpu.emu.api import default_threads, run
     from mockgpu.mock import recorder
     cap = rec.begin(self, dispatch) if (rec:=recorder.active()) is not None else None   # MOCKGPU_CAPTURE (mockgpu replay capture)
-    try: stats = run(dispatch, self.gpu.memory)
+    try: stats = run(dispatch, self.gpu.memory, threads=default_threads(host_waits=True))   # tinygrad's wait spins on a core meanwhile
     except Exception as e:
       if cap is not None: cap.end(e)
       raise

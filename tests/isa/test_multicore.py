@@ -171,3 +171,22 @@ def test_wave64_and_translated_kernels_on_threads(monkeypatch):
   for arch in ("gfx950", "gfx1100"):
     t = loop(arch, 4)
     assert t[4] and t[5] == 4 and t[:4] == ones[arch][:4], arch   # translated on 4 threads = interpreted on one
+
+def test_default_thread_count(monkeypatch):
+  # the documented policy (docs/emu.md "Multi-core dispatch"): every usable CPU, shared among xdist workers, one left to a
+  # spinning tinygrad for a mock device; $MOCKGPU_EMU_THREADS decides when set
+  import os
+  from mockgpu.emu.api import default_threads
+  from mockgpu.emu.errors import UnsupportedDispatch
+  monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
+  monkeypatch.delenv("MOCKGPU_EMU_THREADS", raising=False)
+  monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+  assert (default_threads(), default_threads(host_waits=True)) == (8, 7)
+  monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "4")
+  assert (default_threads(), default_threads(host_waits=True)) == (2, 1)
+  monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "16")
+  assert (default_threads(), default_threads(host_waits=True)) == (1, 1)
+  monkeypatch.setenv("MOCKGPU_EMU_THREADS", "3")
+  assert default_threads(host_waits=True) == 3
+  monkeypatch.setenv("MOCKGPU_EMU_THREADS", "two")
+  with pytest.raises(UnsupportedDispatch, match="MOCKGPU_EMU_THREADS='two'"): default_threads()
