@@ -310,8 +310,8 @@ def _fast_lanes(arch: ArchSpec) -> int:
 def _full(n: int) -> str: return "0xffffffffull" if n == 32 else "~0ull"
 
 def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: ArchSpec, text: str,
-          modes: tuple[int, ...] = FAST_MODES) -> tuple[str, str | None]:
-  """(the handler's C, its translator variant's C or None: _xvalu)"""
+          modes: tuple[int, ...] = FAST_MODES, wide: frozenset = frozenset()) -> tuple[str, str | None]:
+  """(the handler's C, its translator variant's C or None: _xvalu). wide: the members `fn` reads as 64 bits (_wide_reads)."""
   sb, sf, db, dfw = _opinfo(ops, f.name, name)
   fmt = f.name
   enc32 = fmt in ("VOP1", "VOP2", "VOPC")
@@ -365,9 +365,10 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
       if sb[i]:
         if sb[i] > 64: body.append(f"for (int k = 0; k < {sb[i] // 32}; k++) s.S{i}.d[k] = (o.lo[{i}] + k * MAXLANES)[L];")
         elif sb[i] == 64: body.append(f"s.S{i}.q[0] = SRC64({i}, L);")
+        elif f"S{i}" in wide: body.append(f"s.S{i}.q[0] = {_srcm(sb[i], bool(packed >> i & 1))}({i}, L);")
         else: body.append(f"s.S{i}.d[0] = {_srcm(sb[i], bool(packed >> i & 1))}({i}, L);"); L.append(f"  s.S{i}.d[1] = 0;")
     if "D0" in u.reads and not cmp and edst != "0":
-      if dm == "64": body.append("s.D0.q[0] = OLD64(o, L);")
+      if dm == "64" or "D0" in wide: body.append(f"s.D0.q[0] = OLD{dm}(o, L);")
       else: body.append(f"s.D0.d[0] = OLD{dm}(o, L);"); L.append("  s.D0.d[1] = 0;")
     if ic:   # the exact result, from the sources and the lane's carry-in before the pseudocode updates VCC
       srcs = ", ".join(f"s.S{i}.q[0]" if sb[i] else "0" for i in range(3))
@@ -586,7 +587,7 @@ def _vopd_ops(ops: dict) -> dict:
   """OPERANDS of a VOPD half's target with the VOPD entry's own keys (srcy0, vsrcy1, vdsty) renamed to the VOP2 ones."""
   return {{"srcy0": "src0", "vsrcy1": "src1", "vdsty": "vdst"}.get(k, k): v for k, v in ops.items()}
 
-def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int, ...] = FAST_MODES) -> tuple[str, str]:
+def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int, ...] = FAST_MODES, wide: frozenset = frozenset()) -> tuple[str, str]:
   """(the half's C, its translator variant's C: X<h>)"""
   sb, sf, db, dfw = _opinfo(ops, "VOP2", name)
   ops_of = "  int e0 = y ? in->srcy0 : in->srcx0, e1 = y ? in->vsrcy1 : in->vsrcx1, ed = y ? in->vdsty : in->vdstx;"
@@ -598,8 +599,9 @@ def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int
   L += ["  " + x for x in pre]
   L.append("  DSTLOCALS(o)")
   L += [f"  SRCLOCALS(o, {i}) s.S{i}.d[1] = 0;" for i in range(2) if sb[i]]
-  body = [f"s.S{i}.d[0] = SRC32({i}, L);" for i in range(2) if sb[i]] + (["s.D0.d[0] = OLD32(o, L);"] if "D0" in u.reads else [])
-  body += ["s.S2.d[0] = OLD32(o, L);"] if sb[2] else []   # the VOP3P form of an accumulating op: S2 is the destination
+  def part(m): return "q" if m in wide else "d"   # as _valu: a member the entry reads as 64 bits is stored whole
+  body = [f"s.S{i}.{part(f'S{i}')}[0] = SRC32({i}, L);" for i in range(2) if sb[i]] + ([f"s.D0.{part('D0')}[0] = OLD32(o, L);"] if "D0" in u.reads else [])
+  body += [f"s.S2.{part('S2')}[0] = OLD32(o, L);"] if sb[2] else []   # the VOP3P form of an accumulating op: S2 is the destination
   L += ["  s.D0.d[1] = 0;"] * ("D0" in u.reads) + ["  s.S2.d[1] = 0;"] * bool(sb[2])
   body += [f"{fn}(&s);", "tmp[L] = s.D0.d[0];"]
   L.append("  uint32_t tmp[MAXLANES];")
@@ -762,6 +764,13 @@ STATE_ZERO = {
   "SOFFSET": "an argument of CalcScalarScratchAddr (gfx9 S_SCRATCH_*), which no backend provides: they raise unsupported",
 }
 _PC_FN = re.compile(r"^static inline void (pc_\w+)\(PcState \*s\) \{\n(.*?)^\}", re.S | re.M)
+
+def _wide_reads(pcode_c: str) -> dict[str, frozenset]:
+  """pc_* function -> the operand members (S0, S1, S2, D0) its C reads as 64 bits (`.q[`), e.g. a 32-bit shift count masked as
+  a u64. The handlers store such a member whole (.q[0], high half 0): a 32-bit store read back as 64 bits stalls store
+  forwarding and keeps the lane loop from vectorising (V_LSHLREV_B32 ran scalar, 10% of an elementwise kernel); the other
+  members keep their 32-bit store, which a 32-bit (float) read needs to stay in a register."""
+  return {m[1]: frozenset(x for x in ("S0", "S1", "S2", "D0") if f"s->{x}.q[" in m[2]) for m in _PC_FN.finditer(pcode_c)}
 _PC_ACCESS = re.compile(r"s->(\w+)(\.[dq]\[\d+\])?\s*(=(?!=))?")
 _HANDLER_SETS = re.compile(r"\bs\.(\w+)(?:\.[dq]\[[^\]]*\])?\s*=(?!=)")
 _PC_CALL = re.compile(r"\b(pc_\w+)\(&s\)")
@@ -864,6 +873,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   handlers, tables, missing, decls, unmod, xlat = [], [], {}, [], set(), {}
   flows = [0] * len(names)
   moded, cnames = {m[1] for m in _PC_FN.finditer(pcode_c) if "s->MODE" in m[2]}, []   # pc_* functions that read MODE (_mode_loops)
+  wide = _wide_reads(pcode_c)
   for f in fmts:
     n = 1 << (f.op_field[1] if f.op_field else 5)
     row = []
@@ -881,7 +891,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
         tgt = _vopd_target(arch.family, name, ents)
         if tgt and f"pc_{tgt}" in pcode_fns:
           t, xlat[f"VH_{name}"] = _vopd_half(f"VH_{name}", f"pc_{tgt}", _usage(arch.family, ents, tgt), _vopd_ops(ops_tab.get(ents[tgt].op, {})),
-                                             base_name, FAST_MODES if f"pc_{tgt}" in moded else ())
+                                             base_name, FAST_MODES if f"pc_{tgt}" in moded else (), wide.get(f"pc_{tgt}", frozenset()))
           handlers.append(t)
           row.append(f"VH_{name}"); decls.append(f"void VH_{name}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);")
         else: row.append("0"); missing[key] = f"VOPD target {tgt or base_name} has no compiled pseudocode"
@@ -908,7 +918,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       u, ops = _usage(arch.family, ents, ename), ops_tab.get(member, {})
       if f.name in _SALU: handlers.append(_salu(f, h, fn, u, ops))
       elif f.name in _VALU:
-        t, x = _valu(f, h, fn, u, ops, base_name, arch, ents[ename].text, FAST_MODES if fn in moded else ())
+        t, x = _valu(f, h, fn, u, ops, base_name, arch, ents[ename].text, FAST_MODES if fn in moded else (), wide.get(fn, frozenset()))
         handlers.append(t)
         if x: xlat[h] = x
       elif f.name == "VINTERP": handlers.append(vinterp(h, fn, u, ops, base_name))

@@ -94,13 +94,14 @@ static void init_wave(Ctx *c, Wave *w, int id) {
     if (a->rsrc2 >> 10 & 1) w->s[k++] = c->nwaves;
     if (a->rsrc2 & 1) w->s[k++] = 0;
   }
-  uint32_t bx = a->block[0], by = a->block[1], nt = bx * by * a->block[2];
+  uint32_t bx = a->block[0], by = a->block[1], nt = bx * by * a->block[2], t0 = id * c->wave_size;
+  uint32_t x = t0 % bx, y = t0 / bx % by, z = t0 / (bx * by);   /* lane 0's thread ids; the others count on (no divisions per lane) */
   uint64_t exec = 0;
   for (uint32_t L = 0; L < c->wave_size; L++) {
-    uint32_t tid = id * c->wave_size + L;
-    if (tid >= nt) { w->v[L] = 0; continue; }
+    if (t0 + L >= nt) { w->v[L] = 0; continue; }
     exec |= 1ull << L;
-    w->v[L] = (tid % bx) | ((tid / bx) % by) << 10 | (tid / (bx * by)) << 20;
+    w->v[L] = x | y << 10 | z << 20;
+    if (++x == bx) { x = 0; if (++y == by) { y = 0; z++; } }
   }
   wr_exec(w, exec);
 }
