@@ -10,7 +10,7 @@ AQL = kfd.KFD_IOC_QUEUE_TYPE_COMPUTE_AQL
 
 class Recorder:
   def __init__(self): self.calls = []
-  def __call__(self, d, memory):
+  def __call__(self, d, memory, **run_options):   # the queue's api.run options (threads)
     self.calls.append(d)
     return Stats(instructions=1, workgroups=1, waves=1, seconds=0.0, backend="fake")
 

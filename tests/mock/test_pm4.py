@@ -3,7 +3,7 @@ reconstruction from SH registers (with a recording stand-in for the emulator), a
 import ctypes, time
 import pytest
 from tinygrad.runtime.autogen.am import pm4_nv as pm4
-from mockgpu.emu.api import Stats
+from mockgpu.emu.api import Stats, default_threads
 from mockgpu.emu.errors import FaultReport, GPUFault
 
 SH = pm4.PACKET3_SET_SH_REG_START
@@ -117,7 +117,8 @@ def test_indirect_buffer_runs_and_blocks_inside(drv):
 
 class Recorder:
   def __init__(self, exc=None): self.calls, self.exc = [], exc
-  def __call__(self, d, memory):
+  def __call__(self, d, memory, threads):   # a mock device leaves tinygrad's spinning wait a CPU
+    assert threads == default_threads(host_waits=True)
     self.calls.append((d, memory))
     if self.exc: raise self.exc
     return Stats(instructions=10, workgroups=1, waves=1, seconds=0.0, backend="fake")
