@@ -296,19 +296,19 @@ static void *worker_run(void *arg) {
       s->live = 0; c->nres = 0;
       if (!fin && !c->status) { c->cur = &s->m.waves[0]; set_status(c->cur, ST_DEADLOCK, "a workgroup blocked in a multi-core dispatch"); }
     }
+    if (!c->status && k->ndone == k->cap) {
+      uint64_t cap = k->cap ? 2 * k->cap : 256;
+      WgCount *nd = realloc(k->done, cap * sizeof(WgCount));
+      if (nd) { k->done = nd; k->cap = cap; } else { c->status = ST_NOMEM; strcpy(c->a->f_msg, "out of memory for the workgroup counts"); }
+    }
     if (c->status == ST_ABANDONED) break;
-    if (c->status) {
+    if (c->status) {   /* this workgroup stops the dispatch unless a lower one does: no thread claims past it */
       k->fidx = idx; k->fcount = c->icount - i0;
       uint64_t cur = __atomic_load_n(&p->stop, __ATOMIC_RELAXED);
       while (idx < cur && !__atomic_compare_exchange_n(&p->stop, &cur, idx, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
       break;
     }
     c->a->workgroups++;
-    if (k->ndone == k->cap) {
-      WgCount *nd = realloc(k->done, (k->cap = k->cap ? 2 * k->cap : 256) * sizeof(WgCount));
-      if (!nd) { k->fidx = idx; k->fcount = 0; c->status = ST_NOMEM; strcpy(c->a->f_msg, "out of memory for the workgroup counts"); break; }
-      k->done = nd;
-    }
     k->done[k->ndone++] = (WgCount){idx, c->icount - i0};
   }
   return 0;
