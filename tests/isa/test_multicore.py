@@ -190,3 +190,17 @@ def test_default_thread_count(monkeypatch):
   assert default_threads(host_waits=True) == 3
   monkeypatch.setenv("MOCKGPU_EMU_THREADS", "two")
   with pytest.raises(UnsupportedDispatch, match="MOCKGPU_EMU_THREADS='two'"): default_threads()
+
+@pytest.mark.parametrize("family", ["rdna3", "rdna4", "cdna"])
+def test_flow_classes_of_the_pre_scan(family):
+  # what the pre-scan follows (gen_c.flow_of from the wheel's pseudocode): SIMM16 branches (taken: PC + 4 + SIMM16 * 4) are
+  # REL, S_SETPC / S_SWAPPC / S_RFE jump where no scan follows, S_ENDPGM ends a path, GWS and the clock are dispatch-wide
+  from mockgpu.emu.gen_c import flow_of, _pcode_entries
+  ents = _pcode_entries(family)
+  def fl(op, enc): return flow_of(op, ents[f"{enc}Op_{op}"].text if f"{enc}Op_{op}" in ents else None)
+  assert {op: fl(op, "SOPP") for op in ("S_BRANCH", "S_CBRANCH_SCC0", "S_CBRANCH_VCCNZ", "S_CBRANCH_EXECZ")} == dict.fromkeys(
+    ("S_BRANCH", "S_CBRANCH_SCC0", "S_CBRANCH_VCCNZ", "S_CBRANCH_EXECZ"), "REL")
+  assert (fl("S_CALL_B64", "SOPK"), fl("S_SETPC_B64", "SOP1"), fl("S_SWAPPC_B64", "SOP1"), fl("S_RFE_B64", "SOP1")) == ("REL", "IND", "IND", "IND")
+  assert (fl("S_ADD_U32", "SOP2"), fl("S_GETPC_B64", "SOP1"), fl("S_TRAP", "SOPP")) == ("PLAIN", "PLAIN", "PLAIN")   # S_TRAP: hand-written, stops
+  assert (flow_of("S_ENDPGM", None), flow_of("DS_GWS_SEMA_P", None), flow_of("S_SENDMSG_RTN_B64", None), flow_of("S_GETREG_B32", None)) == \
+         ("END", "WIDE", "WIDE", "GETREG")
