@@ -127,7 +127,7 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
     vh = _vopd_halves(p, hid, vals) if cn == "h_vopd" else ()
     plain = 0 <= hid < len(p.flows) and p.flows[hid] == FLOW["PLAIN"]
     if vh and all(h in p.handler_src for h in vh):   # csrc/emu_sched.c h_vopd, with the halves inlined (their X variants: every lane active)
-      used += [h for h in vh if h not in used]
+      used += [h for h in dict.fromkeys(vh) if h not in used]   # both halves may be the same op (V_DUAL_FMAC_F32 twice)
       fast = (f" if (ex == 0xffffffffull && w->c->wave_size == 32) {{ X{vh[0]}(w, in, 0, ox); if (w->c->status) return; X{vh[1]}(w, in, 1, oy);"
               " if (w->c->status) return; memcpy(w->v + (in->vdstx - 256) * MAXLANES, ox, 128); memcpy(w->v + (in->vdsty - 256) * MAXLANES, oy, 128); return; }"
               if all(h in p.xlat_src for h in vh) else "")

@@ -63,6 +63,22 @@ def test_wmma_gemm_fixture(xlat):
   _same_stats(rs, gs)
   assert (ro == go).all() and ro.any()
 
+def test_vopd_with_the_same_op_in_both_halves(xlat):
+  # V_DUAL_FMAC_F32 in both halves (the generated half is one function): translated, the lanes' values are numpy's
+  a, b, c = (np.arange(32, dtype=np.float32) + k for k in (1, 2, 3))
+  out = np.zeros((2, 32), np.float32)
+  prog = code(v_lshlrev_b32_e32(v[1], 2, v[0]), *(global_load_b32(vdst=v[2 + i], addr=v[1], saddr=s[2 + 2 * i:3 + 2 * i]) for i in range(3)),
+              s_waitcnt(simm16=0), v_mov_b32_e32(v[5], v[4]),
+              VOPD(VOPDOp.V_DUAL_FMAC_F32, VOPDOp.V_DUAL_FMAC_F32, v[4], v[5], v[2], v[3], v[3], v[2]),
+              global_store_b32(addr=v[1], data=v[4], saddr=s[0:1]), global_store_b32(addr=v[1], data=v[5], saddr=s[0:1], offset=128))
+  def fn():
+    bf = Bufs(out, a, b, c)
+    return run_code(prog, bf.mem, user_sgprs=bf.sgprs(), rsrc2=8 << 1), out.copy()
+  (rs, ro), (gs, go) = _twice(fn, xlat)
+  _same_stats(rs, gs)
+  want = (a * b + c).astype(np.float32)   # one rounding each (FMA), numpy's float64 product and sum is exact here
+  assert (ro == want).all() and (go == ro).all()
+
 def test_jump_into_the_middle_of_a_block(xlat):
   # S_SETPC lands on the second of three straight VALU steps (one block): that entry runs them one at a time through the
   # interpreter's handlers, then the kernel continues; v1 = 0 + 2 + 3 (the V_MOV before the target is skipped)
