@@ -3,9 +3,9 @@
 A kernel (a code address whose instructions are unchanged) that has executed `TIER` wave-instructions is translated in a
 background thread: every instruction its dispatches decoded becomes one step of `xk_run` (csrc/emu_xlat.h XSTEP) with its
 decoded fields as a C constant and its generated handler inlined, so the compiler folds operand selection and vectorises
-the lane loops; jumps re-enter a switch on the pc (branches as gotos), barriers, S_ENDPGM and waits return to the scheduler,
-and a pc the kernel does not hold is run by the interpreter. Handlers without generated C (VOPD, matrix, image, ... ops) are
-called through the interpreter's decode cache. Counting, the watchdog, the timeout and fault records are the interpreter's.
+the lane loops; runs of straight steps form blocks counted once (`_blocks`, `kernel_source`); jumps re-enter a switch on
+the pc (branches as gotos), barriers, S_ENDPGM and waits return to the scheduler, and a pc the kernel does not hold is run by
+the interpreter. Handlers without generated C (matrix, image, ... ops) are called through the interpreter's decode cache. Counting, the watchdog, the timeout and fault records are the interpreter's.
 Libraries are cached by the hash of their C in the library cache (`mockgpu.cbuild.shared_library`, stem `xk-<arch>-<hash>`).
 
 $MOCKGPU_EMU_XLAT: "off" (default: interpreter only, until translation beats it on tinygrad's kernels; docs/emu.md), "auto"
@@ -113,13 +113,14 @@ def _blocks(p: Parts, insts: list, straight: list[bool]) -> dict[int, int]:
 
 def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> str:
   """The C of a translated kernel: `insts` are (pc, next pc, Inst values in declaration order: fmt, hid, size, dpp_kind,
-  has_lit, valid, lit, raw[4], then the decoded fields). Each instruction is a function of its own (the handler inlined with
-  the constant Inst): one function holding every handler would take gcc minutes. Straight steps (generated handlers that
-  only fall through, gen_c.FLOW PLAIN) run in blocks (`_blocks`): one function per block, its steps inlined, entered when
-  the whole block fits the watchdog budget and the next time check (counted once), else the interpreter's handlers run them
-  one XSTEP at a time, as they do for an entry into the middle of a block."""
+  has_lit, valid, lit, raw[4], then the decoded fields). Each handler is inlined with its constant Inst into a function of a
+  few instructions (one function holding every handler would take gcc minutes): straight steps (generated handlers that only
+  fall through, gen_c.FLOW PLAIN, and no-ops) run in blocks (`_blocks`), one function per block with its steps inlined,
+  entered when the whole block fits the watchdog budget and the next time check (counted once), else the interpreter's
+  handlers run them one XSTEP at a time, as they do for an entry into the middle of a block; every other step is a function
+  of its own, or the interpreter's handler."""
   from mockgpu.emu.gen_c import FLOW
-  used, steps, consts, fns, straight = [], [], [], [], []
+  used, steps, consts, fns, straight, nop = [], [], [], [], [], set()
   for k, (pc, nxt, vals) in enumerate(insts):
     hid = vals[1]
     cn = p.cnames[hid] if 0 <= hid < len(p.cnames) else "0"
@@ -137,7 +138,7 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
                  " if (ex == 0xffffffffull && w->c->wave_size == 32) { memcpy(dx, ox, 128); memcpy(dy, oy, 128); return; }"
                  " while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; dx[L] = ox[L]; dy[L] = oy[L]; } }")
       straight.append(plain)
-    elif cn == "h_nop": fns.append(f"static inline void S{k}(Wave *w) {{ (void)w; }}"); straight.append(True)   # S_WAITCNT, ...: counting only
+    elif cn == "h_nop": fns.append(""); straight.append(True); nop.add(k)   # S_WAITCNT, ...: counting only
     elif cn in p.handler_src or cn in INLINE_PROSE:
       if cn in p.handler_src and cn not in used: used.append(cn)
       st = plain and cn in p.handler_src
@@ -148,12 +149,12 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
   blocks, blk_fns = _blocks(p, insts, straight), []
   for k, (pc, nxt, vals) in enumerate(insts):
     icall = f"{{ const Inst *ic = &c->icache[{pc >> 2}]; ic->fn(w, ic); }}"   # the interpreter's handler (decoded before the dispatch)
-    call = "(void)0" if fns[k].startswith("static inline void") else icall if straight[k] or not fns[k] else f"S{k}(w)"
+    call = "(void)0" if k in nop else icall if straight[k] or not fns[k] else f"S{k}(w)"
     if k in blocks:   # a block's fast path: counted once, each step inlined with its status check
       n, body = blocks[k], []
       for j in range(k, k + blocks[k]):
         pj, nj, vj = insts[j]
-        if fns[j].startswith("static inline void"): continue
+        if j in nop: continue
         body.append(f"  w->pc0 = {pj}u; w->pc = {nj}u; S{j}(w);\n  if (UNLIKELY(c->status)) {{ c->icount -= {k + n - 1 - j}u; "
                     f"record_inst(c, w, {pj}u, X{j}.raw, X{j}.size, X{j}.fmt, X{j}.opx ? X{j}.opx : X{j}.op); return 1; }}")
       blk_fns.append(f"static __attribute__((noinline)) int B{k}(Ctx *c, Wave *w) {{\n" + "\n".join(body) + f"\n  w->pc = {insts[k + n - 1][1]}u; return 0;\n}}")
