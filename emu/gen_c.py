@@ -911,7 +911,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
         handlers.append(buffer.c_format_handler(f, h, name, ops_tab.get(member, {}))); row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);"); continue
       if f.name in buffer.LDS_LOADS and "_LOAD_LDS_" in name and buffer.lds_load_op(name):   # loads into LDS: no pseudocode (buffer.py)
         handlers.append(buffer.c_lds_handler(f, h, name)); row.append(h); decls.append(f"void {h}(Wave *w, const Inst *in);"); continue
-      ename = semantics_entry(member, ents)
+      ename = fe
       fn = f"pc_{ename}"
       if fn not in pcode_fns or ename not in ents:
         row.append("h_unsupported"); missing[key] = "no compiled pseudocode" if ename in ents else "no pseudocode in the wheel"; continue

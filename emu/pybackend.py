@@ -200,7 +200,7 @@ class Ctx:
       self.watch = (watch[0], watch[0] + watch[1], *span)
     self.wave_size, self.wave_mask = d.wave_size, (1 << d.wave_size) - 1
     self.lds, self.scratch_lane = None, d.scratch_bytes_per_lane   # lds: the running workgroup's (Slot.lds)
-    self.icount, self.wg, self.cache, self.t0, self.wg_base = 0, (0, 0, 0), {}, time.perf_counter(), 0
+    self.icount, self.wg, self.cache, self.t0, self.wg_base, self.limit = 0, (0, 0, 0), {}, time.perf_counter(), 0, budget
     self.slots, self.res, self.progress, self.cur = [], [], False, None   # the resident workgroups (Slot), as csrc/emu_sched.c
     self.gws_cnt, self.gws_flag, self.gws_rel, self.gds = [0] * NGWS, [0] * NGWS, [0] * NGWS, [0] * (GDS_BYTES // 4)
     self.fmts, self.ops, self.names = formats(arch.family), operands(arch.family), handler_names(arch)
@@ -876,7 +876,7 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
       w.pc0 = w.pc
       fi, f, raw = _fetch(c, w)
       c.icount += 1
-      if c.icount - c.wg_base > budget: c.icount -= 1; raise Stop(ST_WATCHDOG, raw=raw, fi=fi, f=f)   # the budget is per workgroup
+      if c.icount > c.limit: c.icount -= 1; raise Stop(ST_WATCHDOG, raw=raw, fi=fi, f=f)
       if timeout and time.perf_counter() - t0 > timeout: raise Stop(ST_TIMEOUT, raw=raw, fi=fi, f=f)
       if op_counts:
         key = names[hbase[c.fmts[fi].name] + (f.get("opx") or f.get("op", 0))]
@@ -885,7 +885,9 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
       try: exec_inst(c, w, fi, f)
       except Stop as e: e.kw.setdefault("raw", raw); e.kw.setdefault("fi", fi); e.kw.setdefault("f", f); raise
 
-  def use(s: Slot): c.wg, c.lds, c.wg_base = s.wg, s.lds, c.icount - s.used   # as use_slot / save_slot in csrc/emu_sched.c
+  def use(s: Slot):   # as use_slot / save_slot in csrc/emu_sched.c: the budget is per workgroup
+    c.wg, c.lds, c.wg_base = s.wg, s.lds, c.icount - s.used
+    c.limit = c.wg_base + budget
 
   def wg_pass(s: Slot) -> bool:   # as csrc/emu_sched.c wg_pass
     while True:

@@ -152,8 +152,8 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
     call = "(void)0" if k in nop else icall if straight[k] or not fns[k] else f"S{k}(w)"
     if k in blocks:   # a block's fast path: counted once, each step inlined with its status check
       n, body = blocks[k], []
-      for j in range(k, k + blocks[k]):
-        pj, nj, vj = insts[j]
+      for j in range(k, k + n):
+        pj, nj, _ = insts[j]
         if j in nop: continue
         body.append(f"  w->pc0 = {pj}u; w->pc = {nj}u; S{j}(w);\n  if (UNLIKELY(c->status)) {{ c->icount -= {k + n - 1 - j}u; "
                     f"record_inst(c, w, {pj}u, X{j}.raw, X{j}.size, X{j}.fmt, X{j}.opx ? X{j}.opx : X{j}.op); return 1; }}")

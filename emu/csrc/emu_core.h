@@ -1,6 +1,7 @@
 /* emu_core.h: machine state of the mockgpu AMD emulator (hand-written; see docs/emu.md).
  * Included by the generated translation unit after EMU_INST_FIELDS (the decoded fields, from the wheel's encoding tables)
  * and before pcode_rt.h, so the memory/register macros of contract 1 are defined here. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,7 @@ typedef struct {
   uint32_t *cap_sgpr;           /* NULL or [128]: wg 0 / wave 0 at S_ENDPGM */
   uint32_t *cap_vgpr;           /* [NVREG * 64] (reg-major) */
   uint64_t cap_misc[7];         /* exec, vcc, scc, m0, pc, captured, mode */
-  /* results */
+  /* results; the fault record f_kind..f_info and the read record v_addr..v_pad stay contiguous (run_parallel copies them whole) */
   uint64_t instructions, waves, workgroups;
   int32_t status, f_kind, f_space, f_size, f_lane, f_wave, f_fmt, f_op, f_len, f_pad;
   uint64_t f_addr, f_pc, f_limit;

@@ -315,6 +315,9 @@ static void *worker_run(void *arg) {
 }
 
 static uint64_t lin_wg(const EmuArgs *a, const uint32_t *wg) { return ((uint64_t)wg[2] * a->grid[1] + wg[1]) * a->grid[0] + wg[0]; }
+/* copy the EmuArgs members from `first` up to (not including) `end`: the fault record and the strict-mode read record are each
+ * one contiguous run of members (csrc/emu_core.h) */
+#define COPY_RUN(dst, src, first, end) memcpy(&(dst)->first, &(src)->first, offsetof(EmuArgs, end) - offsetof(EmuArgs, first))
 
 /* run the grid on up to `nth` threads (this one included) and merge their results into c->a as run_grid would leave them.
  * 0: no thread could be set up (out of memory), nothing ran */
@@ -349,24 +352,14 @@ static int run_parallel(Ctx *c, uint32_t nth, uint64_t total) {
     if (k->a.v_count) {
       a->v_count += k->a.v_count;
       uint64_t v = lin_wg(a, k->a.v_wg);
-      if (v < vbest) {
-        vbest = v; a->v_addr = k->a.v_addr; a->v_pc = k->a.v_pc; a->v_size = k->a.v_size; a->v_lane = k->a.v_lane; a->v_wave = k->a.v_wave;
-        a->v_len = k->a.v_len; a->v_fmt = k->a.v_fmt; a->v_op = k->a.v_op; memcpy(a->v_wg, k->a.v_wg, sizeof(a->v_wg)); memcpy(a->v_raw, k->a.v_raw, sizeof(a->v_raw));
-      }
+      if (v < vbest) { vbest = v; COPY_RUN(a, &k->a, v_addr, w_lo); }
     }
     if (k->a.cap_misc[5]) memcpy(a->cap_misc, k->a.cap_misc, sizeof(a->cap_misc));
     if (a->trace_pcs)   /* the pcs any thread decoded, into c's cache, where emu_run lists them for the translator */
       for (uint64_t j = 0; j < k->c.icache_n && j < c->icache_n; j++) if (k->c.icache[j].fn && !c->icache[j].fn) c->icache[j] = k->c.icache[j];
   }
   c->icount = n; a->workgroups = lim; a->waves = (best ? lim + 1 : lim) * c->nwaves;
-  if (best) {
-    EmuArgs *b = &best->a;
-    c->status = best->c.status;
-    a->f_kind = b->f_kind; a->f_space = b->f_space; a->f_size = b->f_size; a->f_lane = b->f_lane; a->f_wave = b->f_wave; a->f_fmt = b->f_fmt;
-    a->f_op = b->f_op; a->f_len = b->f_len; a->f_addr = b->f_addr; a->f_pc = b->f_pc; a->f_limit = b->f_limit;
-    memcpy(a->f_wg, b->f_wg, sizeof(a->f_wg)); memcpy(a->f_raw, b->f_raw, sizeof(a->f_raw)); memcpy(a->f_msg, b->f_msg, sizeof(a->f_msg));
-    memcpy(a->f_info, b->f_info, sizeof(a->f_info));
-  }
+  if (best) { c->status = best->c.status; COPY_RUN(a, &best->a, f_kind, v_count); }
   a->threads_used = started;
   for (uint32_t i = 0; i < nth; i++) {
     Ctx *kc = &ks[i].c;
