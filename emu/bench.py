@@ -1,7 +1,8 @@
 """Emulator throughput benchmarks (printed by `python -m mockgpu.emu bench`, never asserted in tests).
 
 (a) a VALU/SALU loop kernel assembled with the wheel's DSL on gfx1100 (wave32) and, the same instructions in gfx9 spelling,
-on gfx950 (wave64), (b) the kernel tinygrad emits for a 256x256 f32 matmul on gfx1100 (fixtures/kernels). Cold = first dispatch in this process (library load from the disk cache and decode-cache
+on gfx950 (wave64), (b) the kernel tinygrad emits for a 256x256 f32 matmul on gfx1100 (fixtures/kernels), (c) an
+elementwise kernel of many one-wave workgroups on gfx1100. Cold = first dispatch in this process (library load from the disk cache and decode-cache
 fill; a one-time build, if it happens, is reported on its own line); warm = best of the following dispatches, by wall time
 (each kernel on one thread and on every CPU: "x N" is the threads the dispatch ran on)
 and by the CPU time the process actually got (the two agree on an idle machine; on a busy one the CPU figure is the
@@ -13,7 +14,7 @@ from mockgpu.emu.api import default_threads, run_code, Stats
 from mockgpu.emu.arch import get_arch
 from mockgpu.emu.memory import MemoryMap
 
-__all__ = ["loop_kernel", "bench_loop", "bench_matmul", "main"]
+__all__ = ["loop_kernel", "bench_loop", "bench_matmul", "bench_elementwise", "main"]
 
 def loop_kernel(iters: int = 20000, family: str = "rdna3") -> bytes:
   """4 VALU + 3 SALU instructions per iteration (float add/fma, integer add, move, counter, compare, branch); family rdna3
@@ -69,6 +70,25 @@ def bench_matmul(reps: int = 3, backend: str = "c", xlat: str = "off", threads: 
   if err > 1e-3: raise RuntimeError(f"matmul result is wrong (max abs error {err}); the benchmark figures would be meaningless")
   return st, cold, warm, cpu
 
+def bench_elementwise(reps: int = 3, backend: str = "c", xlat: str = "off", threads: int = 1, n: int = 1 << 20) -> tuple[Stats, float, float, float]:
+  """out = x * y + 1 over `n` f32 on gfx1100 in n / 32 one-wave workgroups of 9 instructions (address, two loads, FMA, store):
+  the shape of tinygrad's elementwise kernels, where starting a workgroup costs as much as running it."""
+  from tinygrad.runtime.autogen.amd.rdna3 import ins as I
+  rng = np.random.default_rng(0)
+  x, y, out = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32), np.zeros(n, np.float32)
+  mem = MemoryMap()
+  for i, b in enumerate((out, x, y)): mem.add(b.ctypes.data, b.nbytes, f"buf{i}")
+  s, v = I.s, I.v   # s[0:1] out, s[2:3] x, s[4:5] y, s6 the workgroup id
+  code = b"".join(i.to_bytes() for i in (I.s_lshl_b32(s[7], s[6], 7), I.v_lshlrev_b32_e32(v[1], 2, v[0]), I.v_add_nc_u32_e32(v[1], s[7], v[1]),
+         I.global_load_b32(vdst=v[2], addr=v[1], saddr=s[2:3]), I.global_load_b32(vdst=v[3], addr=v[1], saddr=s[4:5]), I.s_waitcnt(simm16=0),
+         I.v_fma_f32(v[4], v[2], v[3], 1.0), I.global_store_b32(addr=v[1], data=v[4], saddr=s[0:1]), I.s_endpgm()))
+  us = tuple(w for b in (out, x, y) for w in (b.ctypes.data & 0xffffffff, b.ctypes.data >> 32))
+  st, cold, warm, cpu = _measure(lambda: run_code(code, mem, user_sgprs=us, rsrc2=6 << 1 | 1 << 7, grid=(n // 32, 1, 1), block=(32, 1, 1),
+                                                  backend=backend, threads=threads), reps, xlat)
+  if not np.allclose(out, x.astype(np.float64) * y + 1, rtol=1e-6, atol=1e-6):   # one rounding (FMA) against numpy's float64
+    raise RuntimeError("elementwise result is wrong; the benchmark figures would be meaningless")
+  return st, cold, warm, cpu
+
 def main(reps: int = 3, backend: str = "c") -> int:
   from mockgpu.emu.build import build
   if backend == "c":
@@ -79,7 +99,7 @@ def main(reps: int = 3, backend: str = "c") -> int:
   print(f"machine: {os.cpu_count()} cpus, load average {load:.2f}" + ("  (busy: figures are lower than on an idle machine)" if load > (os.cpu_count() or 1) else ""))
   nth = default_threads() if backend == "c" else 1
   for name, fn in (("loop (VALU/SALU)", bench_loop), ("loop gfx950 wave64 (VALU/SALU)", lambda r, backend, xlat, threads: bench_loop(r, backend, "gfx950", xlat, threads)),
-                   ("matmul 256x256 f32 (tinygrad, LLVM)", bench_matmul)):
+                   ("matmul 256x256 f32 (tinygrad, LLVM)", bench_matmul), ("elementwise 1M f32, 32768 workgroups", bench_elementwise)):
     for xlat in ("off", "sync") if backend == "c" else ("off",):
       for th in sorted({1, nth}):   # one thread, then every CPU (multi-core dispatch): wall-clock figures scale, per CPU-second ones do not
         st, cold, warm, cpu = fn(reps, backend=backend, xlat=xlat, threads=th)

@@ -12,10 +12,13 @@ def test_boot_probe_failure_names_the_cause():
 
 @pytest.mark.slow
 def test_emu_bench_prints_every_row():
-  """`mockgpu emu bench` end to end (its rows: three kernels, interpreted and translated); ~30 s, so in the slow suite."""
+  """`mockgpu emu bench` end to end (its rows: four kernels, interpreted and translated, each on one thread and on every CPU);
+  ~1 min, so in the slow suite."""
   import subprocess, sys
+  from mockgpu.emu.api import default_threads
   p = subprocess.run([sys.executable, "-m", "mockgpu", "emu", "bench", "--reps", "1"], capture_output=True, text=True, timeout=1800)
   assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
   rows = [l.split()[0] for l in p.stdout.splitlines() if " wave-inst " in l]
-  assert rows == ["loop", "loop", "loop", "loop", "matmul", "matmul"], p.stdout
-  assert sum(" translated " in l for l in p.stdout.splitlines()) == 3, p.stdout
+  t = len({1, default_threads()})   # thread counts each kernel runs on
+  assert rows == ["loop"] * 4 * t + ["matmul"] * 2 * t + ["elementwise"] * 2 * t, p.stdout
+  assert sum(" translated " in l for l in p.stdout.splitlines()) == 4 * t, p.stdout
