@@ -45,7 +45,7 @@ DISPATCH_HOOKS: list[Callable[["Dispatch", "Stats"], None]] = []
 class Dispatch:
   """The state a command processor has at DISPATCH_DIRECT (docs/contracts/kfd.md section 6).
 
-  arch: "gfx1100" | "gfx1201" | "gfx950". code_addr: host address of the first instruction (must lie in the MemoryMap).
+  arch: "gfx1100" | "gfx1201" | "gfx950" | "gfx942". code_addr: host address of the first instruction (must lie in the MemoryMap).
   grid: workgroups (x, y, z). block: threads per workgroup (x, y, z). user_sgprs: COMPUTE_USER_DATA_0.. as u32, loaded
   into s0.. (only the first RSRC2.USER_SGPR_COUNT are used; missing ones read as 0). rsrc1/rsrc2/rsrc3: COMPUTE_PGM_RSRC*
   (RSRC1's FLOAT_MODE, DX10_CLAMP and IEEE_MODE initialise each wave's MODE register; default None: the arch's

@@ -1,11 +1,12 @@
 """Every arch-specific fact the emulator uses, as one frozen dataclass per target. Code branches on these fields, never
 on arch-name strings. Rows name every field (the dataclass is keyword-only), so a row reads as the table it is."""
 from __future__ import annotations
+import dataclasses
 from dataclasses import dataclass
 from tinygrad.runtime.autogen import amdgpu_kd as kd
 from mockgpu.emu.errors import UnsupportedDispatch
 
-__all__ = ["ArchSpec", "ARCHS", "get_arch"]
+__all__ = ["ArchSpec", "ARCHS", "get_arch", "library_arch"]
 
 @dataclass(frozen=True, kw_only=True)
 class ArchSpec:
@@ -39,6 +40,11 @@ class ArchSpec:
     return self.num_vgprs + self.num_agprs
 
   @property
+  def isa(self) -> ArchSpec:
+    """What the generated C depends on: this row without its name, notes and per-workgroup limits (checked in Python)."""
+    return dataclasses.replace(self, name="", notes="", max_lds=0, max_threads=0)
+
+  @property
   def default_rsrc1(self) -> int:
     """The RSRC1 float fields LLVM's assembler writes into a kernel descriptor by default (AMDGPUUsage, .amdhsa_* directives):
     round to nearest even, f32 denormals flushed (float_denorm_mode_32 0), f16/f64 kept (float_denorm_mode_16_64 3), and on
@@ -58,16 +64,23 @@ class ArchSpec:
 
 _RDNA = dict(wave_sizes=(32, 64), num_sgprs=106, num_vgprs=256, num_agprs=0, max_lds=65536, max_threads=1024,
              enc_m0=125, enc_null=124, enc_dpp8=233, enc_dpp16=250, enc_sdwa=-1)
+_CDNA = dict(wave_sizes=(64,), num_sgprs=102, num_vgprs=256, num_agprs=256, max_threads=1024, tgid_in_ttmp=False, enc_m0=124,
+             enc_null=-1, enc_dpp8=-1, enc_dpp16=250, enc_sdwa=249, vsharp=("", ""), true16=False, d16_zero_hi=True, dpp_gfx9=True)
 ARCHS: dict[str, ArchSpec] = {a.name: a for a in (
   ArchSpec(name="gfx1100", family="rdna3", **_RDNA, tgid_in_ttmp=False, dpp_bcast_row0=True),
   ArchSpec(name="gfx1201", family="rdna4", **_RDNA, tgid_in_ttmp=True, vsharp=("_GFX11", "_GFX12"), rsrc1_dx10_ieee=False,
            notes="RDNA4: VSAMPLE, VIMAGE BVH_DUAL/BVH8 not modelled (docs/emu.md)"),
-  ArchSpec(name="gfx950", family="cdna", wave_sizes=(64,), num_sgprs=102, num_vgprs=256, num_agprs=256, max_lds=163840, max_threads=1024,
-           tgid_in_ttmp=False, enc_m0=124, enc_null=-1, enc_dpp8=-1, enc_dpp16=250, enc_sdwa=249, vsharp=("", ""), true16=False,
-           d16_zero_hi=True, dpp_gfx9=True, notes="CDNA gfx950, wave64 only (what is not modelled: docs/emu.md)"),
+  ArchSpec(name="gfx950", family="cdna", **_CDNA, max_lds=163840, notes="CDNA4 gfx950, wave64 only (what is not modelled: docs/emu.md)"),
+  ArchSpec(name="gfx942", family="cdna", **_CDNA, max_lds=65536,
+           notes="CDNA3 gfx942, wave64 only; decodes the wheel's CDNA tables, which include gfx950's additions (docs/emu.md)"),
 )}
 
 def get_arch(name: str) -> ArchSpec:
   """The ArchSpec for an LLVM target name. Raises UnsupportedDispatch naming the known targets."""
   if name not in ARCHS: raise UnsupportedDispatch(f"unknown arch {name!r}; known: {', '.join(ARCHS)}")
   return ARCHS[name]
+
+def library_arch(arch: ArchSpec) -> ArchSpec:
+  """The row whose emulator library `arch` runs on: the first in ARCHS with the same `isa` (gfx942 runs on gfx950's library,
+  whose generated C would be identical), so one build serves both."""
+  return next((a for a in ARCHS.values() if a.isa == arch.isa), arch)

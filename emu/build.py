@@ -5,7 +5,7 @@ hash, emitter and generator versions, compiler and host CPU features."""
 from __future__ import annotations
 import hashlib, os, pathlib, re, time
 from dataclasses import dataclass
-from mockgpu.emu.arch import ArchSpec
+from mockgpu.emu.arch import ArchSpec, library_arch
 from mockgpu.emu.errors import BackendUnavailable
 from mockgpu.errors import BuildError
 from mockgpu import cbuild
@@ -70,6 +70,7 @@ def build(arch: ArchSpec, force: bool = False) -> Library:
 
   Raises: BackendUnavailable (no compiler, no emitter, compile error with the compiler's first lines of output)."""
   if not arch.c_backend: raise BackendUnavailable(f"arch={arch.name}: the C backend does not support it yet ({arch.notes})")
+  arch = library_arch(arch)   # archs whose generated C is identical share one library
   t0 = time.perf_counter()
   def generate() -> tuple[list[str], dict]:
     from mockgpu.emu.gen_c import generate

@@ -71,7 +71,7 @@ def parser() -> argparse.ArgumentParser:
   b.add_argument("--backend", default="c", choices=("c", "python"), help="emulator backend: generated C (default) or the Python reference")
   r = sub.add_parser("run", help="run a raw kernel (instruction bytes) or an ELF code object and print the final registers")
   r.add_argument("file", help="raw instruction bytes, or an AMD ELF code object (detected by its magic)")
-  r.add_argument("--arch", default="gfx1100", help="gfx1100 (default), gfx1201 or gfx950")
+  r.add_argument("--arch", default="gfx1100", help="gfx1100 (default), gfx1201, gfx950 or gfx942")
   r.add_argument("--raw", action="store_true", help="treat FILE as raw bytes even if it starts like an ELF")
   r.add_argument("--grid", type=_dims, default=(1, 1, 1), help="workgroups in x[,y[,z]] (default 1)")
   r.add_argument("--block", type=_dims, default=(32, 1, 1), help="work-items per workgroup in x[,y[,z]] (default 32)")
@@ -80,7 +80,7 @@ def parser() -> argparse.ArgumentParser:
   r.add_argument("--rsrc2", type=_int0, help="COMPUTE_PGM_RSRC2 of a raw kernel (default: user SGPR count of the buffers' pointers)")
   r.add_argument("--lds", type=nonnegative_int, default=0, help="LDS bytes per workgroup of a raw kernel (default 0)")
   r.add_argument("--scratch", type=nonnegative_int, default=0, help="scratch bytes per lane of a raw kernel (default 0)")
-  r.add_argument("--wave64", action="store_true", help="run a raw kernel in wave64 (gfx950 always is)")
+  r.add_argument("--wave64", action="store_true", help="run a raw kernel in wave64 (gfx950 and gfx942 always are)")
   r.add_argument("--budget", type=positive_int, help="stop after this many wave-instructions (watchdog)")
   r.add_argument("--backend", default="c", choices=("c", "python"), help="emulator backend: generated C (default) or the Python reference")
   r.add_argument("--vgprs", type=nonnegative_int, default=8, help="VGPRs to print (default 8)")
@@ -91,7 +91,7 @@ def parser() -> argparse.ArgumentParser:
   fd = sub.add_parser("fidelity", help="can I trust instruction X: per instruction, where its semantics come from and how it is tested",
                       formatter_class=argparse.RawDescriptionHelpFormatter, description=FIDELITY_HELP)
   fd.add_argument("instruction", nargs="*", help="explain these instructions on every selected arch (e.g. V_DIV_SCALE_F32; case and _E32/_E64 do not matter)")
-  fd.add_argument("--arch", action="append", default=[], metavar="ARCH", help="gfx1100, gfx1201, gfx950 or a family (rdna3, rdna4, cdna); "
+  fd.add_argument("--arch", action="append", default=[], metavar="ARCH", help="gfx1100, gfx1201, gfx950, gfx942 or a family (rdna3, rdna4, cdna); "
                   "repeatable (default: all)")
   fd.add_argument("--status", choices=("published", "corrected", "prose", "unsupported"), help="list only instructions of this status")
   fd.add_argument("--untested", action="store_true", help="list only instructions no passing test executes")

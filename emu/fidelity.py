@@ -203,9 +203,10 @@ def warnings(cov: dict | None) -> list[str]:
 
 def rows(arch: str, cov: dict | None) -> list[Row]:
   """Every instruction of `arch` with the passing tests of each kind that executed it there (hw_fact: tests marked
-  hw_fact naming it), sorted by mnemonic."""
-  name = _arch(arch).name
-  tests, ran = (cov["tests"], cov["ran"].get(name, {})) if cov else ([], {})
+  hw_fact naming it), sorted by mnemonic. Coverage is recorded per emulator library (`library_arch`): gfx942 shows gfx950's."""
+  from mockgpu.emu.arch import library_arch
+  a = _arch(arch)
+  name, tests, ran = a.name, *((cov["tests"], cov["ran"].get(library_arch(a).name, {})) if cov else ([], {}))
   def by_kind(m):
     ts = [tests[i] for i in ran.get(m, ())]
     return {k: tuple(t["id"] for t in ts if (m in t.get("hw_fact", ()) if k == "hw_fact" else t["kind"] == k)) for k in KINDS}

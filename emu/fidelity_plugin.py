@@ -6,6 +6,7 @@ is written to FILE with the instructions it ran per arch, its kind (marker `diff
 workers send their records in the reports' user_properties."""
 import pytest
 from mockgpu.emu import fidelity
+from mockgpu.emu.arch import get_arch, library_arch
 
 def pytest_addoption(parser):
   parser.addoption("--fidelity-coverage", metavar="FILE", help="record the instructions each passing test executes into FILE (docs/fidelity.md)")
@@ -21,7 +22,9 @@ def _hw_fact(item) -> tuple[list[str], str | None]:
 class Recorder:
   def __init__(self, config, out):
     self.config, self.out, self.ran, self.tests, self.failed, self.skipped = config, out, set(), {}, set(), 0
-  def _op(self, arch: str, counts: dict): self.ran.update((arch, fidelity.mnemonic(k)) for k in counts)
+  def _op(self, arch: str, counts: dict):   # keyed by the library that ran it: gfx942 and gfx950 run the same generated code
+    lib = library_arch(get_arch(arch)).name
+    self.ran.update((lib, fidelity.mnemonic(k)) for k in counts)
   def _entry(self, family: str, name: str): self.ran.add((fidelity.arch_of(family), fidelity.mnemonic(name)))
 
   @pytest.hookimpl(wrapper=True)

@@ -38,7 +38,7 @@ class GemmLaunch:
   args: the kernel-argument layout, in order: "A", "B", "C" as 8-byte addresses (8-aligned), "M", "N", "K", "lda", "ldb",
     "ldc" as u32. s[0:1] holds the argument address (tinygrad's AMD convention).
   lds_bytes: LDS per workgroup (raw code). rsrc2: COMPUTE_PGM_RSRC2 of raw code (default DEFAULT_RSRC2). wave64: raw code
-  runs in wave64 (always on gfx950)."""
+  runs in wave64 (always on gfx950 and gfx942)."""
   code: bytes
   grid: tuple[int, int, int]
   block: tuple[int, int, int]
@@ -51,7 +51,7 @@ class GemmLaunch:
 class GemmKernel:
   """A GEMM kernel's claims, which `mockgpu gemm` checks.
 
-  name: shown in reports. arch: "gfx1100" | "gfx1201" | "gfx950". dtypes: the (input, accumulate, output) type names it
+  name: shown in reports. arch: "gfx1100" | "gfx1201" | "gfx950" | "gfx942". dtypes: the (input, accumulate, output) type names it
   supports, each from DTYPES ("f16", "bf16", "f32"). tile: (M, N, K) one workgroup computes per step (documentation and the
   edge shapes of the sweep). multiple: M, N and K must be multiples of these (1: any size). shapes: the sizes it claims
   (the default sweep adds edge sizes, see sweep_shapes). build(M, N, K, dtypes) -> GemmLaunch. b_layout: "kn" (B is
@@ -226,7 +226,7 @@ def _prepare(k: GemmKernel, L: GemmLaunch, mem, addrs: dict[str, int], M: int, N
   from mockgpu.emu.launch import prepare
   vals = {**addrs, "M": M, "N": N, "K": K, "lda": K, "ldb": K if k.b_layout == "nk" else N, "ldc": N}
   if L.code[:4] == b"\x7fELF": co = load_elf(L.code)
-  else: co = CodeObject(L.code, 0, raw_rsrc1(k.arch), L.rsrc2, 0, L.lds_bytes, 0, 0, not L.wave64 and k.arch != "gfx950", False)
+  else: co = CodeObject(L.code, 0, raw_rsrc1(k.arch), L.rsrc2, 0, L.lds_bytes, 0, 0, not L.wave64 and 32 in get_arch(k.arch).wave_sizes, False)
   return prepare(co, k.arch, L.grid, L.block, [], _kernargs(L.args, vals), memory=mem)
 
 def inputs(M: int, N: int, K: int, dt: str, seed: int) -> tuple[np.ndarray, np.ndarray]:

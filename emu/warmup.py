@@ -16,9 +16,13 @@ def main(argv:list[str]|None=None) -> int:
   p.add_argument("--force", action="store_true", help="rebuild even if a verified library is cached")
   a = p.parse_args(argv)
   want = archs if "all" in (a.arch or []) else list(dict.fromkeys(a.arch or ["gfx1100"]))
+  from mockgpu.emu.arch import library_arch
   from mockgpu.emu.build import build, cache_dir
   from mockgpu.errors import MockGPUError
   for name in want:
+    if (lib_name:=library_arch(ARCHS[name]).name) != name and lib_name in want:   # built (or to be built) under its own name
+      print(f"{name}: runs on {lib_name}'s library (the same generated C)")
+      continue
     try: lib = build(ARCHS[name], force=a.force)
     except MockGPUError as e:
       print(f"mockgpu warm-up: {name}: {type(e).__name__}: {str(e).splitlines()[0]}", file=sys.stderr)

@@ -10,7 +10,7 @@ __all__ = ["GPUProfile", "PROFILES", "profile_for", "mock_arch", "PCI_DEFAULT_AR
 @dataclass(frozen=True)
 class GPUProfile:
   """One emulated GPU model. `props` are the KFD topology `properties` lines (docs/contracts/kfd.md section 2.1)."""
-  arch: str                                   # gfx1100, gfx1201, gfx950 (what code is compiled for)
+  arch: str                                   # gfx1100, gfx1201, gfx950, gfx942 (what code is compiled for)
   name: str                                   # marketing name, for reports
   gfx_target_version: int                     # topology value; tinygrad derives its arch from it
   device_id: int                              # PCI device id
@@ -71,9 +71,11 @@ _CDNA = (("simd_count", 304), ("mem_banks_count", 1), ("caches_count", 400), ("i
          ("max_slots_scratch_cu", 32), ("max_engine_clk_fcompute", 2400), ("max_engine_clk_ccompute", 3000), ("fw_version", 120),
          ("capability", 746326592), ("debug_prop", 1511), ("sdma_fw_version", 20))
 
-# MP0/MP1 (PSP/SMU): Navi 31 13.0.0, Navi 48 14.0.3, MI350X 13.0.12 (linux-firmware added its gc 9.5.0 and psp 13.0.12 blobs in one
+_CDNA3 = tuple((k, 64 if k == "lds_size_in_kb" else v) for k, v in _CDNA)   # MI300X: 64 KiB of LDS per CU (MI350X: 160)
+
+# MP0/MP1 (PSP/SMU): Navi 31 13.0.0, Navi 48 14.0.3, MI300X 13.0.6, MI350X 13.0.12 (linux-firmware added its gc 9.5.0 and psp 13.0.12 blobs in one
 # release; tinygrad's AM driver treats MP 13.0.12 as CDNA, like MI300's 13.0.6, and loads no SMU firmware for it).
-# SDMA: MI350X 4.4.4. tinygrad's AM driver, which runs real MI350X boards, builds SDMA registers only for 4.4.2 (MI300) and 4.4.4
+# SDMA: MI300X 4.4.2, MI350X 4.4.4. GC: MI300X 9.4.3 (its discovery table's version; KFD's gfx_target_version says 9.4.2). tinygrad's AM driver, which runs real MI350X boards, builds SDMA registers only for 4.4.2 (MI300) and 4.4.4
 # (amdev.py _build_regs) and pins sdma_4_4_4.bin next to gc_9_5_0/psp_13_0_12; with 4.4.5 its SDMA init fails (KeyError regSDMA_CNTL).
 PROFILES: dict[str, GPUProfile] = {p.arch: p for p in [
   GPUProfile("gfx1100", "Radeon RX 7900 XTX (Navi 31)", 110000, 0x744C, (11,0,0), (6,0,0), (4,3,0), (13,0,0), (13,0,0), _RDNA, 32, 24 << 30,
@@ -81,6 +83,8 @@ PROFILES: dict[str, GPUProfile] = {p.arch: p for p in [
   GPUProfile("gfx1201", "Radeon RX 9070 XT (Navi 48)", 120001, 0x7550, (12,0,1), (7,0,1), (6,3,1), (14,0,3), (14,0,3), _RDNA, 32, 16 << 30,
              mmhub=(4,1,0), hdp=(7,0,0), osssys=(7,0,0)),
   GPUProfile("gfx950", "Instinct MI350X", 90500, 0x75A0, (9,5,0), (4,4,4), (7,9,0), (13,0,12), (13,0,12), _CDNA, 64, 288 << 30,
+             mmhub=(1,8,0), hdp=(4,4,2), osssys=(4,4,2)),
+  GPUProfile("gfx942", "Instinct MI300X", 90402, 0x74A1, (9,4,3), (4,4,2), (7,9,0), (13,0,6), (13,0,6), _CDNA3, 64, 192 << 30,
              mmhub=(1,8,0), hdp=(4,4,2), osssys=(4,4,2)),
 ]}
 

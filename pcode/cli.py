@@ -7,7 +7,7 @@ from mockgpu.pcode.errors import PcodeSyntaxError, PcodeError
 __all__ = ["coverage", "main", "family"]
 
 def family(name:str) -> str:
-  """An ISA family (rdna3, rdna4, cdna) from itself or from a GPU arch the emulator models (gfx1100, gfx1201, gfx950)."""
+  """An ISA family (rdna3, rdna4, cdna) from itself or from a GPU arch the emulator models (gfx1100, gfx1201, gfx950, gfx942)."""
   if name in ARCHS: return name
   from mockgpu.emu.arch import ARCHS as GPUS   # the arch table: each GPU's ISA family
   if name in GPUS and GPUS[name].family in ARCHS: return GPUS[name].family
@@ -59,7 +59,7 @@ def main(argv:list[str]|None=None) -> int:
   """Entry point. `coverage [--arch A] [--json]` prints per-arch coverage and what is missing; `show ARCH NAME`."""
   ap = argparse.ArgumentParser(prog="mockgpu pcode", description="AMD ISA pseudocode compiler tools")
   sub = ap.add_subparsers(dest="cmd", required=True, metavar="{coverage,show}")
-  archs = f"{', '.join(ARCHS)} or gfx1100, gfx1201, gfx950"
+  archs = f"{', '.join(ARCHS)} or gfx1100, gfx1201, gfx950, gfx942"
   c = sub.add_parser("coverage", help="entries total / parsed / typed / compiled per backend / prose, and what is missing")
   c.add_argument("--arch", type=family, action="append", help=f"only this ISA ({archs}); repeatable (default: all)")
   c.add_argument("--json", action="store_true", help="print the reports as JSON")

@@ -12,7 +12,7 @@ from dataclasses import replace
 __all__ = ["tinygrad_version", "check_tinygrad", "check_target", "check_toolchain", "check_firmware", "run", "find_libllvm", "MIN_LLVM"]
 
 # arch -> first LLVM release whose AMDGPU backend knows it; older ones abort inside LLVM while compiling the first kernel
-MIN_LLVM = {"gfx950": 20}
+MIN_LLVM = {"gfx950": 20, "gfx942": 17}   # LLVM 14 and 15 warn "not a recognized processor" for gfx942 and emit generic code
 _passed: set[str] = set()
 
 def _fail(msg:str):

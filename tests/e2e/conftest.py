@@ -27,13 +27,13 @@ def _libllvm() -> str:
 
 @pytest.fixture(scope="module")
 def fw_env(tmp_path_factory):
-  """Env for a MOCKPCI or MOCKUSB gfx950 run (tinygrad's AM driver): XDG_CACHE_HOME holding the gfx950 firmware; the emulator
-  cache stays the usual one."""
+  """Env for a MOCKPCI or MOCKUSB run of a CDNA chip (tinygrad's AM driver): XDG_CACHE_HOME holding the gfx950 and gfx942
+  firmware; the emulator cache stays the usual one."""
   tmp = tmp_path_factory.mktemp("am-fw")
   env = {**os.environ, "XDG_CACHE_HOME": str(tmp), "MOCKGPU_CACHE": str(cache_dir())}
   src = ["--deb", deb] if (deb:=os.environ.get("MOCKGPU_FIRMWARE_DEB")) else []
-  r = subprocess.run([sys.executable, "-m", "mockgpu.tinygrad.firmware", "--chip", "gfx950", *src], env=env, capture_output=True, text=True)
+  r = subprocess.run([sys.executable, "-m", "mockgpu.tinygrad.firmware", "--chip", "gfx950", "--chip", "gfx942", *src], env=env, capture_output=True, text=True)
   if r.returncode != 0:
-    pytest.skip(f"no source of gfx950's firmware on this machine (set MOCKGPU_FIRMWARE_DEB to a firmware-amd-graphics .deb, or install "
+    pytest.skip(f"no source of gfx950's and gfx942's firmware on this machine (set MOCKGPU_FIRMWARE_DEB to a firmware-amd-graphics .deb, or install "
                 f"firmware-amd-graphics): {r.stdout.strip().splitlines()[-4:] if r.stdout.strip() else r.stderr.strip()}")
   return {"XDG_CACHE_HOME": str(tmp), "MOCKGPU_CACHE": str(cache_dir()), "LLVM_PATH": _libllvm()}

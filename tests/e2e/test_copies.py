@@ -43,13 +43,13 @@ def test_more_gpus_than_the_system_has(run, gpus, env):
   p = run(f"from tinygrad import Device; Device['AMD:{gpus - 1}']; Device['AMD:{gpus}']", check=False, **env)
   assert p.returncode != 0 and f"No device found for {gpus}" in p.stderr
 
-@pytest.mark.parametrize("arch", ["gfx1201", "gfx950"])
+@pytest.mark.parametrize("arch", ["gfx1201", "gfx950", "gfx942"])
 def test_other_arch_profiles_copy(run, arch):
-  from test_gfx950_kernels import libllvm_for_gfx950   # gfx950 needs LLVM >= 20 (activation checks it up front)
+  from test_cdna_kernels import CDNA, libllvm_for   # gfx950 needs LLVM >= 20 (activation checks it up front)
   r = run("""
     from tinygrad import Tensor, Device
     out([Device["AMD"].arch, Tensor([7, 8, 9], device="AMD").to("AMD:1").tolist()])""", f"MOCKKFD+AMD::{arch}",
-    **({"LLVM_PATH": libllvm_for_gfx950()} if arch == "gfx950" else {})).result
+    **({"LLVM_PATH": libllvm_for(arch)} if arch in CDNA else {})).result
   assert r == [arch, [7, 8, 9]]
 
 def test_profile_timestamps_on_copies(run):

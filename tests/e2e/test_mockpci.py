@@ -3,9 +3,11 @@
 
 Firmware source: $MOCKGPU_FIRMWARE_DEB (a firmware-amd-graphics .deb, what CI downloads), else the installed
 firmware-amd-graphics package or /lib/firmware. Without one the tests skip and say so (the `fw_env` fixture, conftest.py)."""
+import pytest
 from oob_kernel import PRELUDE
 
-def test_boot_and_one_liner_on_mockpci_gfx950(run, fw_env):
+@pytest.mark.parametrize("dev", ["MOCKPCI+AMD", "MOCKPCI+AMD::gfx942"])
+def test_boot_and_one_liner_on_mockpci(run, fw_env, dev):
   r = run("""
     import time
     t = time.perf_counter()
@@ -15,11 +17,11 @@ def test_boot_and_one_liner_on_mockpci_gfx950(run, fw_env):
     from mockgpu.mock.am.pci import system
     g = system().gpu(0)
     out({"arch": d.arch, "iface": type(d.iface).__name__, "res": (Tensor([1,2,3])+1).numpy().tolist(), "boot_s": boot,
-         "psp": dict(g.psp.stats), "bad": g.mmu.bad})""", "MOCKPCI+AMD", **fw_env)
-  res = r.result
-  assert res["arch"] == "gfx950" and res["iface"] == "MOCKPCIIface" and res["res"] == [2, 3, 4]
+         "psp": dict(g.psp.stats), "bad": g.mmu.bad})""", dev, **fw_env)
+  res, arch = r.result, dev.partition("::")[2] or "gfx950"   # gfx950 is the default chip
+  assert res["arch"] == arch and res["iface"] == "MOCKPCIIface" and res["res"] == [2, 3, 4]
   assert res["bad"] == 0 and res["psp"]["bootloader 0x20000"] == 1   # every cold boot loads the sOS once (PSP_BL__LOAD_SOSDRV)
-  print(f"MOCKPCI gfx950 boot: {res['boot_s']:.2f} s")
+  print(f"MOCKPCI {arch} boot: {res['boot_s']:.2f} s")
 
 def test_gfx1100_without_its_smu_blob_fails_with_one_line(run, fw_env):
   r = run("from tinygrad import Device; Device['AMD']", "MOCKPCI+AMD::gfx1100", check=False, **fw_env)

@@ -39,3 +39,16 @@ def test_tensor_ops_and_big_copies_over_mockusb(run, fw_env):
   assert res["still_mapped"] and res["after"] == [3.0 * i for i in range(4096)]
   assert res["stats"]["control"] > 1000 and res["stats"]["bulk"] > 1000   # every register access is a USB transfer
   print(f"MOCKUSB gfx950 boot: {res['boot_s']:.2f} s")
+
+def test_gfx942_over_mockusb(run, fw_env):
+  # MI300X (GC 9.4.3, PSP/SMU 13.0.6, SDMA 4.4.2) boots behind the bridge too, with its own firmware
+  r = run("""
+    import numpy as np
+    from tinygrad import Tensor, Device
+    m = np.arange(32 * 16, dtype=np.float32).reshape(32, 16) / 10
+    out({"arch": Device["AMD"].arch, "iface": type(Device["AMD"].iface).__name__, "mm": (Tensor(m) @ Tensor(m.T)).numpy().tolist()})""",
+    "MOCKUSB+AMD::gfx942", GMMU="0", CC=_cc(), **fw_env).result
+  import numpy as np
+  m = np.arange(32 * 16, dtype=np.float32).reshape(32, 16) / 10
+  assert r["arch"] == "gfx942" and r["iface"] == "MOCKUSBIface", r
+  np.testing.assert_allclose(np.array(r["mm"], dtype=np.float32), m @ m.T, rtol=1e-5)

@@ -1,5 +1,6 @@
-"""tinygrad's tensor-core matmuls (WMMA on RDNA3 gfx1100 and RDNA4 gfx1201) on the mock GPU against numpy. DEBUG=4 prints
-the rendered kernels, which must contain the WMMA intrinsic, so the emulator's matrix ops are what computed the results."""
+"""tinygrad's tensor-core matmuls (WMMA on RDNA3 gfx1100 and RDNA4 gfx1201, MFMA on CDNA4 gfx950 and CDNA3 gfx942) on the mock
+GPU against numpy. DEBUG=4 prints the rendered kernels, which must contain the matrix intrinsic, so the emulator's matrix ops
+are what computed the results."""
 import pytest
 
 CODE = """
@@ -17,8 +18,9 @@ CODE = """
   res["random"] = bool(np.allclose(got, x.astype(np.float32) @ y.astype(np.float32), rtol=1e-5, atol=1e-5))
   out(res)"""
 
-@pytest.mark.parametrize("arch", ["gfx1100", "gfx1201"])
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1201", "gfx950", "gfx942"])
 def test_half_matmul_with_tensor_cores(run, arch):
-  p = run(CODE, f"MOCKKFD+AMD::{arch}", DEBUG="4")
+  from test_cdna_kernels import CDNA, libllvm_for
+  p = run(CODE, f"MOCKKFD+AMD::{arch}", DEBUG="4", **({"LLVM_PATH": libllvm_for(arch)} if arch in CDNA else {}))
   assert all(p.result.values()), p.result
-  assert "wmma" in p.stdout.lower()
+  assert ("mfma" if arch in CDNA else "wmma") in p.stdout.lower()   # the rendered kernel uses the matrix intrinsic

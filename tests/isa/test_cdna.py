@@ -13,13 +13,13 @@ M0 = C.src[124]   # gfx9 M0 is scalar encoding 124 (the DSL's M0 constant is RDN
 BACKENDS = pytest.mark.parametrize("backend", ["c", "python"])
 N = 64
 
-def run9(insts, bufs=None, *, backend="c", block=(N, 1, 1), sgprs=None, **kw):
-  """Run `insts` + s_endpgm as one gfx950 wave64 dispatch with the buffers' addresses in s0.. (pairs); registers in .state."""
+def run9(insts, bufs=None, *, backend="c", block=(N, 1, 1), sgprs=None, arch="gfx950", **kw):
+  """Run `insts` + s_endpgm as one gfx950 (or `arch`) wave64 dispatch with the buffers' addresses in s0.. (pairs); registers in .state."""
   bufs = bufs or Bufs()
   us = tuple(sgprs) if sgprs is not None else bufs.sgprs()
   kw.setdefault("rsrc2", len(us) << 1)
   prog = b"".join(i.to_bytes() for i in insts) + C.s_endpgm().to_bytes()
-  return run_code(prog, bufs.mem, arch="gfx950", wave64=True, block=block, user_sgprs=us, capture=True, backend=backend, **kw)
+  return run_code(prog, bufs.mem, arch=arch, wave64=True, block=block, user_sgprs=us, capture=True, backend=backend, **kw)
 
 def lanes(ops, *ins, backend="c", **kw):
   """v2.. = ins[i][lane] (u32 words), run `ops`, return the captured wave state (v1 = lane * 4)."""
@@ -161,6 +161,19 @@ def test_ds_and_acc_data(backend):
   np.testing.assert_array_equal(vreg(st, 7), a)
   np.testing.assert_array_equal(vreg(st, 8), first)   # through AccVGPR a0
   np.testing.assert_array_equal(vreg(st, 4), first)   # RSRC3.ACCUM_OFFSET = 0: AccVGPR a0 is unified slot 4
+
+@BACKENDS
+def test_gfx942_uses_the_top_of_its_64k_lds(backend):
+  # MI300X: 64 KiB of LDS per workgroup; lane L stores a[L] at 0xff00 + 4L (the last 256 bytes) and reads it back
+  a = np.arange(N, dtype=np.uint32) * 7 + 5
+  st = lanes([C.s_mov_b32(s[10], 0xff00), C.v_add_u32_e32(v[3], s[10], v[1]), C.ds_write_b32(addr=v[3], data0=v[2]), C.s_waitcnt(simm16=0),
+              C.ds_read_b32(vdst=v[5], addr=v[3]), C.s_waitcnt(simm16=0)], a, backend=backend, arch="gfx942", lds_bytes=65536)
+  np.testing.assert_array_equal(vreg(st, 5), a)
+  np.testing.assert_array_equal(vreg(st, 3), 0xff00 + 4 * np.arange(N))
+  if backend == "c":   # gfx942 and gfx950 generate the same C: one library serves both
+    from mockgpu.emu.arch import get_arch
+    from mockgpu.emu.build import build
+    assert build(get_arch("gfx942")).path == build(get_arch("gfx950")).path
 
 @BACKENDS
 def test_flat_global_scratch(backend):

@@ -17,7 +17,8 @@ def test_topology_has_a_cpu_node_and_six_gpus():
   ids = [int(k.lookup(f"{TOPOLOGY}/{n}/gpu_id")) for n in nodes[1:]]
   assert len(set(ids)) == 6 and 0 not in ids
 
-@pytest.mark.parametrize("arch,target,gc", [("gfx1100", 110000, (11, 0, 0)), ("gfx1201", 120001, (12, 0, 1)), ("gfx950", 90500, (9, 5, 0))])
+@pytest.mark.parametrize("arch,target,gc", [("gfx1100", 110000, (11, 0, 0)), ("gfx1201", 120001, (12, 0, 1)), ("gfx950", 90500, (9, 5, 0)),
+                                            ("gfx942", 90402, (9, 4, 3))])
 def test_properties_and_ip_discovery(arch, target, gc):
   k = KFD(profile_for(arch), autorun=False)
   props = {(p:=l.split())[0]: int(p[1]) for l in k.lookup(f"{TOPOLOGY}/1/properties").splitlines()}   # tinygrad's parser
@@ -31,7 +32,7 @@ def test_properties_and_ip_discovery(arch, target, gc):
 
 def test_unknown_arch_names_the_known_ones():
   with pytest.raises(UnknownArchError, match="gfx1030.*gfx1100"): profile_for("gfx1030")
-  assert set(PROFILES) == {"gfx1100", "gfx1201", "gfx950"}
+  assert set(PROFILES) == {"gfx1100", "gfx1201", "gfx950", "gfx942"}
 
 def test_paths_inside_the_model_are_enoent_and_outside_are_real():
   k = KFD(profile_for("gfx1100"), autorun=False)

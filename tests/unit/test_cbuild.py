@@ -241,6 +241,7 @@ def test_warm_up_command(monkeypatch, capsys):
   assert out[:2] == ["gfx1201: /cache/emu-gfx1201.so (cached, verified)", "gfx950: /cache/emu-gfx950.so (built in 1.5 s)"]
   built.clear()
   assert main(["warm-up", "--arch", "all", "--force"]) == 0 and built == [("gfx1100", True), ("gfx1201", True), ("gfx950", True)]
+  assert "gfx942: runs on gfx950's library (the same generated C)" in capsys.readouterr().out.splitlines()
   built.clear()
   assert main(["warm-up"]) == 0 and built == [("gfx1100", False)]
   with pytest.raises(SystemExit) as e: main(["warm-up", "--arch", "gfx1030"])

@@ -3,7 +3,7 @@ import pytest
 from dataclasses import replace
 from mockgpu.emu.build import build
 from mockgpu.emu.api import Dispatch, run, check_dispatch
-from mockgpu.emu.arch import ARCHS, ArchSpec, get_arch
+from mockgpu.emu.arch import ARCHS, ArchSpec, get_arch, library_arch
 from mockgpu.emu.errors import UnsupportedDispatch, BackendUnavailable
 from mockgpu.emu.memory import MemoryMap
 
@@ -27,6 +27,15 @@ def test_arch_table_is_the_one_place_for_arch_facts():
   assert get_arch("gfx950").wave_sizes == (64,) and get_arch("gfx950").num_agprs == 256 and get_arch("gfx950").nvregs == 512
   assert get_arch("gfx1100").nvregs == 256 and get_arch("gfx1100").true16 and not get_arch("gfx950").true16
   assert {a.family for a in ARCHS.values()} == {"rdna3", "rdna4", "cdna"}
+
+def test_gfx942_is_gfx950_with_64k_of_lds_on_one_library():
+  # MI300X (CDNA3) has 64 KiB of LDS per workgroup, MI350X (CDNA4) 160 KiB; everything the generated C reads is the same
+  g942, g950 = get_arch("gfx942"), get_arch("gfx950")
+  assert (g942.max_lds, g950.max_lds) == (65536, 163840) and g942.isa == g950.isa and library_arch(g942) is g950
+  assert library_arch(get_arch("gfx1100")) is get_arch("gfx1100") and library_arch(get_arch("gfx1201")) is get_arch("gfx1201")
+  check_dispatch(Dispatch("gfx950", 0x1000, wave64=True, lds_bytes=96 << 10))
+  with pytest.raises(UnsupportedDispatch, match="lds=98304 bytes > 65536 per workgroup on gfx942"):
+    check_dispatch(Dispatch("gfx942", 0x1000, wave64=True, lds_bytes=96 << 10))
 
 def test_arch_rows_name_every_field():
   with pytest.raises(TypeError): ArchSpec("gfx0", "rdna3", (32,), 106, 256, 0, 65536, 1024, False, 125, 124, 233, 250, -1)   # keyword-only

@@ -7,7 +7,7 @@ from tinygrad.runtime.autogen.amd.rdna3.ins import s_code_end, s_endpgm_ordered_
 import tinygrad.runtime.autogen.amd.cdna.ins as C
 from mockgpu.emu import fidelity
 from mockgpu.emu.api import OP_HOOKS, run_code
-from mockgpu.emu.arch import ARCHS
+from mockgpu.emu.arch import ARCHS, library_arch
 from mockgpu.emu.cli import main
 from mockgpu.emu.errors import InvalidInstruction
 from mockgpu.pcode.corrections import FIXES
@@ -127,7 +127,7 @@ def test_shipped_coverage_matches_the_schema():
   assert cov is not None, "emu/fidelity_coverage.json is missing: run `mockgpu emu fidelity --update-coverage`"
   assert cov["schema"] == fidelity.SCHEMA and cov["paths"] == list(fidelity.DEFAULT_TESTS) and cov["outcome"]["passed"] == len(cov["tests"])
   assert all(t["kind"] in ("differential", "known-answer") and set(t) <= {"id", "kind", "hw_fact", "source"} for t in cov["tests"])
-  assert set(cov["ran"]) == set(ARCHS) and all(0 <= i < len(cov["tests"]) for ms in cov["ran"].values() for ix in ms.values() for i in ix)
+  assert set(cov["ran"]) == {library_arch(a).name for a in ARCHS.values()} and all(0 <= i < len(cov["tests"]) for ms in cov["ran"].values() for ix in ms.values() for i in ix)
   for a, ms in cov["ran"].items(): assert set(ms) <= set(fidelity.implementations(a)), a   # every recorded instruction is one of the arch's
 
 def test_cli_explains_one_instruction(tmp_path, capsys):
@@ -142,7 +142,7 @@ def test_cli_explains_one_instruction(tmp_path, capsys):
     *(line for f in fx for line in (f"    reason: {f.reason}", f"    source: {f.source}"))]
   assert [l.split(" (")[0] for l in out[j:j + 3]] == ["  differential tests", "  known-answer tests", "  hw_fact tests"]
   assert main(["fidelity", "V_DIV_SCALEE_F32"]) == 2
-  assert capsys.readouterr().err == ("mockgpu emu fidelity: no instruction 'V_DIV_SCALEE_F32' on gfx1100, gfx1201, gfx950; "
+  assert capsys.readouterr().err == ("mockgpu emu fidelity: no instruction 'V_DIV_SCALEE_F32' on gfx1100, gfx1201, gfx950, gfx942; "
                                      "did you mean V_DIV_SCALE_F32, V_DIV_SCALE_F64, V_DIV_FMAS_F32?\n")
   assert main(["fidelity", "--arch", "gfx1100", "--status", "unsupported", "--json", str(tmp_path / "r.json")]) == 0
   doc = json.loads((tmp_path / "r.json").read_text())
@@ -151,8 +151,9 @@ def test_cli_explains_one_instruction(tmp_path, capsys):
   assert doc["archs"]["gfx1100"]["totals"]["unsupported"] == len(doc["archs"]["gfx1100"]["instructions"])
   assert main(["fidelity", "--totals"]) == 0
   out = capsys.readouterr().out.splitlines()
-  assert out[-5] == "| arch | instructions | published | corrected | prose | unsupported | differential | known-answer | hw_fact | untested |"
-  assert [l.split(" |")[0] for l in out[-3:]] == ["| gfx1100 (rdna3)", "| gfx1201 (rdna4)", "| gfx950 (cdna)"]
+  assert out[-6] == "| arch | instructions | published | corrected | prose | unsupported | differential | known-answer | hw_fact | untested |"
+  assert [l.split(" |")[0] for l in out[-4:]] == ["| gfx1100 (rdna3)", "| gfx1201 (rdna4)", "| gfx950 (cdna)", "| gfx942 (cdna)"]
+  assert out[-2].split(" | ")[1:] == out[-1].split(" | ")[1:]   # gfx942 runs gfx950's library: the same instructions and tests
 
 TEST_FILE = '''
 import pytest

@@ -168,8 +168,10 @@ def test_cli_without_chip_needs_every_pinned_blob(tmp_path, cache, fake_pins, ca
   assert firmware.main(["--from", str(root)]) == 1   # smu_13_0_0.bin differs
   out = capsys.readouterr().out
   blobs, chips = tables(out)
-  assert list(blobs) == list(fake_pins) + (g1201:=firmware.blobs_for(PROFILES["gfx1201"]))
-  assert chips == {"gfx1100": "no: smu_13_0_0.bin differs", "gfx1201": "no: " + ", ".join(f"{n} unpinned" for n in g1201), "gfx950": "yes"}
+  g1201, g942 = firmware.blobs_for(PROFILES["gfx1201"]), firmware.blobs_for(PROFILES["gfx942"])
+  assert list(blobs) == list(fake_pins) + g1201 + g942
+  assert chips == {"gfx1100": "no: smu_13_0_0.bin differs", "gfx950": "yes",
+                   **{a: "no: " + ", ".join(f"{n} unpinned" for n in bs) for a, bs in (("gfx1201", g1201), ("gfx942", g942))}}
 
 def test_cli_usage_errors_exit_2(tmp_path, cache, capsys):
   assert firmware.main(["--from", str(tmp_path / "nope")]) == 2

@@ -1,14 +1,19 @@
-"""tinygrad end to end on the mock gfx950 (CDNA, wave64): DEV=MOCKKFD+AMD::gfx950, kernels compiled by LLVM >= 20 (libllvm22,
-installed by dev.sh; tinygrad finds it through LLVM_PATH), numpy as the oracle."""
-from mockgpu.tinygrad.checks import find_libllvm
+"""tinygrad end to end on the mock CDNA GPUs (wave64): DEV=MOCKKFD+AMD::gfx950 (MI350X) and ::gfx942 (MI300X), kernels compiled by
+a libLLVM that knows the chip (gfx950: LLVM >= 20, libllvm22 installed by dev.sh; tinygrad finds it through LLVM_PATH), numpy as
+the oracle."""
+import pytest
+from mockgpu.tinygrad.checks import MIN_LLVM, find_libllvm
 
-def libllvm_for_gfx950() -> str:
-  """Path of the newest installed libLLVM with major version >= 20 (the first that knows gfx950)."""
-  p = find_libllvm(20)
-  assert p, "no libLLVM >= 20: gfx950 needs it; apt-get install libllvm22 (./dev.sh does)"
+CDNA = ["gfx950", "gfx942"]
+
+def libllvm_for(arch:str) -> str:
+  """Path of the newest installed libLLVM whose AMDGPU backend knows `arch` (checks.MIN_LLVM)."""
+  p = find_libllvm(MIN_LLVM[arch])
+  assert p, f"no libLLVM >= {MIN_LLVM[arch]}: {arch} needs it; apt-get install libllvm22 (./dev.sh does)"
   return p
 
-def test_kernels_on_gfx950(run):
+@pytest.mark.parametrize("arch", CDNA)
+def test_kernels_on_cdna(run, arch):
   r = run("""
     import numpy as np
     from tinygrad import Tensor, Device, dtypes
@@ -28,10 +33,11 @@ def test_kernels_on_gfx950(run):
     res["max"] = bool(np.array_equal(Tensor(a2).max(axis=0).numpy(), a2.max(axis=0)))
     res["argmax"] = bool(np.array_equal(Tensor(a2).argmax(axis=1).numpy(), a2.argmax(axis=1)))
     res["matmul_f32"] = bool(np.allclose((Tensor(a2) @ Tensor(b2)).numpy(), a2 @ b2, atol=1e-4))
-    out(res)""", "MOCKKFD+AMD::gfx950", LLVM_PATH=libllvm_for_gfx950()).result
-  assert r.pop("arch") == "gfx950" and all(r.values()), r
+    out(res)""", f"MOCKKFD+AMD::{arch}", LLVM_PATH=libllvm_for(arch)).result
+  assert r.pop("arch") == arch and all(r.values()), r
 
-def test_uniform_values_through_sgprs_on_gfx950(run):
+@pytest.mark.parametrize("arch", CDNA)
+def test_uniform_values_through_sgprs_on_cdna(run, arch):
   # LLVM moves lane-uniform values from VGPRs to SGPRs with V_READFIRSTLANE_B32 / V_READLANE_B32 (bool loads feeding scalar
   # selects, conv2d's unrolled weights); the result must land in the SGPR (gfx950 once wrote it to a VGPR: argmax 0, wild addresses)
   r = run("""
@@ -44,7 +50,7 @@ def test_uniform_values_through_sgprs_on_gfx950(run):
     for i in range(3):
       for j in range(3): ref += np.einsum("nchw,oc->nohw", x[:, :, i:i + 3, j:j + 3], w[:, :, i, j])
     res["conv2d"] = bool(np.allclose(Tensor(x).conv2d(Tensor(w)).numpy(), ref, atol=1e-4))
-    out(res)""", "MOCKKFD+AMD::gfx950", LLVM_PATH=libllvm_for_gfx950()).result
+    out(res)""", f"MOCKKFD+AMD::{arch}", LLVM_PATH=libllvm_for(arch)).result
   assert r == {"bool_argmax": [1, 0], "conv2d": True}, r
 
 def test_fp8_with_nan_on_gfx950(run):
@@ -54,7 +60,7 @@ def test_fp8_with_nan_on_gfx950(run):
     from tinygrad import Tensor, dtypes
     a, b = [1.5, 0.25, float("nan"), -3.0, 448.0], [2.0, 0.5, 1.0, 1.0, 0.0]
     out((Tensor(a, dtype=dtypes.fp8e4m3) + Tensor(b, dtype=dtypes.fp8e4m3)).bitcast(dtypes.uint8).tolist())""",
-    "MOCKKFD+AMD::gfx950", LLVM_PATH=libllvm_for_gfx950()).result
+    "MOCKKFD+AMD::gfx950", LLVM_PATH=libllvm_for("gfx950")).result
   def e4m3(u):
     if u & 0x7f == 0x7f: return float("nan")
     e, m = u >> 3 & 15, u & 7
