@@ -90,22 +90,26 @@ def main(argv: list[str] | None = None) -> int:
                   help="the emulator's kernel translator ($MOCKGPU_EMU_XLAT): off (default, as in normal use: interpreter only), sync "
                        "(each kernel is translated during the warm-up run, so the timed runs are translated) or auto (tiered, in the background)")
   ap.add_argument("--boot", action="store_true", help="only time opening each mock AMD device (MOCKKFD, MOCKPCI, GMMU=0 MOCKUSB) in fresh interpreters")
+  ap.add_argument("--arch", help="with --boot: the chip of every row, e.g. gfx942 (default: each interface's own, gfx1100 on MOCKKFD, "
+                  "gfx950 on MOCKPCI and MOCKUSB)")
   args = ap.parse_args(argv)
+  if args.arch and not args.boot: ap.error("--arch goes with --boot (give the arch of a full-stack run in --dev, e.g. MOCKKFD+AMD::gfx942)")
   if args.boot:
     from mockgpu.tinygrad.ci import cpu_compiler
     from mockgpu.tinygrad.checks import find_libllvm
     env = cpu_compiler(dict(os.environ))   # MOCKUSB syncs tinygrad's CPU device on every register access
     if "LLVM_PATH" not in os.environ and (llvm:=find_libllvm(20)): env["LLVM_PATH"] = str(llvm)   # MOCKPCI/MOCKUSB default to gfx950
-    print(f"mockgpu bench --boot: Device['AMD'] in a fresh interpreter, median of {args.reps}\n\n{'DEV':24s} {'arch':8s} {'boot s':>8s}")
+    print(f"mockgpu bench --boot: Device['AMD'] in a fresh interpreter, median of {args.reps}\n\n{'DEV':28s} {'arch':8s} {'boot s':>8s}")
     bad = 0
     for dev, extra in BOOT_DEVS:
+      dev += f"::{args.arch}" if args.arch else ""
       name = " ".join([*(f"{k}={v}" for k, v in extra.items()), dev])
       try: t, arch = boot(dev, {**env, **extra}, args.reps)
       except RuntimeError as e:
         bad += 1
-        print(f"{name:24s} failed: {e}")
+        print(f"{name:28s} failed: {e}")
         continue
-      print(f"{name:24s} {arch:8s} {t:8.2f}")
+      print(f"{name:28s} {arch:8s} {t:8.2f}")
     return 1 if bad else 0
   if "tinygrad.runtime.support.hcq" in sys.modules: ap.error("tinygrad's HCQ runtime is already imported; run in a fresh interpreter")
   os.environ["DEV"], os.environ["MOCKGPU_EMU_XLAT"] = args.dev, args.xlat

@@ -10,6 +10,11 @@ def test_boot_probe_opens_the_device():
 def test_boot_probe_failure_names_the_cause():
   with pytest.raises(RuntimeError, match="gfx9999"): boot("MOCKKFD+AMD::gfx9999", {}, 1)
 
+def test_boot_arch_goes_with_boot(capsys):
+  from mockgpu.tinygrad.bench import main
+  with pytest.raises(SystemExit) as e: main(["--arch", "gfx942"])
+  assert e.value.code == 2 and "--arch goes with --boot" in capsys.readouterr().err
+
 @pytest.mark.slow
 def test_emu_bench_prints_every_row():
   """`mockgpu emu bench` end to end (its rows: four kernels, interpreted and translated, each on one thread and on every CPU);
