@@ -36,7 +36,7 @@ if ! .venv/bin/python -c 'import mockgpu, pytest, xdist, build, ruff' 2>/dev/nul
 fi
 export PATH="$PWD/.venv/bin:$PATH"
 # tinygrad's AM driver (DEV=MOCKPCI+AMD, default chip gfx950) boots only with real firmware: Debian's firmware-amd-graphics
-# (component non-free-firmware, which the default sources lack) carries gfx950's blobs with the sha256 tinygrad pins. The .deb
+# (component non-free-firmware, which the default sources lack) carries gfx950's and gfx942's blobs with the sha256 tinygrad pins. The .deb
 # is fetched once into .cache/firmware with a throw-away apt state (the machine's apt configuration is not touched), then
 # `mockgpu firmware` copies the verified blobs into tinygrad's download cache. Without network the MOCKPCI tests say why.
 firmware() {
@@ -53,7 +53,8 @@ firmware() {
   fi
   if [ -n "$deb" ]; then
     export MOCKGPU_FIRMWARE_DEB="$PWD/$deb"
-    mockgpu firmware --chip gfx950 --deb "$deb" >/dev/null || echo "dev.sh: $deb lacks gfx950 blobs with tinygrad's hashes (mockgpu firmware --list --deb $deb)" >&2
+    mockgpu firmware --chip gfx950 --chip gfx942 --deb "$deb" >/dev/null ||
+      echo "dev.sh: $deb lacks gfx950 or gfx942 blobs with tinygrad's hashes (mockgpu firmware --list --deb $deb)" >&2
   fi
 }
 cmd="${1:-test}"; shift || true
