@@ -206,7 +206,8 @@ def rows(arch: str, cov: dict | None) -> list[Row]:
   hw_fact naming it), sorted by mnemonic. Coverage is recorded per emulator library (`library_arch`): gfx942 shows gfx950's."""
   from mockgpu.emu.arch import library_arch
   a = _arch(arch)
-  name, tests, ran = a.name, *((cov["tests"], cov["ran"].get(library_arch(a).name, {})) if cov else ([], {}))
+  name = a.name
+  tests, ran = (cov["tests"], cov["ran"].get(library_arch(a).name, {})) if cov else ([], {})
   def by_kind(m):
     ts = [tests[i] for i in ran.get(m, ())]
     return {k: tuple(t["id"] for t in ts if (m in t.get("hw_fact", ()) if k == "hw_fact" else t["kind"] == k)) for k in KINDS}

@@ -73,10 +73,12 @@ _CDNA = (("simd_count", 304), ("mem_banks_count", 1), ("caches_count", 400), ("i
 
 _CDNA3 = tuple((k, 64 if k == "lds_size_in_kb" else v) for k, v in _CDNA)   # MI300X: 64 KiB of LDS per CU (MI350X: 160)
 
-# MP0/MP1 (PSP/SMU): Navi 31 13.0.0, Navi 48 14.0.3, MI300X 13.0.6, MI350X 13.0.12 (linux-firmware added its gc 9.5.0 and psp 13.0.12 blobs in one
-# release; tinygrad's AM driver treats MP 13.0.12 as CDNA, like MI300's 13.0.6, and loads no SMU firmware for it).
-# SDMA: MI300X 4.4.2, MI350X 4.4.4. GC: MI300X 9.4.3 (its discovery table's version; KFD's gfx_target_version says 9.4.2). tinygrad's AM driver, which runs real MI350X boards, builds SDMA registers only for 4.4.2 (MI300) and 4.4.4
-# (amdev.py _build_regs) and pins sdma_4_4_4.bin next to gc_9_5_0/psp_13_0_12; with 4.4.5 its SDMA init fails (KeyError regSDMA_CNTL).
+# MP0/MP1 (PSP/SMU): Navi 31 13.0.0, Navi 48 14.0.3, MI300X 13.0.6, MI350X 13.0.12 (linux-firmware added its gc 9.5.0 and
+# psp 13.0.12 blobs in one release; tinygrad's AM driver treats MP 13.0.12 as CDNA, like MI300's 13.0.6, and loads no SMU
+# firmware for it). GC: MI300X 9.4.3 in its discovery table, 9.4.2 as KFD's gfx_target_version (tinygrad maps one to the other).
+# SDMA: MI300X 4.4.2, MI350X 4.4.4. tinygrad's AM driver, which runs real MI350X boards, builds SDMA registers only for 4.4.2
+# (MI300) and 4.4.4 (amdev.py _build_regs) and pins sdma_4_4_4.bin next to gc_9_5_0/psp_13_0_12; with 4.4.5 its SDMA init
+# fails (KeyError regSDMA_CNTL).
 PROFILES: dict[str, GPUProfile] = {p.arch: p for p in [
   GPUProfile("gfx1100", "Radeon RX 7900 XTX (Navi 31)", 110000, 0x744C, (11,0,0), (6,0,0), (4,3,0), (13,0,0), (13,0,0), _RDNA, 32, 24 << 30,
              mmhub=(3,0,0), hdp=(6,0,0), osssys=(6,0,0)),
