@@ -20,6 +20,7 @@ def _int0(s: str) -> int:
 def _run(a) -> int:
   import numpy as np
   from mockgpu.emu.api import run_code
+  from mockgpu.emu.arch import get_arch
   from mockgpu.emu.memory import MemoryMap
   try: data = pathlib.Path(a.file).read_bytes()
   except OSError as e:
@@ -39,7 +40,7 @@ def _run(a) -> int:
   else:
     us = tuple(x for b in bufs for x in (b.ctypes.data & 0xffffffff, b.ctypes.data >> 32))
     st = run_code(data, mem, arch=a.arch, grid=a.grid, block=a.block, user_sgprs=us, rsrc2=a.rsrc2 if a.rsrc2 is not None else len(us) << 1,
-                  lds_bytes=a.lds, scratch_bytes_per_lane=a.scratch, wave64=a.wave64, **opts)
+                  lds_bytes=a.lds, scratch_bytes_per_lane=a.scratch, wave64=a.wave64 or 32 not in get_arch(a.arch).wave_sizes, **opts)
   print(f"{st.instructions} wave-instructions, {st.workgroups} workgroups, {st.waves} waves, {st.seconds * 1e3:.2f} ms")
   if st.state is not None:
     w = st.state
@@ -80,7 +81,7 @@ def parser() -> argparse.ArgumentParser:
   r.add_argument("--rsrc2", type=_int0, help="COMPUTE_PGM_RSRC2 of a raw kernel (default: user SGPR count of the buffers' pointers)")
   r.add_argument("--lds", type=nonnegative_int, default=0, help="LDS bytes per workgroup of a raw kernel (default 0)")
   r.add_argument("--scratch", type=nonnegative_int, default=0, help="scratch bytes per lane of a raw kernel (default 0)")
-  r.add_argument("--wave64", action="store_true", help="run a raw kernel in wave64 (gfx950 and gfx942 always are)")
+  r.add_argument("--wave64", action="store_true", help="run a raw kernel in wave64 (the default on gfx950 and gfx942, which have no wave32)")
   r.add_argument("--budget", type=positive_int, help="stop after this many wave-instructions (watchdog)")
   r.add_argument("--backend", default="c", choices=("c", "python"), help="emulator backend: generated C (default) or the Python reference")
   r.add_argument("--vgprs", type=nonnegative_int, default=8, help="VGPRs to print (default 8)")

@@ -40,6 +40,15 @@ def test_emu_run_missing_file_is_one_line(tmp_path):
   p = cli("emu", "run", str(tmp_path / "nosuchfile"))
   assert p.returncode == 2 and p.stderr == f"mockgpu emu run: cannot read {tmp_path / 'nosuchfile'}: No such file or directory\n"
 
+@pytest.mark.parametrize("arch", ["gfx950", "gfx942"])
+def test_emu_run_on_cdna_needs_no_wave64_flag(tmp_path, capsys, arch):
+  # CDNA has no wave32: a raw kernel runs in wave64 without --wave64 (it once failed with "has no wave32")
+  from tinygrad.runtime.autogen.amd.cdna import ins as C
+  (k := tmp_path / "k.bin").write_bytes(C.v_mov_b32_e32(C.v[1], 7).to_bytes() + C.s_endpgm().to_bytes())
+  assert main(["emu", "run", str(k), "--arch", arch, "--block", "64", "--vgprs", "2"]) == 0
+  v1 = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("v1 "))
+  assert v1.split()[1:] == ["00000007"] * 64
+
 class _Grab(Exception): pass
 
 def _parsers(cmd:str, monkeypatch) -> list[argparse.ArgumentParser]:
