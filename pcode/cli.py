@@ -44,7 +44,10 @@ def coverage(arch:str) -> dict:
 def _show(arch:str, name:str) -> int:
   from mockgpu.pcode.cemit import emit_op, metadata
   if name not in entries(arch):
-    print(f"pcode show: {arch} has no entry {name!r} (names look like VOP2Op_V_ADD_F32_E32)", file=sys.stderr)
+    import difflib
+    near = difflib.get_close_matches(name, entries(arch), 3) or difflib.get_close_matches(name.upper(), entries(arch), 3, 0.5)
+    print(f"pcode show: {arch} has no entry {name!r}; " + (f"did you mean {', '.join(near)}?" if near else "names look like VOP2Op_V_ADD_F32_E32"),
+          file=sys.stderr)
     return 2
   e = entries(arch)[name]
   print(f"// {arch} {name}{' (corrected, see corrections.FIXES)' if e.fixed else ''}")

@@ -21,7 +21,10 @@ def test_cli_show(capsys):
   out = capsys.readouterr().out
   assert "D0.f32 = S0.f32 + S1.f32" in out and "static inline void pc_VOP2Op_V_ADD_F32_E32(PcState *s)" in out
   assert main(["show", "rdna3", "NOPE"]) == 2
-  capsys.readouterr()
+  assert capsys.readouterr().err == "pcode show: rdna3 has no entry 'NOPE'; names look like VOP2Op_V_ADD_F32_E32\n"
+  assert main(["show", "gfx942", "VOP1Op_V_MOV_B32"]) == 2   # a GPU arch names its family; near names are offered
+  assert capsys.readouterr().err == ("pcode show: cdna has no entry 'VOP1Op_V_MOV_B32'; did you mean VOP1Op_V_MOV_B64_E32, VOP1Op_V_MOV_B32_E32, "
+                                     "SOP1Op_S_MOV_B32?\n")
   assert main(["show", "rdna3", "VOP3Op_V_DIV_FMAS_F32"]) == 0   # a corrected entry names each fix's source and reason
   out = capsys.readouterr().out
   assert "// fix 0 [hardware: instruction results recorded on RDNA3/CDNA GPUs (issue 10)]: with the lane's VCC bit set" in out
