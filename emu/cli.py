@@ -17,6 +17,10 @@ def _int0(s: str) -> int:
   try: return int(s, 0)
   except ValueError: raise argparse.ArgumentTypeError(f"{s!r} is not an integer (0x.. for hex)") from None
 
+def _bytes(s: str) -> int:
+  if (n := _int0(s)) < 1: raise argparse.ArgumentTypeError(f"{s!r}: a buffer needs at least one byte")
+  return n
+
 def _run(a) -> int:
   import numpy as np
   from mockgpu.emu.api import run_code
@@ -27,8 +31,8 @@ def _run(a) -> int:
     print(f"mockgpu emu run: cannot read {a.file}: {e.strerror or e}", file=sys.stderr)
     return 2
   mem = MemoryMap()
-  bufs = [np.zeros(n // 4, np.uint32) for n in a.buffer]
-  for i, b in enumerate(bufs): mem.add(b.ctypes.data, b.nbytes, f"buf{i}")
+  bufs = [np.zeros(-(-n // 4), np.uint32) for n in a.buffer]   # whole words to print; exactly n bytes mapped
+  for i, (b, n) in enumerate(zip(bufs, a.buffer)): mem.add(b.ctypes.data, n, f"buf{i}")
   opts = dict(budget=a.budget, backend=a.backend, capture=True, op_counts=a.counts)
   if data[:4] == b"\x7fELF" and not a.raw:
     from mockgpu.emu.codeobj import load_elf
@@ -76,7 +80,7 @@ def parser() -> argparse.ArgumentParser:
   r.add_argument("--raw", action="store_true", help="treat FILE as raw bytes even if it starts like an ELF")
   r.add_argument("--grid", type=_dims, default=(1, 1, 1), help="workgroups in x[,y[,z]] (default 1)")
   r.add_argument("--block", type=_dims, default=(32, 1, 1), help="work-items per workgroup in x[,y[,z]] (default 32)")
-  r.add_argument("--buffer", action="append", default=[], type=_int0, metavar="BYTES",
+  r.add_argument("--buffer", action="append", default=[], type=_bytes, metavar="BYTES",
                  help="bytes of a zeroed buffer passed as kernel argument / s-pair (repeatable)")
   r.add_argument("--rsrc2", type=_int0, help="COMPUTE_PGM_RSRC2 of a raw kernel (default: user SGPR count of the buffers' pointers)")
   r.add_argument("--lds", type=nonnegative_int, default=0, help="LDS bytes per workgroup of a raw kernel (default 0)")

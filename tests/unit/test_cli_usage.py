@@ -23,6 +23,7 @@ def test_no_command_is_a_usage_error(capsys):
 @pytest.mark.parametrize("args,err", [
   (("bench", "--reps", "0"), "mockgpu bench: error: argument --reps: '0' is not a positive integer"),
   (("emu", "bench", "--reps", "-1"), "mockgpu emu bench: error: argument --reps: '-1' is not a positive integer"),
+  (("emu", "run", "k.bin", "--buffer", "-4"), "mockgpu emu run: error: argument --buffer: '-4': a buffer needs at least one byte"),
   (("emu", "run", "k.bin", "--grid", "0,1"), "mockgpu emu run: error: argument --grid: '0,1': expected up to three positive integers, e.g. 4,8"),
   (("fuzz", "idiv", "--jobs", "0"), "mockgpu fuzz: error: argument --jobs: '0' is not a positive integer"),
   (("fuzz", "idiv", "--time", "nan0"), "mockgpu fuzz: error: argument --time: 'nan0' is not a positive number"),
@@ -48,6 +49,16 @@ def test_emu_run_on_cdna_needs_no_wave64_flag(tmp_path, capsys, arch):
   assert main(["emu", "run", str(k), "--arch", arch, "--block", "64", "--vgprs", "2"]) == 0
   v1 = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("v1 "))
   assert v1.split()[1:] == ["00000007"] * 64
+
+def test_emu_run_maps_exactly_the_buffer_bytes(tmp_path, capsys):
+  # --buffer 5 maps 5 bytes: a 2-byte store at offset 4 faults, at offset 3 it lands (bytes 3..4 of buf0)
+  from tinygrad.runtime.autogen.amd.rdna3 import ins as I
+  for off, rc in ((4, 1), (3, 0)):
+    (k := tmp_path / "k.bin").write_bytes(b"".join(i.to_bytes() for i in (I.v_mov_b32_e32(I.v[1], 0), I.v_mov_b32_e32(I.v[2], 0x0403),
+                                       I.global_store_b16(addr=I.v[1], data=I.v[2], saddr=I.s[0:1], offset=off), I.s_endpgm())))
+    assert main(["emu", "run", str(k), "--block", "1", "--buffer", "5"]) == rc
+    cap = capsys.readouterr()
+    assert ("offset=+0x4" in cap.err) if rc else cap.out.splitlines()[-1] == "buf0: 03000000 00000004"
 
 class _Grab(Exception): pass
 
