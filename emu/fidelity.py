@@ -61,7 +61,7 @@ def mnemonic(name: str) -> str:
 def _arch(name: str):
   from mockgpu.emu.arch import ARCHS
   a = ARCHS.get(name) or next((a for a in ARCHS.values() if a.family == name), None)
-  if a is None: raise ValueError(f"unknown arch {name!r}: use {', '.join(ARCHS)} or a family ({', '.join(a.family for a in ARCHS.values())})")
+  if a is None: raise ValueError(f"unknown arch {name!r}: use {', '.join(ARCHS)} or a family ({', '.join(dict.fromkeys(a.family for a in ARCHS.values()))})")
   return a
 
 @functools.cache

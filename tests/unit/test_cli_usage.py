@@ -28,6 +28,7 @@ def test_no_command_is_a_usage_error(capsys):
   (("fuzz", "idiv", "--jobs", "0"), "mockgpu fuzz: error: argument --jobs: '0' is not a positive integer"),
   (("fuzz", "idiv", "--time", "nan0"), "mockgpu fuzz: error: argument --time: 'nan0' is not a positive number"),
   (("pcode", "show", "gfx9", "X"), "mockgpu pcode show: error: argument arch: unknown arch 'gfx9': use an ISA family (rdna3, rdna4, cdna) or a GPU arch"),
+  (("emu", "fidelity", "--arch", "gfx1"), "mockgpu emu fidelity: unknown arch 'gfx1': use gfx1100, gfx1201, gfx950, gfx942 or a family (rdna3, rdna4, cdna)"),
   (("emu", "fixtures"), "mockgpu emu fixtures: error: the following arguments are required: --out"),
   (("gemm", "wmma_gfx1100", "--shape", "64x64"), "mockgpu gemm: error: argument --shape: '64x64': expected MxNxK, e.g. 64x64x128"),
   (("gemm", "wmma_gfx1100", "--dtype", "f16"), "mockgpu gemm: error: argument --dtype: 'f16': expected INPUT/ACCUMULATE/OUTPUT, e.g. f16/f32/f32"),
