@@ -472,15 +472,22 @@ def plain_dwords(text: str) -> tuple[str, int] | None:
 
 def _plain_fast(kind: str, n: int, r: str) -> list[str]:
   """The wave-level fast path of a plain dword load/store: all active lanes inside one registered range -> direct copies in lane
-  order (what the per-lane pseudocode loop does when nothing faults); otherwise the per-lane loop below runs, with its exact checks."""
+  order (what the per-lane pseudocode loop does when nothing faults); otherwise the per-lane loop below runs, with its exact checks.
+  With every lane active the addresses come from a straight loop of the wave's width (vectorised) and the copies move four lanes
+  at a time (csrc/emu_core.h plain_ld_full / plain_st_full)."""
   cp = (f"{{ uint32_t x; memcpy(&x, p + 4 * k, 4); VV[({r} + k) * MAXLANES + L] = x; }}" if kind == "load" else
         f"{{ uint32_t x = VV[({r} + k) * MAXLANES + L]; memcpy(p + 4 * k, &x, 4); }}")
+  addr = "uint64_t a = A[L] = (sa ? sbase + va[L] : ((uint64_t)vah[L] << 32 | va[L])) + off; lo = a < lo ? a : lo; hi = a > hi ? a : hi;"
+  full = lambda nl: (f"for (int L = 0; L < {nl}; L++) {{ {addr} }} if (lanes_in_range(w, lo, hi, {4 * n})) "
+                     f"{{ plain_{'ld' if kind == 'load' else 'st'}_full(VV + {r} * MAXLANES, A, {nl}, {n}); w->c->atomic = 0; return; }}")
   return ["  uint64_t A[MAXLANES], lo = ~0ull, hi = 0;",
-          "  for (uint64_t e = ex; e; e &= e - 1) { int L = __builtin_ctzll(e); uint64_t a = A[L] = (sa ? sbase + va[L] : ((uint64_t)vah[L] << 32 | va[L])) + off;"
-          " lo = a < lo ? a : lo; hi = a > hi ? a : hi; }",
+          "  if (ex == w->c->wave_mask) {   /* every lane active */",
+          f"    if (w->c->wave_size == 32) {{ {full(32)} }}", f"    else {{ {full(64)} }}",
+          "  } else {",
+          f"  for (uint64_t e = ex; e; e &= e - 1) {{ int L = __builtin_ctzll(e); {addr} }}",
           f"  if (ex && lanes_in_range(w, lo, hi, {4 * n})) {{",
           f"    for (uint64_t e = ex; e; e &= e - 1) {{ int L = __builtin_ctzll(e); uint8_t *p = (uint8_t *)(uintptr_t)A[L]; for (int k = 0; k < {n}; k++) {cp} }}",
-          "    w->c->atomic = 0; return;", "  }"]
+          "    w->c->atomic = 0; return;", "  }", "  }"]
 
 def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, text: str = "") -> str:
   fmt = f.name

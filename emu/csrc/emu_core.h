@@ -194,6 +194,48 @@ static inline int lanes_in_range(Wave *w, uint64_t lo, uint64_t hi, int n) {
   if (lo >= c->hit_lo && hi + n <= c->hit_hi) return 1;
   return range_find(c, lo, hi + n - lo);
 }
+/* the copies of the plain dword fast path when every lane of the wave is active (gen_c._plain_fast): lanes four at a time,
+ * each lane's n dwords moved as one vector and transposed to/from the n VGPR rows (lane-by-lane scalar copies into rows 256
+ * bytes apart took two thirds of the translated matmul). Stores write the lanes in lane order, as the per-lane loop does. */
+typedef uint32_t emu_v4u __attribute__((vector_size(16)));
+#if defined(__clang__)
+#define EMU_SHUF4(a, b, i, j, k, l) __builtin_shufflevector(a, b, i, j, k, l)
+#else
+#define EMU_SHUF4(a, b, i, j, k, l) __builtin_shuffle(a, b, (emu_v4u){i, j, k, l})
+#endif
+/* transposes the 4x4 dwords of x0..x3 (rows) in place: x_k becomes the k-th dword of each */
+#define EMU_TR4X4(x0, x1, x2, x3) do { \
+    emu_v4u a0_ = EMU_SHUF4(x0, x1, 0, 4, 1, 5), a1_ = EMU_SHUF4(x0, x1, 2, 6, 3, 7); \
+    emu_v4u b0_ = EMU_SHUF4(x2, x3, 0, 4, 1, 5), b1_ = EMU_SHUF4(x2, x3, 2, 6, 3, 7); \
+    x0 = EMU_SHUF4(a0_, b0_, 0, 1, 4, 5); x1 = EMU_SHUF4(a0_, b0_, 2, 3, 6, 7); \
+    x2 = EMU_SHUF4(a1_, b1_, 0, 1, 4, 5); x3 = EMU_SHUF4(a1_, b1_, 2, 3, 6, 7); } while (0)
+/* lane L's n dwords at A[L] -> d[k * MAXLANES + L] (d: the first destination row), lanes 0..nl-1; n and nl are constants at
+ * every call site (four named vectors, not an array: gcc kept an array on the stack) */
+static inline __attribute__((always_inline)) void plain_ld_full(uint32_t *d, const uint64_t *A, int nl, int n) {
+  if (n == 1) { for (int L = 0; L < nl; L++) memcpy(d + L, (const void *)(uintptr_t)A[L], 4); return; }
+  for (int L = 0; L < nl; L += 4) {
+    emu_v4u x0 = {0, 0, 0, 0}, x1 = x0, x2 = x0, x3 = x0;
+    memcpy(&x0, (const void *)(uintptr_t)A[L], 4 * n); memcpy(&x1, (const void *)(uintptr_t)A[L + 1], 4 * n);
+    memcpy(&x2, (const void *)(uintptr_t)A[L + 2], 4 * n); memcpy(&x3, (const void *)(uintptr_t)A[L + 3], 4 * n);
+    EMU_TR4X4(x0, x1, x2, x3);
+    memcpy(d + L, &x0, 16); memcpy(d + MAXLANES + L, &x1, 16);
+    if (n > 2) memcpy(d + 2 * MAXLANES + L, &x2, 16);
+    if (n > 3) memcpy(d + 3 * MAXLANES + L, &x3, 16);
+  }
+}
+/* d[k * MAXLANES + L] -> lane L's n dwords at A[L], lanes 0..nl-1 in order */
+static inline __attribute__((always_inline)) void plain_st_full(const uint32_t *d, const uint64_t *A, int nl, int n) {
+  if (n == 1) { for (int L = 0; L < nl; L++) memcpy((void *)(uintptr_t)A[L], d + L, 4); return; }
+  for (int L = 0; L < nl; L += 4) {
+    emu_v4u x0, x1, x2 = {0, 0, 0, 0}, x3 = x2;
+    memcpy(&x0, d + L, 16); memcpy(&x1, d + MAXLANES + L, 16);
+    if (n > 2) memcpy(&x2, d + 2 * MAXLANES + L, 16);
+    if (n > 3) memcpy(&x3, d + 3 * MAXLANES + L, 16);
+    EMU_TR4X4(x0, x1, x2, x3);
+    memcpy((void *)(uintptr_t)A[L], &x0, 4 * n); memcpy((void *)(uintptr_t)A[L + 1], &x1, 4 * n);
+    memcpy((void *)(uintptr_t)A[L + 2], &x2, 4 * n); memcpy((void *)(uintptr_t)A[L + 3], &x3, 4 * n);
+  }
+}
 /* strict mode: `[addr, addr+n)` misses the allocations; a read inside their mapped granules is noted and performed (the
  * hardware allows it), anything else faults (writes and atomics outside an allocation in strict mode, or unmapped) */
 static uint8_t *gptr_miss(Wave *w, uint64_t addr, int n, int kind, int lane) {

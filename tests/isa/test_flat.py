@@ -168,6 +168,102 @@ def test_store_straddling_the_end_writes_none_of_the_faulting_access(enc, width,
   for l in range(8): want[width * l:width * (l + 1)] = [100 * (k + 1) + l for k in range(width)]
   np.testing.assert_array_equal(buf, want)   # lane 8's in-range dword (at lim - 4) is untouched
 
+# the same paths when every lane of the wave is active (straight address loop, four lanes moved at a time) and when not
+_LD = {1: global_load_b32, 2: global_load_b64, 3: global_load_b96, 4: global_load_b128}
+_ST = {1: global_store_b32, 2: global_store_b64, 3: global_store_b96, 4: global_store_b128}
+
+def _lane_tables(n, width, seed):
+  """Per-lane byte offsets: loads from rows 1 KiB apart in a shuffled lane order, stores that overlap each other (a dword
+  several lanes write ends with the value of the last of them in lane order)."""
+  rng = np.random.default_rng(seed)
+  sto = 4 * rng.integers(0, 2 * n, n)
+  sto[1::4] = sto[0::4] + 4; sto[3::4] = sto[2::4]   # and in every group of four lanes: one dword apart, the same address
+  return (rng.permutation(n) * 1024 + 4 * rng.integers(0, 200, n)).astype(np.uint32), sto.astype(np.uint32)
+
+def _plain_prog(width, addr64, exec_lo=None):
+  """v2 = load offset, v3 = store offset (from tables s[4:5], s[6:7]); load `width` dwords at src + v2 into v[2..] (the
+  destination overlaps the address register), store them at dst + v3. exec_lo: EXEC for the load and store (wave32 only)."""
+  vd = v[2:1 + width] if width > 1 else v[2]
+  pre = [v_lshlrev_b32_e32(v[1], 2, v[0]), global_load_b32(vdst=v[2], addr=v[1], saddr=s[4:5]), global_load_b32(vdst=v[3], addr=v[1], saddr=s[6:7]),
+         s_waitcnt(simm16=0), v_mov_b32_e32(v[10], v[3])]
+  if exec_lo is not None: pre += [s_mov_b32(EXEC_LO, exec_lo)]
+  if addr64: ld = [v_mov_b32_e32(v[9], s[1]), v_add_co_u32(v[8], VCC_LO, s[0], v[2]), v_add_co_ci_u32_e32(v[9], 0, v[9]),
+                   v_mov_b32_e32(v[2], v[8]), v_mov_b32_e32(v[3], v[9]), _LD[width](vdst=vd, addr=v[2:3], saddr=NULL)]
+  else: ld = [_LD[width](vdst=vd, addr=v[2], saddr=s[0:1])]
+  return pre + ld + [s_waitcnt(simm16=0), _ST[width](addr=v[10], data=vd, saddr=s[2:3])]
+
+def _want(src, ldo, sto, width, active, size):
+  out = np.zeros(size, np.uint32)
+  for l in np.flatnonzero(active):   # lanes in order
+    out[sto[l] // 4:sto[l] // 4 + width] = src[ldo[l] // 4:ldo[l] // 4 + width]
+  return out
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+@pytest.mark.parametrize("addr64", [False, True])
+@pytest.mark.parametrize("wave64", [False, True])
+@pytest.mark.parametrize("width", [1, 2, 3, 4])
+def test_full_wave_loads_and_stores(width, wave64, addr64, backend):
+  n = 64 if wave64 else 32
+  ldo, sto = _lane_tables(n, width, seed=width + 8 * wave64)
+  src, dst = np.arange(n * 256 + 256, dtype=np.uint32) * 7 + 3, np.zeros(4 * n + 8, np.uint32)
+  bufs = Bufs(src, dst, ldo, sto)
+  run(_plain_prog(width, addr64), bufs, block=(n, 1, 1), wave64=wave64, backend=backend)
+  np.testing.assert_array_equal(dst, _want(src, ldo, sto, width, np.ones(n, bool), dst.size))
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+@pytest.mark.parametrize("width", [2, 4])
+def test_partial_exec_loads_and_stores(width, backend):
+  """Inactive lanes neither load nor store (their addresses point nowhere) and keep their registers."""
+  exec_lo = 0x5f3c_a0f7
+  active = np.array([(exec_lo >> l) & 1 for l in range(32)], bool)
+  ldo, sto = _lane_tables(32, width, seed=3)
+  ldo[~active] = 0xfff00000; sto[~active] = 0xfff00000
+  src, dst = np.arange(32 * 256 + 256, dtype=np.uint32) * 5 + 1, np.zeros(4 * 32 + 8, np.uint32)
+  bufs = Bufs(src, dst, ldo, sto)
+  st = run(_plain_prog(width, False, exec_lo), bufs, backend=backend)
+  np.testing.assert_array_equal(dst, _want(src, ldo, sto, width, active, dst.size))
+  got = np.array([st.state.vgprs[2][l] for l in range(32)], np.uint32)
+  np.testing.assert_array_equal(got[~active], ldo[~active])   # v2 (the first destination dword) keeps the load offset
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+@pytest.mark.parametrize("store", [False, True])
+def test_wave64_lane_faulting_in_the_middle(store, backend):
+  """Every lane of a wave64 active, lane 40's b128 access crosses the end of the buffer: the fault names lane 40 and the
+  first missing dword; lanes 0..39 did their accesses, lane 40 none of its store."""
+  lim = 40 * 16 + 8
+  buf, out = np.arange(64 * 4, dtype=np.uint32) + 100, np.zeros(64 * 4, np.uint32)
+  bufs = Bufs(out); bufs.mem.add(buf.ctypes.data, lim, "short")
+  us = (buf.ctypes.data & 0xffffffff, buf.ctypes.data >> 32, out.ctypes.data & 0xffffffff, out.ctypes.data >> 32)
+  p = [v_lshlrev_b32_e32(v[1], 4, v[0])]
+  if store: p += [*(v_add_nc_u32_e32(v[4 + k], 1000 * (k + 1), v[0]) for k in range(4)), global_store_b128(addr=v[1], data=v[4:7], saddr=s[0:1])]
+  else: p += [global_load_b128(vdst=v[4:7], addr=v[1], saddr=s[0:1])]
+  with pytest.raises(GPUFault) as ei: run(p, bufs, sgprs=us, block=(64, 1, 1), wave64=True, backend=backend)
+  r = ei.value.report
+  assert (r.kind, r.lane, r.size, r.offset) == ("write" if store else "read", 40, 4, lim)
+  if store:
+    want = np.arange(64 * 4, dtype=np.uint32) + 100
+    want[:160] = (np.arange(40)[:, None] + 1000 * np.arange(1, 5)[None, :]).reshape(-1)
+    np.testing.assert_array_equal(buf, want)
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_strict_mode_full_wave_b128_overread(backend):
+  """Strict mode, every lane active: lanes 30 and 31 read past the allocation (inside its page): performed with the memory's
+  bytes, each dword counted, lane 30 reported."""
+  from mockgpu.emu.memory import MemoryMap, PAGE
+  import mmap, ctypes
+  m = mmap.mmap(-1, PAGE)
+  arr = np.frombuffer(m, np.uint32); arr[:] = np.arange(arr.size, dtype=np.uint32) * 3 + 1
+  base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+  out = np.zeros(32 * 4, np.uint32)
+  bufs = Bufs(); bufs.mem = MemoryMap(strict=True)
+  bufs.mem.add(out.ctypes.data, out.nbytes, "out"); bufs.mem.add(base, 30 * 16, "small", granule=PAGE)
+  st = run([v_lshlrev_b32_e32(v[1], 4, v[0]), global_load_b128(vdst=v[4:7], addr=v[1], saddr=s[0:1]), s_waitcnt(simm16=0),
+            global_store_b128(addr=v[1], data=v[4:7], saddr=s[2:3])], bufs,
+           sgprs=(base & 0xffffffff, base >> 32, out.ctypes.data & 0xffffffff, out.ctypes.data >> 32), backend=backend)
+  np.testing.assert_array_equal(out, arr[:32 * 4])
+  assert st.oob_reads == 8 and (st.oob_report.address, st.oob_report.lane, st.oob_report.size) == (base + 30 * 16, 30, 4)
+  del arr
+
 @pytest.mark.parametrize("backend", ["c", "python"])
 def test_flat_atomic_csub_u32(backend):
   """FLAT_ATOMIC_CSUB_U32 (RDNA3 FLAT encoding): old - data, clamped at 0 when data > old; GLC returns the old value"""
