@@ -26,8 +26,11 @@ def planned(load: bool = False) -> bytes:
               v_lshlrev_b32_e32(v[2], 2, v[0]), v_add_nc_u32_e32(v[2], s[7], v[2]), *tail)
 
 def run_planned(plan, threads, backend="c", load=False, strict=False, **kw):
-  """(Stats or the exception, out) of the planned kernel over G workgroups of one wave32."""
-  out, p = np.zeros(G * 32 + 64, np.uint32), np.array([x for it_off in plan for x in it_off], np.uint32)
+  """(Stats or the exception, out) of the planned kernel over G workgroups of one wave32. `out` starts a page, so the reads just
+  past its end stay inside its last mapped page wherever numpy puts the array (they faulted when its end fell near a page end)."""
+  back = np.zeros((2 * PAGE) // 4 + G * 32 + 64, np.uint32)
+  at = (-back.ctypes.data % PAGE) // 4
+  out, p = back[at:at + G * 32 + 64], np.array([x for it_off in plan for x in it_off], np.uint32)
   mem = MemoryMap(strict=strict)
   for i, a in enumerate((out, p)): mem.add(a.ctypes.data, a.nbytes, f"buf{i}", PAGE)
   us = tuple(x for a in (out, p) for x in (a.ctypes.data & 0xffffffff, a.ctypes.data >> 32))
