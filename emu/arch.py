@@ -1,12 +1,12 @@
 """Every arch-specific fact the emulator uses, as one frozen dataclass per target. Code branches on these fields, never
 on arch-name strings. Rows name every field (the dataclass is keyword-only), so a row reads as the table it is."""
 from __future__ import annotations
-import dataclasses
+import dataclasses, functools, re
 from dataclasses import dataclass
 from tinygrad.runtime.autogen import amdgpu_kd as kd
 from mockgpu.emu.errors import UnsupportedDispatch
 
-__all__ = ["ArchSpec", "ARCHS", "get_arch", "library_arch"]
+__all__ = ["ArchSpec", "ARCHS", "get_arch", "library_arch", "unmodelled_ops"]
 
 @dataclass(frozen=True, kw_only=True)
 class ArchSpec:
@@ -32,6 +32,8 @@ class ArchSpec:
   dpp_gfx9: bool = False    # DPP16 controls of gfx9 (wave_shl/rol/shr/ror, row_bcast15/31; 0x15x = row_newbcast) instead of gfx10+
   dpp_bcast_row0: bool = False  # DPP16 0x142/0x143 (gfx9's row_bcast:15/31): every lane reads lane 0 of its row (gfx11 hardware, issue 10)
   rsrc1_dx10_ieee: bool = True  # RSRC1 has ENABLE_DX10_CLAMP / ENABLE_IEEE_MODE (gfx6-gfx11; gfx12 uses those bits otherwise)
+  fp8: str = "ocp"          # the FP8/BF8 formats: "ocp" (E4M3/E5M2, what the pseudocode and emu.matrix model) or "fnuz" (gfx942:
+                            # biases 8/16, NaN 0x80, no infinities), whose ops stop as unmodelled (`unmodelled_ops`)
   notes: str = ""
 
   @property
@@ -41,8 +43,9 @@ class ArchSpec:
 
   @property
   def isa(self) -> ArchSpec:
-    """What the generated C depends on: this row without its name, notes and per-workgroup limits (checked in Python)."""
-    return dataclasses.replace(self, name="", notes="", max_lds=0, max_threads=0)
+    """What the generated C depends on: this row without its name, notes, per-workgroup limits (checked in Python) and the
+    ops it stops at dispatch time (`fp8`, `unmodelled_ops`)."""
+    return dataclasses.replace(self, name="", notes="", max_lds=0, max_threads=0, fp8="ocp")
 
   @property
   def default_rsrc1(self) -> int:
@@ -71,7 +74,7 @@ ARCHS: dict[str, ArchSpec] = {a.name: a for a in (
   ArchSpec(name="gfx1201", family="rdna4", **_RDNA, tgid_in_ttmp=True, vsharp=("_GFX11", "_GFX12"), rsrc1_dx10_ieee=False,
            notes="RDNA4: VSAMPLE, VIMAGE BVH_DUAL/BVH8 not modelled (docs/emu.md)"),
   ArchSpec(name="gfx950", family="cdna", **_CDNA, max_lds=163840, notes="CDNA4 gfx950, wave64 only (what is not modelled: docs/emu.md)"),
-  ArchSpec(name="gfx942", family="cdna", **_CDNA, max_lds=65536,
+  ArchSpec(name="gfx942", family="cdna", **_CDNA, max_lds=65536, fp8="fnuz",
            notes="CDNA3 gfx942, wave64 only; decodes the wheel's CDNA tables, which include gfx950's additions (docs/emu.md)"),
 )}
 
@@ -84,3 +87,20 @@ def library_arch(arch: ArchSpec) -> ArchSpec:
   """The row whose emulator library `arch` runs on: the first in ARCHS with the same `isa` (gfx942 runs on gfx950's library,
   whose generated C would be identical), so one build serves both."""
   return next((a for a in ARCHS.values() if a.isa == arch.isa), arch)
+
+FNUZ_MSG = ("FP8/BF8 on this arch are the FNUZ formats (E4M3 bias 8, E5M2 bias 16, NaN 0x80, no infinities); the emulator models the "
+            "OCP ones (gfx950), so it stops instead of computing other values")
+
+@functools.cache
+def unmodelled_ops(arch: ArchSpec) -> dict[str, str]:
+  """{mnemonic (no _E32/_E64): why} for the ops `arch` decodes but the emulator's shared semantics would get wrong, which both
+  backends stop at (ST_UNSUPPORTED): on an `fp8="fnuz"` arch every op whose pseudocode handles fp8/bf8 values and every matrix op
+  with FP8/BF8 (or F8F6F4) inputs."""
+  if arch.fp8 != "fnuz": return {}
+  from mockgpu.emu import matrix
+  from mockgpu.emu.fidelity import mnemonic
+  from mockgpu.pcode.tables import entries
+  small = re.compile(r"(?<![A-Za-z0-9])\w*(fp8|bf8)\w*")   # the pseudocode's fp8/bf8 types and conversion built-ins
+  names = {mnemonic(n) for n, e in entries(arch.family).items() if small.search(e.text)}
+  names |= {n for n, op in matrix.ops(arch.family).items() if {op.a, op.b} & {"fp8", "bf8", "f8f6f4"}}
+  return dict.fromkeys(sorted(names), FNUZ_MSG)

@@ -5,7 +5,7 @@ import ctypes, functools, os, sys, time
 import numpy as np
 from mockgpu.emu import translate
 from mockgpu.emu.api import Dispatch, Stats, WaveState
-from mockgpu.emu.arch import ArchSpec
+from mockgpu.emu.arch import ArchSpec, unmodelled_ops
 from mockgpu.emu.build import Library, build
 from mockgpu.emu.errors import BackendUnavailable, EmuError, GPUFault, FaultReport, UnsupportedDispatch
 from mockgpu.emu.memory import MemoryMap
@@ -39,7 +39,8 @@ class EmuArgs(ctypes.Structure):
     ("v_pad", ctypes.c_uint32), *[(n, ctypes.c_uint64) for n in ("w_lo", "w_hi", "w_alo", "w_ahi", "w_count")], ("w_first", WatchRec),
     ("w_last", WatchRec), ("lds_rd", ctypes.c_uint64), ("lds_wr", ctypes.c_uint64),
     ("xlat", ctypes.c_void_p), ("xlat_pcs", ctypes.POINTER(ctypes.c_uint32)), ("xlat_n", ctypes.c_uint32), ("trace_cap", ctypes.c_uint32),
-    ("trace_pcs", ctypes.POINTER(ctypes.c_uint32)), ("trace_n", ctypes.c_uint64), ("threads", ctypes.c_uint32), ("threads_used", ctypes.c_uint32)]
+    ("trace_pcs", ctypes.POINTER(ctypes.c_uint32)), ("trace_n", ctypes.c_uint64), ("threads", ctypes.c_uint32), ("threads_used", ctypes.c_uint32),
+    ("deny", ctypes.POINTER(ctypes.c_uint8)), ("deny_msg", ctypes.c_char_p)]
 
 def poison() -> int:
   """EmuArgs.poison from $MOCKGPU_EMU_POISON (a byte, e.g. 0xa5; unset or empty: off): every handler's pseudocode state
@@ -50,6 +51,15 @@ def poison() -> int:
   except ValueError: b = -1
   if not 0 <= b <= 255: raise UnsupportedDispatch(f"MOCKGPU_EMU_POISON={v!r}: give one byte (0..255, e.g. 0xa5), or unset it")
   return 0x100 | b
+
+@functools.cache
+def _deny(arch: ArchSpec, handlers: tuple[str, ...]):
+  """EmuArgs.deny/deny_msg for `arch`: per handler slot 1 if the op is in arch.unmodelled_ops (None, None if there are none)."""
+  if not (um := unmodelled_ops(arch)): return None, None
+  msg = dict.fromkeys(um.values())
+  assert len(msg) == 1, "EmuArgs carries one deny message per dispatch"
+  from mockgpu.emu.fidelity import mnemonic
+  return (ctypes.c_uint8 * len(handlers))(*(mnemonic(h) in um for h in handlers)), next(iter(msg)).encode()
 
 @functools.cache
 def load(arch: ArchSpec) -> tuple[ctypes.CDLL, Library]:
@@ -92,8 +102,10 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   if capture:
     cs, cv = (ctypes.c_uint32 * 128)(), (ctypes.c_uint32 * (arch.nvregs * 64))()
     a.cap_sgpr, a.cap_vgpr = cs, cv
-  xm, xk, trace = translate.mode(), None, None   # the translator: not while opcodes are counted (the interpreter counts them)
-  if xm != "off" and counts is None:
+  a.deny, a.deny_msg = _deny(arch, lib.handlers)
+  # the translator: not while opcodes are counted (the interpreter counts them), nor on an arch that stops some ops at decode
+  xm, xk, trace = translate.mode(), None, None
+  if xm != "off" and counts is None and not a.deny:
     tr = translate.translator(arch, dll, lib.path.stem)
     if (xk := tr.lookup(d.code_addr, code[1])) is not None: a.xlat, a.xlat_pcs, a.xlat_n = xk.fn, xk.pcs_arr, len(xk.pcs)
     else: trace = (ctypes.c_uint32 * translate.TRACE_CAP)(); a.trace_pcs, a.trace_cap = trace, translate.TRACE_CAP

@@ -82,7 +82,8 @@ def _always(body) -> set[str]:
 @functools.cache
 def implementations(arch: str) -> dict[str, tuple[Impl, ...]]:
   """{mnemonic: Impl per encoding} for every valid opcode of `arch` (a GPU name or family), decided as gen_c.generate
-  decides which handler an opcode gets (tests/unit/test_fidelity.py checks that the unsupported ones are its `missing`)."""
+  decides which handler an opcode gets (tests/unit/test_fidelity.py checks that the unsupported ones are its `missing`), and
+  the arch's `unmodelled_ops` as unsupported."""
   from mockgpu.emu import buffer, bvh, matrix
   from mockgpu.emu.gen_c import PROSE_C, UNMODELLED, semantics_entry, _vopd_target, _SALU, _VALU, _VMEM
   from mockgpu.emu.gen_gfx import GFX_PROSE, EXPORT_FORMATS, IMAGE_FORMATS, image_kind
@@ -91,7 +92,8 @@ def implementations(arch: str) -> dict[str, tuple[Impl, ...]]:
   from mockgpu.pcode.compile import program
   from mockgpu.pcode.prose import prose
   from mockgpu.pcode.tables import entries
-  fam = _arch(arch).family
+  from mockgpu.emu.arch import unmodelled_ops
+  fam, um = _arch(arch).family, unmodelled_ops(_arch(arch))   # um: what this arch stops at though its library runs it
   (fns, hooks, _), ents, mat, pr = _emit_all(fam), entries(fam), matrix.ops(fam), prose(fam)
   def pcode(I, e, how=""):
     if e not in fns: return I("unsupported", None, "no compiled pseudocode" if e in ents else "no pseudocode in the wheel")
@@ -116,6 +118,7 @@ def implementations(arch: str) -> dict[str, tuple[Impl, ...]]:
         tgt = _vopd_target(fam, name, ents)
         im = pcode(I, tgt, f"runs {tgt}") if tgt else I("unsupported", None, f"VOPD target of {name} has no pseudocode")
       elif base in UNMODELLED: im = I("unsupported", None, UNMODELLED[base])
+      elif base in um: im = I("unsupported", None, um[base])
       elif base in mat: im = I("prose", None, "matrix op: D = A*B + C from mockgpu.emu.matrix's layout tables (the pseudocode is the formula)")
       elif base.startswith(("V_WMMA_", "V_SWMMAC_", "V_MFMA_", "V_SMFMAC_")) and base not in PROSE_C:
         im = I("unsupported", None, f"matrix op {base} is not modelled (mockgpu.emu.matrix)")
@@ -203,11 +206,12 @@ def warnings(cov: dict | None) -> list[str]:
 
 def rows(arch: str, cov: dict | None) -> list[Row]:
   """Every instruction of `arch` with the passing tests of each kind that executed it there (hw_fact: tests marked
-  hw_fact naming it), sorted by mnemonic. Coverage is recorded per emulator library (`library_arch`): gfx942 shows gfx950's."""
-  from mockgpu.emu.arch import library_arch
+  hw_fact naming it), sorted by mnemonic. Coverage is recorded per emulator library (`library_arch`): gfx942 shows gfx950's,
+  but for the ops it stops at (`unmodelled_ops`)."""
+  from mockgpu.emu.arch import library_arch, unmodelled_ops
   a = _arch(arch)
-  name = a.name
-  tests, ran = (cov["tests"], cov["ran"].get(library_arch(a).name, {})) if cov else ([], {})
+  name, um = a.name, unmodelled_ops(a)   # tests of the shared library do not run what this arch stops at
+  tests, ran = (cov["tests"], {m: ix for m, ix in cov["ran"].get(library_arch(a).name, {}).items() if m not in um}) if cov else ([], {})
   def by_kind(m):
     ts = [tests[i] for i in ran.get(m, ())]
     return {k: tuple(t["id"] for t in ts if (m in t.get("hw_fact", ()) if k == "hw_fact" else t["kind"] == k)) for k in KINDS}

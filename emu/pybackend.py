@@ -8,7 +8,7 @@ from __future__ import annotations
 import ctypes, re, time
 from mockgpu.emu.api import Dispatch, Stats, WaveState
 from mockgpu.emu import matrix
-from mockgpu.emu.arch import ArchSpec
+from mockgpu.emu.arch import ArchSpec, unmodelled_ops
 from mockgpu.emu import buffer
 from mockgpu.emu.gen_c import PROSE_C, PROSE_STOP, dpp16_table, omod_of, ds_counter_m0, handler_names, _vopd_target, _vopd_ops, _SALU, _VALU, _VMEM, _FLAT, _opinfo, _packed, _usage, \
   f16_half, int_clamp, acc_rules, semantics_entry, zero_hi16, pk32, DS_READ_TR, smem_align, dst_sgpr, plain_dwords, ds_writes_vdst, UNMODELLED, \
@@ -649,6 +649,7 @@ def exec_inst(c: Ctx, w: Wave, fi: int, f: dict):
   if fm.name in BVH_FORMATS and name in BVH_OPS: return exec_bvh(c, w, fm.name, f, name)
   if fm.name in IMAGE_FORMATS: return exec_mimg(c, w, f, name, f"{type(member).__name__}_{member.name}", pyrun)
   if name in UNMODELLED: raise Stop(ST_UNSUPPORTED, msg=f"{name}: {UNMODELLED[name]}")
+  if (why := unmodelled_ops(c.arch).get(name)) is not None: raise Stop(ST_UNSUPPORTED, msg=why)
   if name in PROSE_C: return prose(c, w, f, name)
   if (mop := matrix.ops(c.arch.family).get(name)) is not None:
     cb = matrix.ETYPES[mop.c][0]

@@ -75,6 +75,8 @@ typedef struct {
   void *xlat; const uint32_t *xlat_pcs; uint32_t xlat_n, trace_cap; uint32_t *trace_pcs; uint64_t trace_n;
   /* multi-core dispatch (emu_sched.c run_parallel): the most threads the dispatch may use; how many it used */
   uint32_t threads, threads_used;
+  /* ops this arch does not have as the library models them (arch.unmodelled_ops): deny[hid] != 0 stops the wave with deny_msg */
+  const uint8_t *deny; const char *deny_msg;
 } EmuArgs;
 
 typedef struct {

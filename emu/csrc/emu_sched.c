@@ -17,6 +17,8 @@ static void h_vopd(Wave *w, const Inst *in) {
 
 #include "emu_xlat.h"
 
+static void h_denied(Wave *w, const Inst *in) { (void)in; set_status(w, ST_UNSUPPORTED, w->c->a->deny_msg); }
+
 static Inst *decode_at(Wave *w) {
   Ctx *c = w->c; uint64_t pc = w->pc, addr = c->code_addr + pc;
   if ((pc & 3) || addr < c->code_addr || addr + 4 > c->code_end || addr < pc) {
@@ -52,6 +54,7 @@ static Inst *decode_at(Wave *w) {
   in->hid = HBASE[in->fmt] + (in->opx ? in->opx : op);
   in->fn = HANDLERS[in->fmt][op];
   if (!in->fn) in->fn = h_unsupported;
+  if (c->a->deny && c->a->deny[in->hid]) in->fn = h_denied;
   return in;
 }
 

@@ -176,6 +176,20 @@ def test_gfx942_uses_the_top_of_its_64k_lds(backend):
     assert build(get_arch("gfx942")).path == build(get_arch("gfx950")).path
 
 @BACKENDS
+@pytest.mark.parametrize("op", ["cvt", "mfma"])
+def test_gfx942_stops_at_fp8_ops(backend, op):
+  # MI300X's FP8/BF8 are the FNUZ formats (E4M3 bias 8, E5M2 bias 16, NaN 0x80); the emulator models the OCP ones (gfx950), so
+  # gfx942 stops with the reason instead of computing OCP values; the same code runs on gfx950
+  from mockgpu.emu.errors import InvalidInstruction
+  v = C.v
+  ins = ([C.v_mov_b32_e32(v[2], 0x38), C.v_cvt_f32_fp8_e32(v[5], v[2])] if op == "cvt" else
+         [C.v_mfma_f32_16x16x32_fp8_fp8(v[64:67], v[8:9], v[16:17], v[24:27])])
+  assert run9(ins, backend=backend).instructions == len(ins) + 1
+  with pytest.raises(InvalidInstruction, match="unsupported: FP8/BF8 on this arch are the FNUZ formats") as e:
+    run9(ins, backend=backend, arch="gfx942")
+  assert e.value.report.pc == (4 if op == "cvt" else 0)   # the FP8 op itself (after the 4-byte v_mov)
+
+@BACKENDS
 def test_flat_global_scratch(backend):
   a = np.arange(N + 2, dtype=np.uint32) * 9 + 2
   out, cnt = np.zeros(N, np.uint32), np.array([10], np.uint32)
