@@ -1,8 +1,8 @@
 """Emulator throughput benchmarks (printed by `python -m mockgpu.emu bench`, never asserted in tests).
 
 (a) a VALU/SALU loop kernel assembled with the wheel's DSL on gfx1100 (wave32) and, the same instructions in gfx9 spelling,
-on gfx950 (wave64), (b) the kernel tinygrad emits for a 256x256 f32 matmul on gfx1100 (fixtures/kernels), (c) an
-elementwise kernel of many one-wave workgroups on gfx1100. Cold = first dispatch in this process (library load from the disk cache and decode-cache
+on gfx950 (wave64), (b) the kernel tinygrad emits for a 256x256 f32 matmul on gfx1100 (fixtures/kernels), (c) a hand-written
+elementwise kernel of many one-wave workgroups on gfx1100, (d) tinygrad's own kernel for the same 1M elementwise (fixture). Cold = first dispatch in this process (library load from the disk cache and decode-cache
 fill; a one-time build, if it happens, is reported on its own line); warm = best of the following dispatches, by wall time
 (each kernel on one thread and on every CPU: "x N" is the threads the dispatch ran on)
 and by the CPU time the process actually got (the two agree on an idle machine; on a busy one the CPU figure is the
@@ -55,20 +55,31 @@ def bench_loop(reps: int = 3, backend: str = "c", arch: str = "gfx1100", xlat: s
   return _measure(lambda: run_code(code, arch=arch, wave64=32 not in a.wave_sizes, block=(256, 1, 1), grid=(8, 1, 1), rsrc1=LOOP_RSRC1,
                                    backend=backend, threads=threads), reps, xlat)
 
-def bench_matmul(reps: int = 3, backend: str = "c", xlat: str = "off", threads: int = 1) -> tuple[Stats, float, float, float]:
+def _bench_fixture(stem: str, shape: tuple[int, ...], expect, reps: int, backend: str, xlat: str, threads: int) -> tuple[Stats, float, float, float]:
+  """A saved tinygrad kernel (emu/fixtures.py) on out, x, y of `shape` (standard normal inputs); raises if out is not
+  expect(x, y) within 1e-3 (float64 numpy), since the figures of a wrong run would be meaningless."""
   from mockgpu.emu.codeobj import load_elf
   from mockgpu.emu.fixtures import load_fixture
   from mockgpu.emu.launch import prepare
-  elf, meta = load_fixture("matmul256_f32_gfx1100_k0")
+  elf, meta = load_fixture(stem)
   rng = np.random.default_rng(0)
-  bufs = [np.zeros((256, 256), np.float32), rng.standard_normal((256, 256)).astype(np.float32), rng.standard_normal((256, 256)).astype(np.float32)]
+  bufs = [np.zeros(shape, np.float32), rng.standard_normal(shape).astype(np.float32), rng.standard_normal(shape).astype(np.float32)]
   mem = MemoryMap()
   for i, b in enumerate(bufs): mem.add(b.ctypes.data, b.nbytes, f"buf{i}")
   launch = prepare(load_elf(elf), "gfx1100", meta["grid"], meta["block"], [b.ctypes.data for b in bufs], memory=mem)
   st, cold, warm, cpu = _measure(lambda: launch.run(backend=backend, threads=threads), reps, xlat)
-  err = float(np.abs(bufs[0] - bufs[1] @ bufs[2]).max())
-  if err > 1e-3: raise RuntimeError(f"matmul result is wrong (max abs error {err}); the benchmark figures would be meaningless")
+  if (err := float(np.abs(bufs[0] - expect(bufs[1].astype(np.float64), bufs[2])).max())) > 1e-3:
+    raise RuntimeError(f"{stem}: result is wrong (max abs error {err}); the benchmark figures would be meaningless")
   return st, cold, warm, cpu
+
+def bench_matmul(reps: int = 3, backend: str = "c", xlat: str = "off", threads: int = 1) -> tuple[Stats, float, float, float]:
+  """tinygrad's 256x256 f32 matmul kernel (fixture)."""
+  return _bench_fixture("matmul256_f32_gfx1100_k0", (256, 256), lambda x, y: x @ y, reps, backend, xlat, threads)
+
+def bench_tinygrad_elementwise(reps: int = 3, backend: str = "c", xlat: str = "off", threads: int = 1) -> tuple[Stats, float, float, float]:
+  """tinygrad's own kernel for x * y + 1 over 1M f32 (fixture E_8192_32_4: 8192 one-wave workgroups, four elements per lane
+  with B128 loads and 64-bit address arithmetic, 28 wave-instructions each), what DEV=MOCKKFD+AMD runs for it."""
+  return _bench_fixture("elementwise1m_f32_gfx1100_k0", (1 << 20,), lambda x, y: x * y + 1, reps, backend, xlat, threads)
 
 def bench_elementwise(reps: int = 3, backend: str = "c", xlat: str = "off", threads: int = 1, n: int = 1 << 20) -> tuple[Stats, float, float, float]:
   """out = x * y + 1 over `n` f32 on gfx1100 in n / 32 one-wave workgroups of 9 instructions (address, two loads, FMA, store):
@@ -99,7 +110,8 @@ def main(reps: int = 3, backend: str = "c") -> int:
   print(f"machine: {os.cpu_count()} cpus, load average {load:.2f}" + ("  (busy: figures are lower than on an idle machine)" if load > (os.cpu_count() or 1) else ""))
   nth = default_threads() if backend == "c" else 1
   for name, fn in (("loop (VALU/SALU)", bench_loop), ("loop gfx950 wave64 (VALU/SALU)", lambda r, backend, xlat, threads: bench_loop(r, backend, "gfx950", xlat, threads)),
-                   ("matmul 256x256 f32 (tinygrad, LLVM)", bench_matmul), ("elementwise 1M f32, 32768 workgroups", bench_elementwise)):
+                   ("matmul 256x256 f32 (tinygrad, LLVM)", bench_matmul), ("elementwise 1M f32, 32768 workgroups", bench_elementwise),
+                   ("elementwise 1M f32 (tinygrad, LLVM)", bench_tinygrad_elementwise)):
     for xlat in ("off", "sync") if backend == "c" else ("off",):
       for th in sorted({1, nth}):   # one thread, then every CPU (multi-core dispatch): wall-clock figures scale, per CPU-second ones do not
         st, cold, warm, cpu = fn(reps, backend=backend, xlat=xlat, threads=th)

@@ -17,7 +17,7 @@ def test_boot_arch_goes_with_boot(capsys):
 
 @pytest.mark.slow
 def test_emu_bench_prints_every_row():
-  """`mockgpu emu bench` end to end (its rows: four kernels, interpreted and translated, each on one thread and on every CPU);
+  """`mockgpu emu bench` end to end (its rows: five kernels, interpreted and translated, each on one thread and on every CPU);
   ~1 min, so in the slow suite."""
   import subprocess, sys
   from mockgpu.emu.api import default_threads
@@ -25,5 +25,5 @@ def test_emu_bench_prints_every_row():
   assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
   rows = [l.split()[0] for l in p.stdout.splitlines() if " wave-inst " in l]
   t = len({1, default_threads()})   # thread counts each kernel runs on
-  assert rows == ["loop"] * 4 * t + ["matmul"] * 2 * t + ["elementwise"] * 2 * t, p.stdout
-  assert sum(" translated " in l for l in p.stdout.splitlines()) == 4 * t, p.stdout
+  assert rows == ["loop"] * 4 * t + ["matmul"] * 2 * t + ["elementwise"] * 4 * t, p.stdout
+  assert sum(" translated " in l for l in p.stdout.splitlines()) == 5 * t, p.stdout
