@@ -309,6 +309,21 @@ def _fast_lanes(arch: ArchSpec) -> int:
 
 def _full(n: int) -> str: return "0xffffffffull" if n == 32 else "~0ull"
 
+# The straight loop over `n` lanes running `inner`. vcc "r"/"rw": the entry reads (and writes) VCC only as its own lane's bit,
+# indexed by laneId, and reads laneId nowhere else (pcode's `lane_bits`: V_CNDMASK; the carry ops, V_DIV_SCALE), so each lane runs
+# as lane 0 with its incoming bit as the whole mask, and the bits the lanes leave are gathered after the loop: exactly the mask
+# running the lanes in order leaves, without the read-modify-write of the mask in PcState that made each lane wait on the previous
+# one, and with no shift by the lane number in the loop (both kept it scalar).
+def _lane_loop(n: int, inner: list[str], vcc: str = "") -> str:
+  if not vcc: return f"for (int L = 0; L < {n}; L++) {{ s.laneId = (uint64_t)L; {' '.join(inner)} }}"
+  w = vcc == "rw"
+  return (f"{{ const uint64_t vin = s.VCC; uint64_t cin[{n}]; {f'uint32_t vout[{n}]; ' if w else ''}lanes_unpack(vin, cin, {n}); "
+          f"for (int L = 0; L < {n}; L++) {{ s.laneId = 0; s.VCC = cin[L]; {' '.join(inner)}{' vout[L] = (uint32_t)s.VCC;' if w else ''} }} "
+          f"s.VCC = {f'(vin & ~{_full(n)}) | lanes_pack(vout, {n})' if w else 'vin'}; }}")
+
+def _vcc_lanes(u: Usage) -> str:   # _lane_loop's vcc for an entry of usage `u`
+  return ("rw" if "VCC" in u.writes else "r") if u.lane_index_only and u.lane_bits == {"VCC"} else ""
+
 def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: ArchSpec, text: str,
           modes: tuple[int, ...] = FAST_MODES, wide: frozenset = frozenset()) -> tuple[str, str | None]:
   """(the handler's C, its translator variant's C or None: _xvalu). wide: the members `fn` reads as 64 bits (_wide_reads)."""
@@ -370,6 +385,9 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
     if "D0" in u.reads and not cmp and edst != "0":
       if dm == "64" or "D0" in wide: body.append(f"s.D0.q[0] = OLD{dm}(o, L);")
       else: body.append(f"s.D0.d[0] = OLD{dm}(o, L);"); L.append("  s.D0.d[1] = 0;")
+    # the fast loops' body: they run without clamp (o.post has it), so without the integer clamp's lines, and so the ops of INT_CLAMP
+    # (V_ADD_CO_U32 & co.) get a translator variant too
+    fbody = [*body, f"{fn}(&s);"] + (["cout |= (s.D1.q[0] & 1) << L;"] if carry else [])
     if ic:   # the exact result, from the sources and the lane's carry-in before the pseudocode updates VCC
       srcs = ", ".join(f"s.S{i}.q[0]" if sb[i] else "0" for i in range(3))
       body.append(f"uint64_t icv = o.clamp ? iclamp(&IC_{h}, {srcs}, {'(uint32_t)(s.VCC >> L) & 1' if ic[0] in 'cbB' else '0'}, in->neg) : 0;")
@@ -377,10 +395,11 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
     if carry: body.append("cout |= (s.D1.q[0] & 1) << L;")
     if ic: body.append("if (o.clamp) s.D0.q[0] = icv;" if db == 64 else "if (o.clamp) s.D0.d[0] = (uint32_t)icv;")
     fast = not ("S0" in u.writes and sb[0]) and not u.lane_vgpr and not cmp   # compares: one loop (build time)
+    lanebit = _vcc_lanes(u)   # each lane touches only its own VCC bit: no chain between lanes (_lane_loop)
     if fast:   # all lanes active, no output modifiers: a straight loop into a local buffer, then one write-back pass
       n = _fast_lanes(wave)
-      inner = ["s.laneId = (uint64_t)L;", *body] + ([f"outl[L] = s.D0.d[0]{' & 0xffff' if zh else ''};" + (" outh[L] = s.D0.d[1];" if db == 64 else "")] if has_dst else [])
-      cond, loops = _mode_loops(modes, f"for (int L = 0; L < {n}; L++) {{ " + " ".join(inner) + " }")
+      inner = fbody + ([f"outl[L] = s.D0.d[0]{' & 0xffff' if zh else ''};" + (" outh[L] = s.D0.d[1];" if db == 64 else "")] if has_dst else [])
+      cond, loops = _mode_loops(modes, _lane_loop(n, inner, lanebit))
       L.append(f"  if (LIKELY(o.exec == {_full(n)} && w->c->wave_size == {n} && !o.post && {cond})) {{")
       L.append(f"    uint32_t outl[{n}], outh[{n}]; (void)outh;")
       L.append(f"    {loops}")
@@ -389,8 +408,8 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
         val = "(uint64_t)outh[L] << 32 | outl[L]" if db == 64 else "outl[L]"
         L.append(f"    memcpy(dd, outl, {4 * n});" if dm == "32" else f"    for (int L = 0; L < {n}; L++) DST{dm}(o, L, {val});")
       L.append("  } else {")
-      if fastok and has_dst and not (ic or carry or cmp) and dm in ("32", "64"):   # SDWA (dpp_kind 4) takes the handler
-        xv = _xvalu(h, e, sb, sf, db, dm, fmods, pre, body, modes, wave, "VCC" in u.writes, fmt == "VOP3SD", _writeback_scalars(u), zh)
+      if fastok and has_dst and not (carry or cmp) and dm in ("32", "64"):   # SDWA (dpp_kind 4) takes the handler
+        xv = _xvalu(h, e, sb, sf, db, dm, fmods, pre, fbody, modes, wave, "VCC" in u.writes, fmt == "VOP3SD", _writeback_scalars(u), zh, lanebit)
     L.append("  uint64_t ex = o.exec;")
     L.append("  while (ex) {")
     L.append("    int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L;")
@@ -432,11 +451,11 @@ def _xbody(body: list[str]) -> list[str]:
            .replace("OLD64(o, L)", "((uint64_t)dd2[L] << 32 | dd[L])") for b in body]
 
 def _xvalu(h: str, e: tuple, sb: list, sf: list, db: int, dm: str, fmods: str, pre: list[str], body: list[str], modes: tuple[int, ...],
-           wave: ArchSpec, vcc_w: bool, sd: bool, wb: list[str], zh: bool) -> str:
+           wave: ArchSpec, vcc_w: bool, sd: bool, wb: list[str], zh: bool, lanebit: str = "") -> str:
   n = _fast_lanes(wave)
   xbody = _xbody(body)
-  inner = ["s.laneId = (uint64_t)L;", *xbody, f"outl[L] = s.D0.d[0]{' & 0xffff' if zh else ''};" + (" outh[L] = s.D0.d[1];" if db == 64 else "")]
-  cond, loops = _mode_loops(modes, f"for (int L = 0; L < {n}; L++) {{ " + " ".join(inner) + " }")
+  inner = [*xbody, f"outl[L] = s.D0.d[0]{' & 0xffff' if zh else ''};" + (" outh[L] = s.D0.d[1];" if db == 64 else "")]
+  cond, loops = _mode_loops(modes, _lane_loop(n, inner, lanebit))
   L = [f"static inline __attribute__((always_inline)) void XV_{h}(Wave *w, const Inst *in) {{",
        "  uint64_t ex = rd_exec(w);",
        f"  if (!(ex == {_full(n)} && w->c->wave_size == {n} && !in->dpp_kind && !{fmods} && {cond})) {{ {h}(w, in); return; }}",
@@ -612,12 +631,12 @@ def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int
   L += ["  s.D0.d[1] = 0;"] * ("D0" in u.reads) + ["  s.S2.d[1] = 0;"] * bool(sb[2])
   body += [f"{fn}(&s);", "tmp[L] = s.D0.d[0];"]
   L.append("  uint32_t tmp[MAXLANES];")
-  cond, loops = _mode_loops(modes, "for (int L = 0; L < 32; L++) { s.laneId = (uint64_t)L; " + " ".join(body) + " }")
+  cond, loops = _mode_loops(modes, _lane_loop(32, body, _vcc_lanes(u)))
   L.append(f"  if (LIKELY(exec == 0xffffffffull && w->c->wave_size == 32 && {cond})) {{ {loops} memcpy(out, tmp, 128); }}")
   L.append("  else { uint64_t ex = exec; while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L; " + " ".join(body) + " out[L] = tmp[L]; } }")
   L.append(f"  {_CHECK}")
   # the translator's variant (as XV_ of _valu), for a wave32 VOPD with every lane active: its caller checks EXEC and the wave size
-  xloops = _mode_loops(modes, "for (int L = 0; L < 32; L++) { s.laneId = (uint64_t)L; " + " ".join(_xbody(body)) + " }")[1]
+  xloops = _mode_loops(modes, _lane_loop(32, _xbody(body), _vcc_lanes(u)))[1]
   X = [f"static inline __attribute__((always_inline)) void X{h}(Wave *w, const Inst *in, int y, uint32_t *out) {{",
        f"  if (!{cond}) {{ {h}(w, in, y, out, 0xffffffffull); return; }}", "  PC_STATE(s, w);", ops_of, *("  " + x for x in pre),
        *(f"  {_xsrc(i, f'e{i}', sb[i], sf[i])}" for i in range(2) if sb[i]), "  uint32_t *dd = w->v + (ed - 256) * MAXLANES, tmp[32];",

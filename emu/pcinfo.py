@@ -15,6 +15,8 @@ class Usage:
   writes: frozenset[str]
   lane_vgpr: bool      # VGPR[laneId][...] only: per-lane register-file access (MOVREL)
   wave_vgpr: bool      # VGPR[other lane][...]: a wave-wide entry, evaluated once
+  lane_bits: frozenset[str] = frozenset()   # members touched only as the lane's own bit (cemit.lane_bits): lanes independent
+  lane_index_only: bool = False             # laneId is read only as the index of those bits
 
 def usage(text: str, meta: dict | None = None) -> Usage:
   """Scan pseudocode text (comments removed) for the state it reads and assigns; `meta` (mockgpu.pcode.cemit.metadata of
@@ -32,4 +34,6 @@ def usage(text: str, meta: dict | None = None) -> Usage:
     reads.update(meta.get("reads") or ()); writes.update(meta.get("writes") or ())
   idx = re.findall(r"VGPR\[([^\]]*)\]", text)
   wave = any(i.strip() != "laneId" for i in idx)
-  return Usage(frozenset(reads), frozenset(writes), bool(idx) and not wave, wave)
+  meta = meta or {}
+  return Usage(frozenset(reads), frozenset(writes), bool(idx) and not wave, wave, frozenset(meta.get("lane_bits") or ()),
+               bool(meta.get("lane_index_only")))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools, hashlib, pathlib
 from fractions import Fraction
 from mockgpu.pcode.nodes import (Ty, Expr, Num, Name, Typed, Field, Index, Slice, Cast, Call, Unary, Binary, Ternary, Concat, Stmt, Assign,
-                                 If, For, While, Break, Return, ExprStmt, Program)
+                                 If, For, While, Break, Return, ExprStmt, Program, walk)
 from mockgpu import cbuild
 from mockgpu.pcode import builtins as B
 from mockgpu.pcode.softfloat import fmt_of, encode
@@ -16,7 +16,7 @@ from mockgpu.pcode.compile import try_program
 from mockgpu.pcode.prose import is_prose
 from mockgpu.pcode.typecheck import const_eval
 from mockgpu.pcode.errors import PcodeUnsupported, PcodeError
-__all__ = ["EMITTER_VERSION", "emit", "emit_op", "metadata", "c_name"]
+__all__ = ["EMITTER_VERSION", "emit", "emit_op", "metadata", "c_name", "lane_bits"]
 
 EMITTER_VERSION = "2"
 _FID = {"f16": "PC_F16", "bf16": "PC_BF16", "f32": "PC_F32", "f64": "PC_F64", "fp8": "PC_FP8", "bf8": "PC_BF8", "fp6": "PC_FP6", "bf6": "PC_BF6",
@@ -489,9 +489,31 @@ def cache_key(arch:str) -> str:
   for f in [*sorted(d.glob("*.h")), *cbuild.module_files([__name__])]: h.update(f.read_bytes())
   return h.hexdigest()[:16]
 
+def _state(n, name:str|None = None) -> bool:
+  v = getattr(n, "var", None) if isinstance(n, Name) else None
+  return v is not None and v.kind == "state" and (name is None or v.name == name)
+
+def lane_bits(prog:Program) -> tuple[frozenset[str], bool]:
+  """(the state members the entry reads and assigns only as its own lane's bit, `X.u64[laneId]` (VCC of V_ADD_CO_CI_U32 and
+  the other carry ops, a compare's D0), nowhere else (no whole read, no other bit, no hook that sees the state); whether
+  laneId is read only as the index of those bits). Lanes are independent through such a member: a lane loop may give every
+  lane the incoming value and gather each lane's bit after it, which is what running the lanes one after another leaves; when
+  laneId is only such an index, a lane may also run as lane 0 with its own bit moved to bit 0 (emu/gen_c.py `_lane_loop`)."""
+  if prog.info["op"].hooks or prog.info["op"].calls or "laneId" in prog.info["op"].writes: return frozenset(), False
+  own, seen, idx = {}, {}, []
+  for n in walk(prog.body):   # parents before children: an Index is seen before the names under it
+    if isinstance(n, Index) and n.ty is not None and n.ty.bits == 1 and _state(n.idx, "laneId"):
+      x = n.x.x if isinstance(n.x, Typed) else n.x
+      if _state(x): own[id(x)] = own[id(n.idx)] = x.var.name
+    if _state(n, "laneId"): idx.append(own.get(id(n)))
+    elif _state(n): seen.setdefault(n.var.name, set()).add(id(n) in own)
+  bits = frozenset(k for k, v in seen.items() if v == {True})
+  return bits, bool(bits) and all(m in bits for m in idx)
+
 def metadata(arch:str, name:str) -> dict:
   """What entry `name` touches, for the emulator: {'reads', 'writes' (PcState names), 'mem_rd', 'mem_wr', 'vgpr_rd', 'vgpr_wr',
-  'sgpr_rd', 'sgpr_wr' (bools), 'hooks' (PC_EXT_ names), 'builtins', 'calls', 'prose' (bool), 'c_name', 'compiled' (bool)}.
+  'sgpr_rd', 'sgpr_wr' (bools), 'hooks' (PC_EXT_ names), 'builtins', 'calls', 'lane_bits' (members touched only as the lane's
+  own bit), 'lane_index_only' (laneId is only their bit index: `lane_bits`), 'prose' (bool), 'c_name', 'compiled' (bool)}.
 
   Raises:
     KeyError: unknown entry name.
@@ -501,5 +523,6 @@ def metadata(arch:str, name:str) -> dict:
   prog, err = try_program(arch, name)
   funcs, _, errs = _emit_all(arch)
   d = prog.info["op"].as_dict() if prog is not None else {}
-  return {**d, "prose": False, "compiled": name in funcs, "c_name": c_name(name) if name in funcs else None,
+  bits, only = lane_bits(prog) if prog is not None else (frozenset(), False)
+  return {**d, "lane_bits": sorted(bits), "lane_index_only": only, "prose": False, "compiled": name in funcs, "c_name": c_name(name) if name in funcs else None,
           "error": str(errs[name]) if name in errs else None}

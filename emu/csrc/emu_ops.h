@@ -203,6 +203,17 @@ static inline uint32_t post_f16(const VOps *o, uint32_t x) {   /* omod: the prod
   return x;
 }
 static inline uint32_t post_f16_at(const VOps *o, uint32_t x, int sh) { return (x & ~(0xffffu << sh)) | post_f16(o, x >> sh) << sh; }
+/* lane masks of the fast lane loops (gen_c._lane_loop): bit L of `m` as lane L's 0/1 word, and back; 32 lanes at a time, so both
+   loops vectorise (shift counts of the element's width) */
+static inline __attribute__((always_inline)) void lanes_unpack(uint64_t m, uint64_t *b, int n) {
+  for (int k = 0; k < n / 32; k++) { const uint32_t v = (uint32_t)(m >> 32 * k); for (int L = 0; L < 32; L++) b[32 * k + L] = v >> L & 1; }
+}
+static inline __attribute__((always_inline)) uint64_t lanes_pack(const uint32_t *b, int n) {
+  uint64_t m = 0;
+  for (int k = 0; k < n / 32; k++) { uint32_t v = 0; for (int L = 0; L < 32; L++) v |= (b[32 * k + L] & 1) << L; m |= (uint64_t)v << 32 * k; }
+  return m;
+}
+
 #define DST32(o, L, x) (dd[L] = (uint32_t)(x))
 #define DST16(o, L, x) (dd[L] = (dd[L] & ~(0xffffu << dsh)) | ((uint32_t)(x) & 0xffff) << dsh)
 #define DST64(o, L, x) (dd[L] = (uint32_t)(x), dd2[L] = (uint32_t)((uint64_t)(x) >> 32))

@@ -82,3 +82,15 @@ def test_error_names_op_and_arch():
   from mockgpu.pcode.compile import program
   with pytest.raises(PcodeError) as ei: program("cdna", "SOPPOp_S_SLEEP")
   assert ei.value.op == "SOPPOp_S_SLEEP" and ei.value.arch == "cdna" and "op=SOPPOp_S_SLEEP arch=cdna line=1" in str(ei.value)
+
+@pytest.mark.parametrize("src, bits, only", [
+  ("tmp = 64'U(S0.u32) + VCC.u64[laneId].u64;\nVCC.u64[laneId] = tmp >= 0x100000000ULL ? 1'1U : 1'0U;\nD0.u32 = tmp.u32", {"VCC"}, True),
+  ("D0.u64[laneId] = S0.u32 < S1.u32", {"D0"}, True),
+  ("VCC.u64[laneId] = 1'1U;\nD0.u32 = VCC.u32", set(), False),                       # the whole mask is read too
+  ("VCC.u64[laneId] = S0.u32 > 0;\nD0.u32 = VCC.u64[0].u32", set(), False),           # another lane's bit
+  ("VCC.u64[laneId] = S0.u32 > 0;\nD0.u32 = laneId", {"VCC"}, False),                 # laneId read beyond the bit index
+])
+def test_lane_bits_finds_members_touched_only_as_the_lanes_bit(src, bits, only):
+  # the C backend runs such entries' full-wave loops with every lane on the incoming mask (emu/gen_c.py _lane_loop)
+  from mockgpu.pcode.cemit import lane_bits
+  assert lane_bits(check(parse(src), "t", "t")) == (frozenset(bits), only)
