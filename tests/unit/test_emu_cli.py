@@ -25,10 +25,11 @@ def test_fixtures_go_to_out_never_into_the_package(tmp_path, capsys):
   import json
   before = {p.name: p.stat().st_mtime_ns for p in FIXTURE_DIR.iterdir()}
   assert main(["fixtures", "--out", str(tmp_path / "k")]) == 0
-  assert sorted(p.name for p in (tmp_path / "k").iterdir()) == ["matmul256_f32_gfx1100_k0.elf", "matmul256_f32_gfx1100_k0.json"]
+  names = [f"{w}_gfx1100_k0.{x}" for w in ("elementwise1m_f32", "matmul256_f32") for x in ("elf", "json")]
+  assert sorted(p.name for p in (tmp_path / "k").iterdir()) == names
   elf = (tmp_path / "k" / "matmul256_f32_gfx1100_k0.elf").read_bytes()
   assert elf[:4] == b"\x7fELF" and int.from_bytes(elf[18:20], "little") == 224   # e_machine EM_AMDGPU
   meta = json.loads((tmp_path / "k" / "matmul256_f32_gfx1100_k0.json").read_text())
   assert meta["arch"] == "gfx1100" and [b["bytes"] for b in meta["buffers"]] == [256 * 256 * 4] * 3
-  assert capsys.readouterr().out == f"{tmp_path / 'k' / 'matmul256_f32_gfx1100_k0.elf'}\n"
+  assert capsys.readouterr().out == "".join(f"{tmp_path / 'k' / n}\n" for n in ("matmul256_f32_gfx1100_k0.elf", "elementwise1m_f32_gfx1100_k0.elf"))
   assert {p.name: p.stat().st_mtime_ns for p in FIXTURE_DIR.iterdir()} == before
