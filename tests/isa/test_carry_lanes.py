@@ -86,6 +86,7 @@ def test_carry_masks_against_numpy(cdna, w64, exec_full, backend):
   for seed in range(3 if backend == "c" else 1):
     check(*run_case(cdna, w64, seed, exec_full, backend))
 
+@pytest.mark.engine
 @pytest.mark.parametrize("cdna,w64", CASES)
 def test_carry_masks_translated(monkeypatch, cdna, w64):
   # the translator's XV_ variants (full waves; V_ADD_CO_U32 & co. VOP3SD without clamp have one too) and, with partial EXEC, the handlers

@@ -12,6 +12,8 @@ from mockgpu.emu.api import run_code
 from mockgpu.emu.errors import GPUFault, WatchdogExpired
 from mockgpu.emu.memory import MemoryMap, PAGE
 
+pytestmark = pytest.mark.engine   # how kernels run (translator / threads): left out of fidelity recording
+
 G = 8          # workgroups of the planned kernel
 BAD = 1 << 30  # a byte offset far outside every buffer
 

@@ -11,6 +11,8 @@ from mockgpu.emu.api import run_code
 from mockgpu.emu.errors import GPUFault, WatchdogExpired
 from test_backends_differential import program, cdna_program
 
+pytestmark = pytest.mark.engine   # how kernels run (translator / threads): left out of fidelity recording
+
 @pytest.fixture
 def xlat(monkeypatch):
   def set_mode(m): monkeypatch.setenv("MOCKGPU_EMU_XLAT", m)
