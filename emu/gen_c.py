@@ -314,7 +314,14 @@ def _full(n: int) -> str: return "0xffffffffull" if n == 32 else "~0ull"
 # as lane 0 with its incoming bit as the whole mask, and the bits the lanes leave are gathered after the loop: exactly the mask
 # running the lanes in order leaves, without the read-modify-write of the mask in PcState that made each lane wait on the previous
 # one, and with no shift by the lane number in the loop (both kept it scalar).
-def _lane_loop(n: int, inner: list[str], vcc: str = "") -> str:
+# zero: the members a compare writes only as its own lane's bit (D0, CDNA's and RDNA's CMPX EXEC), all bits 0 before the loop: each
+# lane runs as lane 0 from 0 and the bits are packed after the loop.
+def _lane_loop(n: int, inner: list[str], vcc: str = "", zero: tuple[str, ...] = ()) -> str:
+  if zero:
+    mem = {m: "s.D0.q[0]" if m == "D0" else f"s.{m}" for m in zero}
+    return (f"{{ {' '.join(f'uint32_t bo{m}[{n}];' for m in zero)} for (int L = 0; L < {n}; L++) {{ s.laneId = 0; "
+            f"{' '.join(f'{x} = 0;' for x in mem.values())} {' '.join(inner)} {' '.join(f'bo{m}[L] = (uint32_t){x};' for m, x in mem.items())} }} "
+            f"{' '.join(f'{x} = lanes_pack(bo{m}, {n});' for m, x in mem.items())} }}")
   if not vcc: return f"for (int L = 0; L < {n}; L++) {{ s.laneId = (uint64_t)L; {' '.join(inner)} }}"
   w = vcc == "rw"
   return (f"{{ const uint64_t vin = s.VCC; uint64_t cin[{n}]; {f'uint32_t vout[{n}]; ' if w else ''}lanes_unpack(vin, cin, {n}); "
@@ -323,6 +330,10 @@ def _lane_loop(n: int, inner: list[str], vcc: str = "") -> str:
 
 def _vcc_lanes(u: Usage) -> str:   # _lane_loop's vcc for an entry of usage `u`
   return ("rw" if "VCC" in u.writes else "r") if u.lane_index_only and u.lane_bits == {"VCC"} else ""
+
+def _cmp_lanes(u: Usage) -> tuple[str, ...]:   # _lane_loop's zero for a compare of usage `u`, () when its lanes are not independent
+  w = tuple(m for m in ("D0", "EXEC") if m in u.writes)
+  return w if w and u.lane_index_only and u.lane_bits == set(w) else ()
 
 def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: ArchSpec, text: str,
           modes: tuple[int, ...] = FAST_MODES, wide: frozenset = frozenset()) -> tuple[str, str | None]:
@@ -394,12 +405,13 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
     body.append(f"{fn}(&s);")
     if carry: body.append("cout |= (s.D1.q[0] & 1) << L;")
     if ic: body.append("if (o.clamp) s.D0.q[0] = icv;" if db == 64 else "if (o.clamp) s.D0.d[0] = (uint32_t)icv;")
-    fast = not ("S0" in u.writes and sb[0]) and not u.lane_vgpr and not cmp   # compares: one loop (build time)
+    zero = _cmp_lanes(u) if cmp else ()   # a compare's mask bits: each lane its own (_lane_loop)
+    fast = not ("S0" in u.writes and sb[0]) and not u.lane_vgpr and (not cmp or bool(zero))
     lanebit = _vcc_lanes(u)   # each lane touches only its own VCC bit: no chain between lanes (_lane_loop)
     if fast:   # all lanes active, no output modifiers: a straight loop into a local buffer, then one write-back pass
       n = _fast_lanes(wave)
       inner = fbody + ([f"outl[L] = s.D0.d[0]{' & 0xffff' if zh else ''};" + (" outh[L] = s.D0.d[1];" if db == 64 else "")] if has_dst else [])
-      cond, loops = _mode_loops(modes, _lane_loop(n, inner, lanebit))
+      cond, loops = _mode_loops(modes, _lane_loop(n, inner, lanebit, zero))
       L.append(f"  if (LIKELY(o.exec == {_full(n)} && w->c->wave_size == {n} && !o.post && {cond})) {{")
       L.append(f"    uint32_t outl[{n}], outh[{n}]; (void)outh;")
       L.append(f"    {loops}")
