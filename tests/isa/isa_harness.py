@@ -17,6 +17,23 @@ def f64(x) -> int: return struct.unpack("<Q", struct.pack("<d", x))[0]
 def code(*insts, end=True) -> bytes:
   return b"".join(i.to_bytes() for i in insts) + (s_endpgm().to_bytes() if end else b"")
 
+# lane-mask tests (test_carry_lanes.py, test_cmp_lanes.py): (cdna, wave64) = gfx1100 wave32 (the full-wave loops), wave64, gfx950
+LANE_CASES = [(False, False), (False, True), (True, True)]
+
+def check_lanes(run_case, check, cdna: bool, w64: bool, backend: str):
+  """`check(*run_case(cdna, w64, seed, exec_full, backend))` over both EXEC kinds and three seeds (one on the slow Python backend)."""
+  for exec_full in (True, False):
+    for seed in range(3 if backend == "c" else 1): check(*run_case(cdna, w64, seed, exec_full, backend))
+
+def check_lanes_translated(run_case, check, cdna: bool, w64: bool):
+  """With MOCKGPU_EMU_XLAT=sync set by the caller: a first dispatch gets the kernel translated, then full and partial EXEC
+  runs must run translated and pass `check`."""
+  run_case(cdna, w64, 0, True)
+  for seed, full in ((1, True), (2, False), (3, True)):
+    st, *rest = run_case(cdna, w64, seed, full)
+    assert st.extra.get("translated"), "the dispatch did not run translated"
+    check(st, *rest)
+
 class Bufs:
   """numpy buffers registered in a MemoryMap; `sgprs()` gives their addresses as (lo, hi) user SGPR pairs."""
   def __init__(self, *arrays):

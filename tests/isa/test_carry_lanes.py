@@ -9,7 +9,7 @@ import pytest
 from tinygrad.runtime.autogen.amd.rdna3 import ins as R
 from tinygrad.runtime.autogen.amd.cdna import ins as C
 from mockgpu.emu.api import run_code
-from isa_harness import Bufs
+from isa_harness import Bufs, LANE_CASES, check_lanes, check_lanes_translated
 
 M32 = (1 << 32) - 1
 # result and carry-out (borrow) per lane from S0, S1 and the lane's carry-in bit, as unsigned 64-bit numpy arrays
@@ -77,22 +77,14 @@ def check(st, ops, a, b, vin, cin, ex, n):
     gm = st.state.sgprs[20 + 2 * k] | (st.state.sgprs[21 + 2 * k] << 32 if n == 64 else 0)
     assert gm == want, f"op {k} {name} {form}: mask {gm:#x}, numpy {want:#x}"
 
-CASES = [(False, False), (False, True), (True, True)]   # (cdna, wave64): gfx1100 wave32 (the full-wave loops), wave64, gfx950
-
 @pytest.mark.parametrize("backend", ["c", "python"])
-@pytest.mark.parametrize("exec_full", [True, False])
-@pytest.mark.parametrize("cdna,w64", CASES)
-def test_carry_masks_against_numpy(cdna, w64, exec_full, backend):
-  for seed in range(3 if backend == "c" else 1):
-    check(*run_case(cdna, w64, seed, exec_full, backend))
+@pytest.mark.parametrize("cdna,w64", LANE_CASES)
+def test_carry_masks_against_numpy(cdna, w64, backend):
+  check_lanes(run_case, check, cdna, w64, backend)
 
 @pytest.mark.engine
-@pytest.mark.parametrize("cdna,w64", CASES)
+@pytest.mark.parametrize("cdna,w64", LANE_CASES)
 def test_carry_masks_translated(monkeypatch, cdna, w64):
   # the translator's XV_ variants (full waves; V_ADD_CO_U32 & co. VOP3SD without clamp have one too) and, with partial EXEC, the handlers
   monkeypatch.setenv("MOCKGPU_EMU_XLAT", "sync")
-  run_case(cdna, w64, 0, True)   # translated after this dispatch
-  for seed, full in ((1, True), (2, False), (3, True)):
-    st, *rest = run_case(cdna, w64, seed, full)
-    assert st.extra.get("translated"), "the dispatch did not run translated"
-    check(st, *rest)
+  check_lanes_translated(run_case, check, cdna, w64)

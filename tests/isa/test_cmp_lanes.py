@@ -7,7 +7,7 @@ import pytest
 from tinygrad.runtime.autogen.amd.rdna3 import ins as R
 from tinygrad.runtime.autogen.amd.cdna import ins as C
 from mockgpu.emu.api import run_code
-from isa_harness import Bufs
+from isa_harness import Bufs, LANE_CASES, check_lanes, check_lanes_translated
 
 def f32(x):   # f32 denormals flushed (run_code's default MODE, ArchSpec.default_rsrc1)
   f = x.astype(np.uint32).view(np.float32)
@@ -70,21 +70,13 @@ def check(st, cdna, a, b, c, ex, n):
       if not cdna: continue
     assert reg(20 + 2 * k) == want, f"op {k} v_cmp_{name} {form}: mask {reg(20 + 2 * k):#x}, numpy {want:#x}"
 
-CASES = [(False, False), (False, True), (True, True)]   # (cdna, wave64): gfx1100 wave32 (the full-wave loops), wave64, gfx950
-
 @pytest.mark.parametrize("backend", ["c", "python"])
-@pytest.mark.parametrize("exec_full", [True, False])
-@pytest.mark.parametrize("cdna,w64", CASES)
-def test_compare_masks_against_numpy(cdna, w64, exec_full, backend):
-  for seed in range(3 if backend == "c" else 1):
-    check(*run_case(cdna, w64, seed, exec_full, backend))
+@pytest.mark.parametrize("cdna,w64", LANE_CASES)
+def test_compare_masks_against_numpy(cdna, w64, backend):
+  check_lanes(run_case, check, cdna, w64, backend)
 
 @pytest.mark.engine
-@pytest.mark.parametrize("cdna,w64", CASES)
+@pytest.mark.parametrize("cdna,w64", LANE_CASES)
 def test_compare_masks_translated(monkeypatch, cdna, w64):
   monkeypatch.setenv("MOCKGPU_EMU_XLAT", "sync")
-  run_case(cdna, w64, 0, True)   # translated after this dispatch
-  for seed, full in ((1, True), (2, False), (3, True)):
-    st, *rest = run_case(cdna, w64, seed, full)
-    assert st.extra.get("translated"), "the dispatch did not run translated"
-    check(st, *rest)
+  check_lanes_translated(run_case, check, cdna, w64)
