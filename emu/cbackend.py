@@ -53,9 +53,11 @@ def poison() -> int:
   return 0x100 | b
 
 @functools.cache
-def _deny(arch: ArchSpec, handlers: tuple[str, ...]):
-  """EmuArgs.deny/deny_msg for `arch`: per handler slot 1 if the op is in arch.unmodelled_ops (None, None if there are none)."""
+def _deny(arch: ArchSpec):
+  """EmuArgs.deny/deny_msg for `arch`: per handler slot of its library 1 if the op is in arch.unmodelled_ops (None, None if
+  there are none). Cached per arch: hashing the 5000+ handler names per dispatch cost more than an empty dispatch."""
   if not (um := unmodelled_ops(arch)): return None, None
+  handlers = load(arch)[1].handlers
   msg = dict.fromkeys(um.values())
   assert len(msg) == 1, "EmuArgs carries one deny message per dispatch"
   from mockgpu.emu.fidelity import mnemonic
@@ -84,8 +86,8 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
                                nearest=(near.name, near.start, near.size) if near else None, offset=d.code_addr - near.start if near else None),
                    "register the code object's buffer in the MemoryMap before dispatching")
   a = EmuArgs()
-  def arr(sp): return (MRange * max(1, len(sp)))(*[MRange(s, e) for s, e in sp])
-  check = exact if memory.strict else mapped   # the struct keeps the arrays alive (ctypes _objects)
+  def arr(sp): return ctypes.cast(sp.words(), ctypes.POINTER(MRange))   # the pointer keeps the array alive (ctypes _objects)
+  check = exact if memory.strict else mapped
   if watch is not None:   # api.run checked that one span holds it
     check, (a.w_alo, a.w_ahi) = check.carve(watch[0], watch[0] + watch[1])
     a.w_lo, a.w_hi = watch[0], watch[0] + watch[1]
@@ -102,7 +104,7 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   if capture:
     cs, cv = (ctypes.c_uint32 * 128)(), (ctypes.c_uint32 * (arch.nvregs * 64))()
     a.cap_sgpr, a.cap_vgpr = cs, cv
-  a.deny, a.deny_msg = _deny(arch, lib.handlers)
+  a.deny, a.deny_msg = _deny(arch)
   # the translator: not while opcodes are counted (the interpreter counts them), nor on an arch that stops some ops at decode
   xm, xk, trace = translate.mode(), None, None
   if xm != "off" and counts is None and not a.deny:

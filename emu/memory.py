@@ -9,7 +9,7 @@ the mock GPUs print it) and the kernel goes on, a write or atomic there faults. 
 MAP_MEMORY_TO_GPU and removes it on UNMAP; the emulator snapshots the ranges at the start of each dispatch and checks
 every global access against them before touching host memory."""
 from __future__ import annotations
-import bisect, os, threading
+import bisect, ctypes, os, threading
 from typing import NamedTuple
 from mockgpu.emu.errors import EmuError
 
@@ -45,6 +45,12 @@ class Spans:
       else: merged.append([s, e])
     self.spans = tuple((s, e) for s, e in merged)
     self._starts = [s for s, _ in self.spans]
+    self._words: ctypes.Array | None = None
+  def words(self) -> ctypes.Array:
+    """The spans as one C array of uint64 `start, end` pairs (at least one pair), what the C backends search; built once
+    per Spans, and MemoryMap caches its Spans per version, so a dispatch on an unchanged map builds nothing."""
+    if self._words is None: self._words = (ctypes.c_uint64 * max(2, 2 * len(self.spans)))(*[v for sp in self.spans for v in sp])
+    return self._words
   def find(self, addr: int, n: int = 1) -> tuple[int, int] | None:
     """The interval holding all of `[addr, addr+n)`, or None (also when the access wraps past 2^64)."""
     i = bisect.bisect_right(self._starts, addr) - 1

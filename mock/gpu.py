@@ -43,16 +43,24 @@ class GPU(DeviceMemory):
 class Queue:
   """A ring buffer queue as the KFD creates it. Subclasses implement `step()` (execute one packet or report blocked).
 
-  Pointers count dwords (PM4) or bytes (SDMA). `rptr` is the next position to execute; it is published to `rptr_addr`
-  after progress. The doorbell slot holds the producer's write pointer (tinygrad stores the same value to the write
-  pointer in memory first), so the doorbell is both the trigger and the limit."""
+  Pointers count dwords (PM4) or bytes (SDMA, `put_unit` 4). `rptr` is the next position to execute; it is published to
+  `rptr_addr` after progress. The doorbell slot holds the producer's write pointer (tinygrad stores the same value to the
+  write pointer in memory first), so the doorbell is both the trigger and the limit.
+
+  Like the CP's prefetcher, `dwords` fetches the published part of the ring ahead of the packet being executed (up to
+  `FETCH` dwords, in one checked read): the producer may not rewrite those dwords before the read pointer passes them.
+  One read per round instead of two per packet matters because every read releases the GIL, which tinygrad's signal
+  wait, spinning in Python on the other thread, then holds for a switch interval."""
   engine = "queue"
   budget = 64   # packets per scheduling round, so one busy queue cannot starve the others
+  put_unit = 1   # bytes per unit of the read / write pointers divided by 4: 1 when they count dwords
+  FETCH = 4096   # most dwords one ring read fetches ahead
 
   def __init__(self, gpu:GPU, qid:int, ring:int, ring_size:int, rptr_addr:int, doorbell_addr:int):
     self.gpu, self.qid, self.ring, self.ring_size, self.rptr_addr = gpu, qid, ring, ring_size, rptr_addr
     self.doorbell = ctypes.c_uint64.from_address(doorbell_addr)
     self.rptr, self.error, self.blocked_on, self.waits_for, self.watch = 0, None, "", "", WaitWatch()
+    self.fetched: tuple[int, list[int]] = (0, [])   # (first dword position, the dwords fetched from there)
 
   def __repr__(self): return f"{self.engine} queue {self.qid} of {self.gpu}"
   @property
@@ -82,14 +90,19 @@ class Queue:
     return self.dwords(pos, 1)[0]
 
   def dwords(self, pos:int, n:int) -> list[int]:
-    """`n` ring dwords from pointer position `pos` (in dwords), read modulo the ring through the GPU's checked reads (a ring
-    freed or unmapped while the queue lives is a QueueFault, not a crash)."""
-    size, pos, out = self.ring_size // 4, pos % (self.ring_size // 4), []
-    while n > 0:
-      k = min(n, size - pos)
-      out += struct.unpack(f"<{k}I", self.gpu.read(self.ring + 4 * pos, 4 * k, self.engine, "ring"))
-      n, pos = n - k, 0
-    return out
+    """`n` ring dwords from pointer position `pos` (in dwords, not yet wrapped), read modulo the ring through the GPU's
+    checked reads (a ring freed or unmapped while the queue lives is a QueueFault, not a crash). The dwords up to the write
+    pointer are fetched with them (see the class doc)."""
+    start, got = self.fetched
+    if start <= pos and pos + n <= start + len(got): return got[pos - start:pos - start + n]
+    size, want, out = self.ring_size // 4, max(n, min(self.put // self.put_unit - pos, self.FETCH)), []
+    p = pos % size
+    while want > 0:
+      k = min(want, size - p)
+      out += struct.unpack(f"<{k}I", self.gpu.read(self.ring + 4 * p, 4 * k, self.engine, "ring"))
+      want, p = want - k, 0
+    self.fetched = (pos, out)
+    return out[:n]
 
   def stop(self, exc:BaseException):
     """Stop this queue for good: print a report to stderr and raise the KFD event tinygrad will see."""

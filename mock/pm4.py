@@ -36,7 +36,7 @@ class PM4Queue(Queue):
   def __init__(self, gpu:GPU, *args):
     super().__init__(gpu, *args)
     p = gpu.profile
-    self.pm4, self.regs, self.ibs = p.pm4, {}, []   # ibs: stack of [addr, size_dw, pos]
+    self.pm4, self.regs, self.ibs = p.pm4, {}, []   # ibs: stack of [addr, size_dw, pos, fetched] (see _read)
     self.handlers = {getattr(self.pm4, f"PACKET3_{name}"): (name, fn, lens) for name, (fn, lens) in PM4_PACKETS.items()}
     self.event_names = p.soc.enum_VGT_EVENT_TYPE
     self.hdp_done = {p.nbif_reg(f"regBIF_BX_PF{pf}_GPU_HDP_FLUSH_REQ"): p.nbif_reg(f"regBIF_BX_PF{pf}_GPU_HDP_FLUSH_DONE") for pf in "01"}
@@ -45,7 +45,12 @@ class PM4Queue(Queue):
   def _where(self, pos:int) -> str: return f"IB {self.ibs[-1][0]:#x} dword {pos:#x}" if self.ibs else f"ring dword {pos:#x}"
   def _read(self, pos:int, n:int=1) -> list[int]:
     if not self.ibs: return self.dwords(pos, n)
-    return list(struct.unpack(f"<{n}I", self.gpu.read(self.ibs[-1][0] + pos * 4, 4 * n, "PM4", "INDIRECT_BUFFER")))
+    ib = self.ibs[-1]   # [addr, size_dw, pos, (first dword fetched, the dwords)]: fetched ahead like the ring (Queue.dwords)
+    start, got = ib[3]
+    if start <= pos and pos + n <= start + len(got): return got[pos - start:pos - start + n]
+    k = max(n, min(ib[1] - pos, self.FETCH))
+    ib[3] = (pos, got:=list(struct.unpack(f"<{k}I", self.gpu.read(ib[0] + pos * 4, 4 * k, "PM4", "INDIRECT_BUFFER"))))
+    return got[:n]
   def bad(self, msg:str) -> PacketError: return PacketError("PM4", self.where, self.header, msg)
 
   def step(self) -> bool:
@@ -178,7 +183,7 @@ class PM4Queue(Queue):
     if not ctl & self.pm4.INDIRECT_BUFFER_VALID: raise self.bad("INDIRECT_BUFFER without the VALID bit")
     if len(self.ibs) >= MAX_IB_DEPTH: raise self.bad(f"INDIRECT_BUFFER nested deeper than {MAX_IB_DEPTH} levels")
     if (size:=ctl & 0xFFFFF) == 0: raise self.bad("INDIRECT_BUFFER with IB_SIZE=0 (an empty IB) is not modelled; give the IB's length in dwords")
-    self.ibs.append([self._addr(lo & ~3, hi & 0xFFFF, size * 4, "INDIRECT_BUFFER"), size, 0])
+    self.ibs.append([self._addr(lo & ~3, hi & 0xFFFF, size * 4, "INDIRECT_BUFFER"), size, 0, (0, [])])
     self.gpu.stats["indirect_buffers"] += 1
     return True
 

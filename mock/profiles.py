@@ -44,9 +44,12 @@ class GPUProfile:
     off = importlib.import_module(f"tinygrad.runtime.autogen.am.{'vega' if self.family == 9 else 'navi'}_offsets")
     return AMDIP('nbio' if self.family < 12 else 'nbif', self.nbif,
                  bases={i: tuple(getattr(off, f'NBIO_BASE__INST{i}_SEG{s}', 0) for s in range(9)) for i in range(6)})
+  @functools.cached_property
+  def _reg_addrs(self) -> dict[str, int]: return {}
   def reg(self, name:str) -> int:
-    """Absolute dword address of GC register `name` (e.g. "regCOMPUTE_PGM_LO")."""
-    return getattr(self.gc_regs, name).addr[0]
+    """Absolute dword address of GC register `name` (e.g. "regCOMPUTE_PGM_LO"); cached (a dispatch reads ~30)."""
+    if (r:=self._reg_addrs.get(name)) is None: r = self._reg_addrs[name] = getattr(self.gc_regs, name).addr[0]
+    return r
   def nbif_reg(self, name:str) -> int|None:
     """Absolute dword address of NBIO/NBIF register `name`, None if this IP version has no such register."""
     try: return getattr(self.nbif_regs, name).addr[0]

@@ -16,7 +16,7 @@ __all__ = ["SDMAQueue", "SDMA_PACKETS"]
 
 class SDMAQueue(Queue):
   """An SDMA queue (KFD queue type SDMA). Packet formats come from tinygrad's `autogen.am.sdma_*` for the GPU's SDMA IP."""
-  engine = "SDMA"
+  engine, put_unit = "SDMA", 4
 
   def __init__(self, gpu:GPU, *args):
     super().__init__(gpu, *args)

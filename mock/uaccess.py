@@ -76,7 +76,8 @@ def copy_to_user(addr:int, data, what:str):
   """Write the bytes of `data` (bytes-like or a ctypes object) to `addr`. Raises OSError(EFAULT) naming `what` if any byte
   is not writable memory of this process (the bytes before the faulting page may have been written, as in the kernel)."""
   src = bytes(data) if not isinstance(data, bytes) else data
-  if (n:=len(src)) and (not _valid(addr, n) or _xfer(True, ctypes.cast(ctypes.c_char_p(src), ctypes.c_void_p).value, addr, n) != n):
+  buf = (ctypes.c_char * len(src)).from_buffer_copy(src)   # its address without ctypes.cast, a foreign call that drops the GIL
+  if (n:=len(src)) and (not _valid(addr, n) or _xfer(True, ctypes.addressof(buf), addr, n) != n):
     raise efault(what, addr, n, "writable")
 
 def move(dst:int, src:int, n:int) -> int:

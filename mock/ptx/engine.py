@@ -82,8 +82,8 @@ class Module:
       raise PTXError(f"kernel {name!r}: grid={grid} block={block} must be three positive integers each")
     if block[0] * block[1] * block[2] > 1024: raise PTXError(f"kernel {name!r}: block={block} has more than 1024 threads")
     exact, mapped = memory.spans()
-    def arr(sp): return (ctypes.c_uint64 * max(1, 2*len(sp)))(*[v for span in sp for v in span])
-    rs, ranges, mranges = (exact if memory.strict else mapped), arr(exact if memory.strict else mapped), arr(mapped)
+    rs = exact if memory.strict else mapped
+    ranges, mranges = ctypes.cast(rs.words(), ctypes.POINTER(ctypes.c_uint64)), ctypes.cast(mapped.words(), ctypes.POINTER(ctypes.c_uint64))
     av = (ctypes.c_uint64 * max(1, len(args)))(*[x & (2**64-1) for x in args])
     smem = (ctypes.c_uint8 * max(1, k.shared_bytes + dyn_shared))()
     ctx = _Ctx(av, len(args), (ctypes.c_uint32*3)(*grid), (ctypes.c_uint32*3)(*block), ranges, len(rs), None,

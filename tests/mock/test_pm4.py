@@ -115,6 +115,43 @@ def test_indirect_buffer_runs_and_blocks_inside(drv):
   drv.run()
   assert drv.u32(sig + 16) == 8   # the graph can be resubmitted
 
+def count_reads(monkeypatch, gpu, what):
+  """The list that grows by the size of every checked read of `gpu` named `what` (e.g. "ring")."""
+  sizes, read = [], type(gpu).read
+  def counted(self, addr, size, engine, w):
+    if w == what: sizes.append(size)
+    return read(self, addr, size, engine, w)
+  monkeypatch.setattr(type(gpu), "read", counted)
+  return sizes
+
+def test_published_packets_are_fetched_in_one_ring_read(drv, monkeypatch):
+  """The CP fetches the published ring ahead: one read for a whole submission, not two per packet (each read releases the
+  GIL to tinygrad's spinning signal wait)."""
+  q, (buf, _) = drv.queue(0), drv.userptr(0x1000)
+  for i in range(20): q.pm4(*release(buf + 4 * i, 100 + i), ring=False)
+  q.write()
+  reads = count_reads(monkeypatch, q.q.gpu, "ring")
+  drv.run()
+  assert [drv.u32(buf + 4 * i) for i in range(20)] == [100 + i for i in range(20)] and reads == [20 * 8 * 4]
+
+def test_an_ib_longer_than_one_fetch_is_read_in_pieces_and_reread_when_resubmitted(drv, monkeypatch):
+  """An IB of more than Queue.FETCH dwords runs to its end; the CPU rewrites it between submissions (HCQGraph does) and
+  the next submission executes the new contents."""
+  q, (ib, _), (sig, _) = drv.queue(0), drv.userptr(0x8000), drv.userptr(0x1000)
+  nop = [pm4.PACKET3(pm4.PACKET3_NOP, 2), 0, 0, 0]   # 4 dwords
+  body = nop * 1100 + [pm4.PACKET3(pm4.PACKET3_RELEASE_MEM, 6), *release(sig, 42)[1:]]
+  assert len(body) > q.q.FETCH
+  dws = (ctypes.c_uint32 * len(body)).from_address(ib)
+  dws[:] = body
+  reads = count_reads(monkeypatch, q.q.gpu, "INDIRECT_BUFFER")
+  q.pm4(pm4.PACKET3_INDIRECT_BUFFER, *lohi(ib), len(body) | pm4.INDIRECT_BUFFER_VALID)
+  drv.run()
+  assert drv.u32(sig) == 42 and reads == [4 * q.q.FETCH, 4 * (len(body) - q.q.FETCH)]
+  dws[len(body) - 3] = 43   # the RELEASE_MEM's data dword (then data_hi, ctxid)
+  q.pm4(pm4.PACKET3_INDIRECT_BUFFER, *lohi(ib), len(body) | pm4.INDIRECT_BUFFER_VALID)
+  drv.run()
+  assert drv.u32(sig) == 43 and q.q.error is None
+
 class Recorder:
   def __init__(self, exc=None): self.calls, self.exc = [], exc
   def __call__(self, d, memory, threads):   # a mock device leaves tinygrad's spinning wait a CPU
