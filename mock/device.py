@@ -8,10 +8,11 @@ round over its queues or channels). A queue error stops that queue and is report
 events, NV debugger controls); an error of the model outside any queue is printed once per message and the thread keeps
 polling (contract: docs/contracts/kfd.md section 8)."""
 from __future__ import annotations
-import contextlib, ctypes, errno, gc, mmap, os, sys, threading, time, traceback, weakref
+import contextlib, ctypes, errno, gc, mmap, os, pathlib, sys, threading, time, traceback, weakref
 from tinygrad.runtime.autogen import libc
+from mockgpu import cbuild
 from mockgpu.emu.memory import MemoryMap
-from mockgpu.errors import MockGPUError
+from mockgpu.errors import BuildError, MockGPUError
 from mockgpu.mock import uaccess
 from mockgpu.mock.errors import QueueFault
 from mockgpu.usage import timed
@@ -114,10 +115,31 @@ class WaitWatch:
             "fault for a waiting queue, so tinygrad raises RuntimeError with an empty message (its 'Wait timeout' error is the context)",
             file=sys.stderr)
 
+IDLE_C = pathlib.Path(__file__).with_name("idle.c")
+
+def idle_waiter():
+  """The C idle wait (`mock/idle.c`, compiled once into the library cache: `mock_idle_set`, `mock_idle_wait`), or None
+  without a C compiler (the device thread then polls in Python)."""
+  src = IDLE_C.read_text()
+  try: path = cbuild.shared_library("mock-idle-", [src], ("-O2", "-fPIC", "-std=gnu11"), lambda: ([src], {}), 4, what="the device thread's idle wait")[0]
+  except BuildError: return None
+  lib = ctypes.CDLL(str(path))
+  lib.mock_idle_set.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32]
+  lib.mock_idle_set.restype, lib.mock_idle_wait.argtypes, lib.mock_idle_wait.restype = None, [], ctypes.c_int
+  return lib
+
 class DeviceThread:
   """The per-device daemon thread that executes all queues of a model: `model.run_once()` is one round (every queue or
   channel, round-robin; True if any progressed), polled every 0.1-0.5 ms. Queue errors stop their queue inside the round;
   an exception escaping the round is a bug of the model: printed with its traceback once per message, and polling goes on.
+
+  Idle, a model that names the words whose change means work (`model.idle_words()`: [(c_uint64, value seen)], only words
+  the model owns and never unmaps, such as its doorbell pages; None while it must be polled, e.g. a queue waits on guest
+  memory) is waited
+  for in C without the GIL (`idle_waiter`: checked every 20 us, after 1 ms backing off to 200 us; a round at least every
+  `IDLE_TIMEOUT_US`):
+  a Python poll takes the GIL from tinygrad every 0.1-0.5 ms, which slowed tinygrad's own Python by 15-25% while the GPU
+  was idle (docs/mock.md).
 
   tinygrad busy-waits on signals for 200 ms before it makes any call into the mock, holding the GIL, which it hands over
   only every `sys.getswitchinterval()`. So the interval bounds the submit-to-completion latency: unless the user changed
@@ -126,14 +148,19 @@ class DeviceThread:
   Args: model: the device model (held weakly: the thread ends when it is collected; tests make many). name: the thread's
     name. warm_up: an AMD arch whose emulator a second thread builds or loads meanwhile (None: nothing to warm up)."""
   POLL_MIN, POLL_MAX = 0.0001, 0.0005
+  IDLE_NAP_MIN_US, IDLE_NAP_MAX_US, IDLE_TIMEOUT_US = 20, 200, 50_000
   SWITCH_INTERVAL = float(os.environ.get("MOCKGPU_SWITCH_INTERVAL", "0.0002"))
 
   def __init__(self, model, name:str="mockgpu-device", warm_up:str|None=None):
     self.model, self.reported = weakref.ref(model), set()
+    self.waiter, self.idle, self.watched = None, False, None   # the C idle wait once loaded; its words (kept alive)
     if sys.getswitchinterval() == 0.005 and self.SWITCH_INTERVAL > 0: sys.setswitchinterval(self.SWITCH_INTERVAL)
     self.thread = threading.Thread(target=self._loop, name=name, daemon=True)
     self.thread.start()
+    if hasattr(model, "idle_words"): threading.Thread(target=self._load_waiter, name="mockgpu-idle-wait", daemon=True).start()
     if warm_up is not None: threading.Thread(target=self._warm_up, args=(warm_up,), name="mockgpu-warm-up", daemon=True).start()
+
+  def _load_waiter(self): self.waiter = idle_waiter()
 
   @staticmethod
   def _warm_up(arch:str):
@@ -143,8 +170,16 @@ class DeviceThread:
     with contextlib.suppress(MockGPUError): warm_up(arch)
 
   def _round(self, model) -> bool:
+    self.idle = False
     try:
-      with timed("device_s"): return model.run_once()
+      with timed("device_s"): progress = model.run_once()
+      if not progress and self.waiter is not None and (ws:=model.idle_words()) is not None:   # set up here, with the GC off
+        self.watched = ((ctypes.c_void_p * len(ws))(*[ctypes.addressof(w) for w, _ in ws]), (ctypes.c_uint64 * len(ws))(*[v for _, v in ws]),
+                           [w for w, _ in ws])   # the words are kept alive while the thread waits on them, the model need not be
+        self.waiter.mock_idle_set(self.watched[0], self.watched[1], len(ws), self.IDLE_NAP_MIN_US, self.IDLE_NAP_MAX_US,
+                                  self.IDLE_TIMEOUT_US)
+        self.idle = True
+      return progress
     except Exception as e:   # a bug in the model itself, outside any queue: say so once, keep the GPU alive
       if (msg:=f"{type(e).__name__}: {e}") not in self.reported:
         self.reported.add(msg)
@@ -155,8 +190,13 @@ class DeviceThread:
     delay = self.POLL_MIN
     while (model:=self.model()) is not None:
       progress = device_work(DeviceThread._round, self, model)   # GC off meanwhile: see device_work
-      del model
       if progress: delay = self.POLL_MIN
+      elif self.idle:   # waited for in C, without the GIL; the call takes no arguments, so it allocates nothing (an argument
+        del model                      # tuple could start a collection)
+        self.waiter.mock_idle_wait()
+        delay = self.POLL_MIN
       else:   # idle: time.sleep and plain arithmetic allocate no GC-tracked object (min() or a lock's timeout would: a tuple)
+        del model
         time.sleep(delay)
         delay = delay * 2 if delay * 2 < self.POLL_MAX else self.POLL_MAX
+      model = None

@@ -61,6 +61,7 @@ class Queue:
     self.doorbell = ctypes.c_uint64.from_address(doorbell_addr)
     self.rptr, self.error, self.blocked_on, self.waits_for, self.watch = 0, None, "", "", WaitWatch()
     self.fetched: tuple[int, list[int]] = (0, [])   # (first dword position, the dwords fetched from there)
+    self.seen = 0   # the doorbell's value when the last round of this queue started
 
   def __repr__(self): return f"{self.engine} queue {self.qid} of {self.gpu}"
   @property
@@ -69,7 +70,7 @@ class Queue:
   def run(self) -> bool:
     """Execute up to `budget` packets. Returns True if anything was consumed. Errors stop the queue (see `stop`)."""
     if self.error is not None: return False
-    progress = False
+    progress, self.seen = False, self.doorbell.value   # what an idle wait compares the doorbell against (KFD.idle_words)
     try:
       for _ in range(self.budget):
         if not self.step(): break

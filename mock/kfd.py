@@ -68,6 +68,7 @@ class KFD:
     """`autorun=False` (unit tests): no device thread; call `run_until_idle()` to execute queued work."""
     self.profile, self.autorun, self.lock = profile, autorun, threading.RLock()
     self.cond = threading.Condition(self.lock)
+    self.ioctls = ctypes.c_uint64(0)   # ioctls served (idle_words)
     self.nodes = [GPUNode(n, GPU_ID_BASE + n, RENDER_MINOR_BASE + n - 1) for n in range(1, n_gpus + 1)]
     self.tree, self.roots = build_tree(profile, self.nodes), virtual_roots(self.nodes)
     self.gpus: dict[int, GPU] = {}
@@ -125,7 +126,9 @@ class KFD:
     # tinygrad passes the struct itself; an address is copied in and out like the kernel's kfd_ioctl (EFAULT for a bad pointer)
     args, user = uaccess.ioctl_arg(io.struct, arg, f"{io.name}: argument", copy_in=bool(request >> 30 & 1))
     try:
-      with self.lock: getattr(self, io.handler)(args)
+      with self.lock:
+        self.ioctls.value += 1   # wakes the device thread's idle wait (a new queue, memory a wait needs)
+        getattr(self, io.handler)(args)
     finally:
       if user is not None and request >> 30 & 2: uaccess.copy_to_user(user, args, f"{io.name}: argument")
     return 0
@@ -322,6 +325,15 @@ class KFD:
       for q in [q for g in self.gpus.values() for q in g.queues]: progress |= q.run()
       if progress: self.cond.notify_all()
       return progress
+
+  def idle_words(self) -> list[tuple[int, int]] | None:
+    """For the device thread's idle wait: (word, value seen) of the ioctl counter and of every live queue's doorbell (in the
+    GPUs' doorbell pages, which are never unmapped); None while a queue waits on guest memory or a packet's rest, which
+    only a round in Python can re-check."""
+    with self.lock:
+      qs = [q for g in self.gpus.values() for q in g.queues if q.error is None]
+      if any(q.blocked_on for q in qs): return None
+      return [(self.ioctls, self.ioctls.value), *[(q.doorbell, q.seen) for q in qs]]
 
   def run_until_idle(self, max_rounds:int=10000) -> int:
     """Run rounds until no queue makes progress (all done or blocked). Returns the number of rounds with progress."""

@@ -2,9 +2,9 @@
 finalizers of what it frees on the thread whose allocation started it; tinygrad's (HCQGraph.__del__, buffer frees) wait for
 the GPU, so one started on the device thread deadlocked it (tinygrad's test_multitensor_jit_input: a 30 s wait timeout, then
 every later test of the process failed)."""
-import gc, threading, time
+import ctypes, gc, threading, time
 from mockgpu.mock.device import DeviceThread
-from test_pm4 import release
+from test_pm4 import release, wait_geq
 
 class Cycle:
   ran_on: list[str] = []
@@ -49,3 +49,48 @@ def test_a_failing_round_is_reported_once_and_polling_goes_on(capsys):
   err = capsys.readouterr().err
   assert err.startswith("mockgpu: mockgpu-test-device error (its queues keep running):\nTraceback (most recent call last):")
   assert err.count("KeyError: 'no such queue'") == 1
+
+class Counting:
+  """Wraps a KFD model's run_once to count the device thread's rounds."""
+  def __init__(self, kfd): self.kfd, self.rounds = kfd, 0
+  def run_once(self) -> bool:
+    self.rounds += 1
+    return self.kfd.run_once()
+  def idle_words(self): return self.kfd.idle_words()
+
+def wait_for(cond, what):
+  for _ in range(5000):
+    if cond(): return
+    time.sleep(0.001)
+  raise AssertionError(f"timed out waiting for {what}")
+
+def test_an_idle_gpu_is_waited_for_in_c_and_a_doorbell_or_an_ioctl_wakes_it(drv):
+  """Idle, the device thread waits in C without the GIL (a Python poll every 0.1-0.5 ms slowed tinygrad's own Python by
+  15-25%): a round only when a watched word changes or every IDLE_TIMEOUT_US. A doorbell wakes it, and so does any ioctl
+  (CREATE_QUEUE adds a doorbell to watch)."""
+  q, (sig, _) = drv.queue(0), drv.userptr(0x1000)
+  m = Counting(drv.kfd)
+  t = DeviceThread(m)
+  wait_for(lambda: t.waiter is not None and t.idle, "the idle wait")
+  r0 = m.rounds
+  time.sleep(0.3)
+  assert m.rounds - r0 <= 0.3 / (DeviceThread.IDLE_TIMEOUT_US / 1e6) + 2   # Python polling: >= 600 rounds
+  q.pm4(*release(sig, 1))
+  wait_for(lambda: drv.u32(sig) == 1, "the first queue's packet")
+  q2 = drv.queue(0)   # an ioctl while idle: the next wait watches the new queue's doorbell too
+  words = {ctypes.addressof(w): v for w, v in drv.kfd.idle_words()}
+  assert words[ctypes.addressof(q2.q.doorbell)] == 0 and words[ctypes.addressof(drv.kfd.ioctls)] == drv.kfd.ioctls.value
+  q2.pm4(*release(sig + 8, 2))
+  wait_for(lambda: drv.u32(sig + 8) == 2, "the new queue's packet")
+
+def test_a_queue_waiting_on_guest_memory_is_polled_in_python(drv):
+  """The C wait reads only the model's own words; a WAIT_REG_MEM on guest memory needs the round's checked read, so
+  idle_words is None while a queue waits."""
+  q, (sig, _) = drv.queue(0), drv.userptr(0x1000)
+  assert drv.kfd.idle_words() is not None
+  q.pm4(*wait_geq(sig, 1)).pm4(*release(sig + 8, 5))
+  drv.run()
+  assert drv.kfd.idle_words() is None and drv.u32(sig + 8) == 0
+  ctypes.c_uint32.from_address(sig).value = 1
+  drv.run()
+  assert drv.u32(sig + 8) == 5 and drv.kfd.idle_words() is not None
