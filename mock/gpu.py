@@ -96,13 +96,14 @@ class Queue:
     pointer are fetched with them (see the class doc)."""
     start, got = self.fetched
     if start <= pos and pos + n <= start + len(got): return got[pos - start:pos - start + n]
-    size, want, out = self.ring_size // 4, max(n, min(self.put // self.put_unit - pos, self.FETCH)), []
+    size, end = self.ring_size // 4, self.put // self.put_unit
+    want, out = max(n, min(end - pos, self.FETCH)), []
     p = pos % size
     while want > 0:
       k = min(want, size - p)
       out += struct.unpack(f"<{k}I", self.gpu.read(self.ring + 4 * p, 4 * k, self.engine, "ring"))
       want, p = want - k, 0
-    self.fetched = (pos, out)
+    if pos + len(out) <= end: self.fetched = (pos, out)   # never keep dwords the producer has not published (a length probe)
     return out[:n]
 
   def stop(self, exc:BaseException):

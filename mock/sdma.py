@@ -35,7 +35,9 @@ class SDMAQueue(Queue):
     if end - pos > self.ring_size: raise self.bad(f"ring overrun: write pointer {end:#x} is more than the ring size ahead of {pos:#x}")
     if (h:=self.handlers.get(header & 0xFF)) is None: raise self.bad(f"unknown SDMA opcode {header & 0xFF}")
     name, fn, n = h
-    if callable(n): n = n(self, pos)
+    if callable(n) and (n:=n(self, pos, end)) is None:   # its length is in a dword the producer has not published yet
+      self.blocked_on = f"the rest of a {name} packet at {self.where}: the write pointer {end:#x} ends before its length field"
+      return False
     if 4 * n >= self.ring_size: raise self.bad(f"{name} packet of {n} dwords does not fit the {self.ring_size:#x}-byte ring")
     if pos + 4 * n > end:   # not published yet (tinygrad never does this: reported if it lasts)
       self.blocked_on = f"the rest of a {n}-dword {name} packet at {self.where}: the write pointer {end:#x} ends inside it"
@@ -88,10 +90,11 @@ class SDMAQueue(Queue):
     self.gpu.write_int(self._addr(lo, hi, 8, "TIMESTAMP"), gpu_clock(), 8, "SDMA", "TIMESTAMP")
     return True
 
-# op name (sdma_* SDMA_OP_<name>) -> (handler, packet dwords including the header, or a function of the header)
+# op name (sdma_* SDMA_OP_<name>) -> (handler, packet dwords including the header, or a function of the queue, the packet's
+# byte position and the write pointer giving them, None while the dword holding the length is not published)
 SDMA_PACKETS: dict[str, tuple] = {
-  "NOP": (SDMAQueue.nop, lambda q, pos: 1 + ((q.dword(pos // 4) >> 16) & 0x3FFF)),
+  "NOP": (SDMAQueue.nop, lambda q, pos, end: 1 + ((q.dword(pos // 4) >> 16) & 0x3FFF)),
   "COPY": (SDMAQueue.copy, 7), "FENCE": (SDMAQueue.fence, 4), "TRAP": (SDMAQueue.trap, 2),
   "POLL_REGMEM": (SDMAQueue.poll_regmem, 6), "TIMESTAMP": (SDMAQueue.timestamp, 3),
-  "WRITE": (SDMAQueue.write, lambda q, pos: 5 + (q.dword(pos // 4 + 3) & 0xFFFFF)),
+  "WRITE": (SDMAQueue.write, lambda q, pos, end: 5 + (q.dword(pos // 4 + 3) & 0xFFFFF) if pos + 16 <= end else None),
 }

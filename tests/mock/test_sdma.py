@@ -30,6 +30,21 @@ def test_a_packet_published_in_part_waits_for_the_rest(drv):
   drv.run()
   assert drv.u32(buf) == 7 and q.q.blocked_on == "" and drv.u64(q.q.rptr_addr) == 16
 
+def test_an_unpublished_dword_read_ahead_is_read_again_once_published(drv):
+  """A WRITE packet's length is in its fourth dword: with only the header published the engine waits for it instead of
+  sizing the packet from the stale ring dword there (which stopped the queue: "WRITE packet of 1048580 dwords does not
+  fit"), and once the producer publishes, it executes what was written (the ring fetch keeps no dword past the write
+  pointer)."""
+  q, (buf, _) = drv.queue(0, SDMA), drv.userptr(0x1000)
+  q.dw[3] = 0xFFFFF   # stale ring content where the count goes: a 1 M-dword WRITE, more than the ring holds
+  q.write(sd.SDMA_OP_WRITE, ring=False)
+  q.doorbell.value = q.put
+  drv.run()
+  assert q.q.error is None and drv.u32(buf) == 0 and "ends before its length field" in q.q.blocked_on
+  q.write(buf & 0xFFFFFFFF, buf >> 32, 0, 0xC0FFEE)   # count field 0: one dword
+  drv.run()
+  assert q.q.error is None and drv.u32(buf) == 0xC0FFEE and drv.u64(q.q.rptr_addr) == 5 * 4
+
 def test_poll_blocks_until_the_cpu_writes_and_others_keep_running(drv):
   q, other = drv.queue(0, SDMA), drv.queue(1, SDMA)
   sig, _ = drv.userptr(0x1000, (0, 1))
