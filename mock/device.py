@@ -8,7 +8,7 @@ round over its queues or channels). A queue error stops that queue and is report
 events, NV debugger controls); an error of the model outside any queue is printed once per message and the thread keeps
 polling (contract: docs/contracts/kfd.md section 8)."""
 from __future__ import annotations
-import contextlib, ctypes, errno, gc, mmap, os, pathlib, sys, threading, time, traceback, weakref
+import contextlib, ctypes, errno, functools, gc, mmap, os, pathlib, sys, threading, time, traceback, weakref
 from tinygrad.runtime.autogen import libc
 from mockgpu import cbuild
 from mockgpu.emu.memory import MemoryMap
@@ -117,9 +117,10 @@ class WaitWatch:
 
 IDLE_C = pathlib.Path(__file__).with_name("idle.c")
 
+@functools.cache
 def idle_waiter():
-  """The C idle wait (`mock/idle.c`, compiled once into the library cache: `mock_idle_set`, `mock_idle_wait`), or None
-  without a C compiler (the device thread then polls in Python)."""
+  """The C idle wait (`mock/idle.c`, compiled once into the library cache: `mock_idle_set`, `mock_idle_wait`; loaded once
+  per process), or None without a C compiler (the device thread then polls in Python)."""
   src = IDLE_C.read_text()
   try: path = cbuild.shared_library("mock-idle-", [src], ("-O2", "-fPIC", "-std=gnu11"), lambda: ([src], {}), 4, what="the device thread's idle wait")[0]
   except BuildError: return None
