@@ -1,6 +1,5 @@
-"""The generated-C backend: load the per-arch library (building it once, see build.py) and run a dispatch inside C. The call
-holds the GIL, and the dispatch lets it go after its first GIL_AFTER wave-instructions (or at once on several threads), so
-other Python threads run during a long dispatch and a short one does not wait to get the GIL back."""
+"""The generated-C backend: load the per-arch library (building it once, see build.py) and run a dispatch inside C with
+the GIL released (ctypes releases it for CDLL calls)."""
 from __future__ import annotations
 import ctypes, functools, os, sys, time
 import numpy as np
@@ -41,13 +40,7 @@ class EmuArgs(ctypes.Structure):
     ("w_last", WatchRec), ("lds_rd", ctypes.c_uint64), ("lds_wr", ctypes.c_uint64),
     ("xlat", ctypes.c_void_p), ("xlat_pcs", ctypes.POINTER(ctypes.c_uint32)), ("xlat_n", ctypes.c_uint32), ("trace_cap", ctypes.c_uint32),
     ("trace_pcs", ctypes.POINTER(ctypes.c_uint32)), ("trace_n", ctypes.c_uint64), ("threads", ctypes.c_uint32), ("threads_used", ctypes.c_uint32),
-    ("deny", ctypes.POINTER(ctypes.c_uint8)), ("deny_msg", ctypes.c_char_p),
-    ("gil_save", ctypes.c_void_p), ("gil_restore", ctypes.c_void_p), ("gil_after", ctypes.c_uint64)]
-
-# a dispatch keeps the caller's GIL for its first GIL_AFTER wave-instructions (EmuArgs.gil_*): ctypes' own release would make a
-# short dispatch wait for the GIL after it (tinygrad's spinning wait holds it up to a switch interval), longer than it ran
-GIL_AFTER = 4096
-_GIL = (ctypes.cast(ctypes.pythonapi.PyEval_SaveThread, ctypes.c_void_p).value, ctypes.cast(ctypes.pythonapi.PyEval_RestoreThread, ctypes.c_void_p).value)
+    ("deny", ctypes.POINTER(ctypes.c_uint8)), ("deny_msg", ctypes.c_char_p)]
 
 def poison() -> int:
   """EmuArgs.poison from $MOCKGPU_EMU_POISON (a byte, e.g. 0xa5; unset or empty: off): every handler's pseudocode state
@@ -80,9 +73,6 @@ def load(arch: ArchSpec) -> tuple[ctypes.CDLL, Library]:
     try: dll = ctypes.CDLL(str((lib:=build(arch, force=True)).path))
     except OSError as e2: raise BackendUnavailable(f"the {arch.name} emulator library {lib.path} does not load: {e2}") from e2
   dll.emu_run.argtypes, dll.emu_run.restype = [ctypes.POINTER(EmuArgs), ctypes.c_uint64], ctypes.c_int
-  keep = ctypes.PyDLL(str(lib.path)).emu_run   # the same function, called with the GIL held (EmuArgs.gil_*)
-  keep.argtypes, keep.restype = dll.emu_run.argtypes, dll.emu_run.restype
-  dll.emu_run_gil = keep
   return dll, lib
 
 def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout: float | None, op_counts: bool, capture: bool,
@@ -122,8 +112,7 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
     if (xk := tr.lookup(d.code_addr, code[1])) is not None: a.xlat, a.xlat_pcs, a.xlat_n = xk.fn, xk.pcs_arr, len(xk.pcs)
     else: trace = (ctypes.c_uint32 * translate.TRACE_CAP)(); a.trace_pcs, a.trace_cap = trace, translate.TRACE_CAP
   t0 = time.perf_counter()
-  a.gil_save, a.gil_restore, a.gil_after = *_GIL, GIL_AFTER
-  st = dll.emu_run_gil(ctypes.byref(a), code[1])
+  st = dll.emu_run(ctypes.byref(a), code[1])
   dt = time.perf_counter() - t0
   if trace is not None and st == 0:
     tr.observe(d.code_addr, code[1], list(trace[:a.trace_n]), a.instructions, ((d.rsrc3 & 63) + 1) * 4 if arch.num_agprs else 0, xm == "sync")

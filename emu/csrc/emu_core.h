@@ -77,9 +77,6 @@ typedef struct {
   uint32_t threads, threads_used;
   /* ops this arch does not have as the library models them (arch.unmodelled_ops): deny[hid] != 0 stops the wave with deny_msg */
   const uint8_t *deny; const char *deny_msg;
-  /* the GIL: a caller that holds it (cbackend calls through PyDLL) passes PyEval_SaveThread / PyEval_RestoreThread; the
-   * dispatch keeps it for its first gil_after wave-instructions, so a short one returns without waiting to get it back */
-  void *gil_save, *gil_restore; uint64_t gil_after;   /* void *(*)(void), void (*)(void *) */
 } EmuArgs;
 
 typedef struct {
@@ -108,7 +105,6 @@ struct Ctx {
   uint64_t icount, budget, next_time_check;   /* budget: the icount at which the running workgroup's budget runs out (use_slot) */
   uint64_t wg_base;                 /* icount minus what the running workgroup executed before (use_slot) */
   struct Par *par; uint64_t wg_idx; /* multi-core dispatch: the shared work counter, this thread's workgroup (emu_sched.c) */
-  int gil; void *gil_ts;            /* 1: this thread holds the GIL until the next time check; the state saved when it let go */
   struct timespec t0;
   uint32_t wg[3], nwaves, lds_bytes, scratch_lane, wave_size;
   uint32_t vrows, scratch_hi;          /* VGPR rows / scratch bytes per lane this dispatch may have written (decoded register fields +

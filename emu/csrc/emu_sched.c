@@ -380,7 +380,6 @@ int emu_run(EmuArgs *a, uint64_t code_end) {
   c.wave_size = a->wave_size; c.wave_mask = a->wave_size == 64 ? ~0ull : 0xffffffffull;
   c.lds_bytes = a->lds_bytes; c.scratch_lane = a->scratch_per_lane; c.next_time_check = 1u << 20; c.space = SP_GLOBAL;
   c.poison = (int)a->poison;
-  if ((c.gil = a->gil_save != 0)) c.next_time_check = a->gil_after;
   clock_gettime(CLOCK_MONOTONIC, &c.t0);
   uint32_t nt = a->block[0] * a->block[1] * a->block[2];
   uint64_t total = (uint64_t)a->grid[0] * a->grid[1] * a->grid[2];
@@ -401,7 +400,6 @@ int emu_run(EmuArgs *a, uint64_t code_end) {
       c.status = 0;
     }
     a->threads_used = 1;
-    if (nth > 1 && c.gil) { c.gil = 0; c.gil_ts = ((void *(*)(void))a->gil_save)(); }   /* before the workers copy the Ctx */
     if (nth < 2 || !run_parallel(&c, nth, total)) run_grid(&c);
   }
   if (a->trace_pcs) {   /* the instructions this dispatch decoded (executed), for the translator */
@@ -412,7 +410,6 @@ int emu_run(EmuArgs *a, uint64_t code_end) {
   a->instructions = c.icount;
   for (uint32_t k = 0; k < c.nslots; k++) { free(c.slots[k].m.vgpr); free(c.slots[k].m.lds); free(c.slots[k].m.scratch); free(c.slots[k].m.waves); }
   free(c.slots); free(c.res); free(c.icache);
-  if (c.gil_ts) ((void (*)(void *))a->gil_restore)(c.gil_ts);
   return a->status;
 }
 

@@ -16,12 +16,10 @@ static double elapsed(Ctx *c) {
   return (double)(t.tv_sec - c->t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - c->t0.tv_nsec);
 }
 
-/* every 2^20 wave-instructions (the first one after EmuArgs.gil_after when the caller holds the GIL, which it lets go then): the
- * wall-clock limit (run(timeout=)), and in a multi-core dispatch whether a lower workgroup stopped it (this thread's workgroup
- * is then abandoned: ST_ABANDONED, never reported). 1: the dispatch stopped */
+/* every 2^20 wave-instructions: the wall-clock limit (run(timeout=)), and in a multi-core dispatch whether a lower workgroup
+ * stopped it (this thread's workgroup is then abandoned: ST_ABANDONED, never reported). 1: the dispatch stopped */
 static __attribute__((noinline, cold)) int time_check(Ctx *c, Wave *w, const Inst *in) {
   c->next_time_check = c->icount + (1u << 20);
-  if (c->gil) { c->gil = 0; c->gil_ts = ((void *(*)(void))c->a->gil_save)(); }
   if (c->par && c->wg_idx > __atomic_load_n(&c->par->stop, __ATOMIC_RELAXED)) { c->status = ST_ABANDONED; return 1; }
   if (c->a->timeout > 0 && elapsed(c) > c->a->timeout) { c->status = ST_TIMEOUT; record_inst(c, w, w->pc, in->raw, in->size, in->fmt, in->op); return 1; }
   return 0;
