@@ -60,7 +60,7 @@ class Queue:
     self.gpu, self.qid, self.ring, self.ring_size, self.rptr_addr = gpu, qid, ring, ring_size, rptr_addr
     self.doorbell = ctypes.c_uint64.from_address(doorbell_addr)
     self.rptr, self.error, self.blocked_on, self.waits_for, self.watch = 0, None, "", "", WaitWatch()
-    self.fetched: tuple[int, list[int]] = (0, [])   # (first dword position, the dwords fetched from there)
+    self.fetched: list = [0, []]   # [first dword position, the dwords fetched from there] (ahead)
     self.seen = 0   # the doorbell's value when the last round of this queue started
 
   def __repr__(self): return f"{self.engine} queue {self.qid} of {self.gpu}"
@@ -90,21 +90,29 @@ class Queue:
     """Ring dword at pointer position `pos` (in dwords), read modulo the ring."""
     return self.dwords(pos, 1)[0]
 
+  def ahead(self, cache:list, pos:int, n:int, end:int, read) -> list[int]:
+    """`n` dwords at position `pos` of a ring or IB published up to `end`: from `cache` ([first position, the dwords],
+    updated in place), else `read(pos, k)` fetches them with the dwords after them up to `end` (at most FETCH). Dwords
+    past `end` (a length probe of a packet published in part) are returned but never kept."""
+    start, got = cache
+    if start <= pos and pos + n <= start + len(got): return got[pos - start:pos - start + n]
+    out = read(pos, max(n, min(end - pos, self.FETCH)))
+    if pos + len(out) <= end: cache[:] = [pos, out]
+    return out[:n]
+
   def dwords(self, pos:int, n:int) -> list[int]:
     """`n` ring dwords from pointer position `pos` (in dwords, not yet wrapped), read modulo the ring through the GPU's
     checked reads (a ring freed or unmapped while the queue lives is a QueueFault, not a crash). The dwords up to the write
     pointer are fetched with them (see the class doc)."""
-    start, got = self.fetched
-    if start <= pos and pos + n <= start + len(got): return got[pos - start:pos - start + n]
-    size, end = self.ring_size // 4, self.put // self.put_unit
-    want, out = max(n, min(end - pos, self.FETCH)), []
-    p = pos % size
-    while want > 0:
-      k = min(want, size - p)
+    return self.ahead(self.fetched, pos, n, self.put // self.put_unit, self._ring_read)
+
+  def _ring_read(self, pos:int, n:int) -> list[int]:
+    size, p, out = self.ring_size // 4, pos % (self.ring_size // 4), []
+    while n > 0:
+      k = min(n, size - p)
       out += struct.unpack(f"<{k}I", self.gpu.read(self.ring + 4 * p, 4 * k, self.engine, "ring"))
-      want, p = want - k, 0
-    if pos + len(out) <= end: self.fetched = (pos, out)   # never keep dwords the producer has not published (a length probe)
-    return out[:n]
+      n, p = n - k, 0
+    return out
 
   def stop(self, exc:BaseException):
     """Stop this queue for good: print a report to stderr and raise the KFD event tinygrad will see."""

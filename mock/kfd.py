@@ -326,7 +326,7 @@ class KFD:
       if progress: self.cond.notify_all()
       return progress
 
-  def idle_words(self) -> list[tuple[int, int]] | None:
+  def idle_words(self) -> list[tuple[ctypes.c_uint64, int]] | None:
     """For the device thread's idle wait: (word, value seen) of the ioctl counter and of every live queue's doorbell (in the
     GPUs' doorbell pages, which are never unmapped); None while a queue waits on guest memory or a packet's rest, which
     only a round in Python can re-check."""

@@ -45,12 +45,8 @@ class PM4Queue(Queue):
   def _where(self, pos:int) -> str: return f"IB {self.ibs[-1][0]:#x} dword {pos:#x}" if self.ibs else f"ring dword {pos:#x}"
   def _read(self, pos:int, n:int=1) -> list[int]:
     if not self.ibs: return self.dwords(pos, n)
-    ib = self.ibs[-1]   # [addr, size_dw, pos, (first dword fetched, the dwords)]: fetched ahead like the ring (Queue.dwords)
-    start, got = ib[3]
-    if start <= pos and pos + n <= start + len(got): return got[pos - start:pos - start + n]
-    k = max(n, min(ib[1] - pos, self.FETCH))
-    ib[3] = (pos, got:=list(struct.unpack(f"<{k}I", self.gpu.read(ib[0] + pos * 4, 4 * k, "PM4", "INDIRECT_BUFFER"))))
-    return got[:n]
+    ib = self.ibs[-1]   # [addr, size_dw, pos, fetched]: fetched ahead like the ring (Queue.ahead)
+    return self.ahead(ib[3], pos, n, ib[1], lambda p, k: list(struct.unpack(f"<{k}I", self.gpu.read(ib[0] + p * 4, 4 * k, "PM4", "INDIRECT_BUFFER"))))
   def bad(self, msg:str) -> PacketError: return PacketError("PM4", self.where, self.header, msg)
 
   def step(self) -> bool:
@@ -183,7 +179,7 @@ class PM4Queue(Queue):
     if not ctl & self.pm4.INDIRECT_BUFFER_VALID: raise self.bad("INDIRECT_BUFFER without the VALID bit")
     if len(self.ibs) >= MAX_IB_DEPTH: raise self.bad(f"INDIRECT_BUFFER nested deeper than {MAX_IB_DEPTH} levels")
     if (size:=ctl & 0xFFFFF) == 0: raise self.bad("INDIRECT_BUFFER with IB_SIZE=0 (an empty IB) is not modelled; give the IB's length in dwords")
-    self.ibs.append([self._addr(lo & ~3, hi & 0xFFFF, size * 4, "INDIRECT_BUFFER"), size, 0, (0, [])])
+    self.ibs.append([self._addr(lo & ~3, hi & 0xFFFF, size * 4, "INDIRECT_BUFFER"), size, 0, [0, []]])
     self.gpu.stats["indirect_buffers"] += 1
     return True
 
