@@ -137,8 +137,7 @@ class DeviceThread:
   Idle, a model that names the words whose change means work (`model.idle_words()`: [(c_uint64, value seen)], only words
   the model owns and never unmaps, such as its doorbell pages; None while it must be polled, e.g. a queue waits on guest
   memory) is waited for in C without the GIL (`idle_waiter`: read every 20 us, after 1 ms backing off to 200 us; a round
-  at least every `IDLE_TIMEOUT_US`): a Python poll takes the GIL from tinygrad every 0.1-0.5 ms, which slowed tinygrad's
-  own Python by 15-25% while the GPU was idle (docs/mock.md).
+  at least every `IDLE_TIMEOUT_US`): a Python poll takes the GIL from tinygrad every 0.1-0.5 ms (figures: docs/mock.md).
 
   tinygrad busy-waits on signals for 200 ms before it makes any call into the mock, holding the GIL, which it hands over
   only every `sys.getswitchinterval()`. So the interval bounds the submit-to-completion latency: unless the user changed

@@ -59,6 +59,15 @@ def round_trip(reps:int=200, idle:float=0.0) -> float:
     ts.append(time.perf_counter() - t0)
   return statistics.median(ts)
 
+def python_unit(reps:int=7) -> float:
+  """Median seconds of a fixed pure-Python loop in this thread: run before the mock GPU opens and while it idles, the two
+  show what the device thread costs tinygrad's own Python (a poll taking the GIL slows it; the idle wait in C does not)."""
+  def unit():
+    t0, acc = time.perf_counter(), 0
+    for i in range(200_000): acc += i * i % 7
+    return time.perf_counter() - t0
+  return statistics.median(unit() for _ in range(reps))
+
 def idle_cpu(seconds:float=2.0) -> float:
   """CPU seconds the process uses per second while its only thread with work sleeps (the mock's device thread polling)."""
   def cpu() -> float: return sum(getattr(resource.getrusage(resource.RUSAGE_SELF), f) for f in ("ru_utime", "ru_stime"))
@@ -119,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
   install()
   import numpy as np
   from tinygrad import Tensor, Device
-  gpu = Device.DEFAULT
+  gpu, py_before = Device.DEFAULT, python_unit()   # no device thread yet: it starts with the first queue
   print(f"mockgpu bench: {args.dev} ({Device[gpu].arch}) vs CPU, warm medians of {args.reps} runs, emulator translator {args.xlat}\n")
   print(f"{'workload':30s} {'mock s':>9s} {'CPU s':>9s} {'ratio':>7s}  result")
   from mockgpu.emu import api
@@ -150,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
   print(f"\nempty-kernel submit-to-signal round trip (median): {round_trip() * 1e3:.3f} ms")
   print(f"the same, each after 100 ms idle (median of 20): {round_trip(20, idle=0.1) * 1e3:.3f} ms")
   print(f"idle device polling: {idle_cpu() * 100:.1f}% of one core")
+  print(f"a pure-Python loop in tinygrad's thread while the GPU idles: {python_unit() * 1e3:.1f} ms, before the GPU opened: {py_before * 1e3:.1f} ms")
   return 1 if bad else 0
 
 if __name__ == "__main__": sys.exit(main())

@@ -65,9 +65,9 @@ def wait_for(cond, what):
   raise AssertionError(f"timed out waiting for {what}")
 
 def test_an_idle_gpu_is_waited_for_in_c_and_a_doorbell_or_an_ioctl_wakes_it(drv):
-  """Idle, the device thread waits in C without the GIL (a Python poll every 0.1-0.5 ms slowed tinygrad's own Python by
-  15-25%): a round only when a watched word changes or every IDLE_TIMEOUT_US. A doorbell wakes it, and so does any ioctl
-  (CREATE_QUEUE adds a doorbell to watch)."""
+  """Idle, the device thread waits in C without the GIL (a Python poll takes it from tinygrad every 0.1-0.5 ms): a round
+  only when a watched word changes or every IDLE_TIMEOUT_US. A doorbell wakes it, and so does any ioctl (CREATE_QUEUE adds
+  a doorbell to watch)."""
   q, (sig, _) = drv.queue(0), drv.userptr(0x1000)
   m = Counting(drv.kfd)
   t = DeviceThread(m)
