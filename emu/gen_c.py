@@ -450,7 +450,8 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
 # The translator's variant of a VALU handler's fast path (translate.py calls XV_<handler> instead of the handler): the same lane
 # loop text, with each source read straight from its VGPR row or as one scalar value (decided by the instruction's operand
 # fields, constants in a translated kernel, so the compiler keeps a scalar in a register and drops the operand set-up of
-# valu_fast). Everything but the fast case (inactive lanes, modifiers, DPP/SDWA, other float modes) calls the handler itself.
+# valu_fast). Everything but the fast case (inactive lanes, modifiers, DPP/SDWA, other float modes) calls the interpreter's
+# compiled handler (XHANDLER, out of line), so a translated kernel compiles only the fast paths of its VALU ops.
 # Kept apart from the handlers (Generated.xlat_src): only translated kernels compile them, after csrc/emu_xlat.h (XSRC32/64).
 
 def _xsrc(i: int, e: str, bits: int, fw: int) -> str:
@@ -470,7 +471,7 @@ def _xvalu(h: str, e: tuple, sb: list, sf: list, db: int, dm: str, fmods: str, p
   cond, loops = _mode_loops(modes, _lane_loop(n, inner, lanebit))
   L = [f"static inline __attribute__((always_inline)) void XV_{h}(Wave *w, const Inst *in) {{",
        "  uint64_t ex = rd_exec(w);",
-       f"  if (!(ex == {_full(n)} && w->c->wave_size == {n} && !in->dpp_kind && !{fmods} && {cond})) {{ {h}(w, in); return; }}",
+       f"  if (!(ex == {_full(n)} && w->c->wave_size == {n} && !in->dpp_kind && !{fmods} && {cond})) {{ XHANDLER(w); return; }}",
        "  PC_STATE(s, w);", *("  " + x for x in pre), *(f"  {_xsrc(i, e[i], sb[i], sf[i])}" for i in range(3) if sb[i]),
        "  uint32_t *dd = w->v + (in->vdst - 256) * MAXLANES, *dd2 = w->v + ((in->vdst - 255) & (NVREG - 1)) * MAXLANES; (void)dd2;",
        *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i] and sb[i] <= 32), *(["  s.D0.d[1] = 0;"] if any("dd[L]" in b for b in xbody) and dm == "32" else []),
@@ -647,12 +648,14 @@ def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int
   L.append(f"  if (LIKELY(exec == 0xffffffffull && w->c->wave_size == 32 && {cond})) {{ {loops} memcpy(out, tmp, 128); }}")
   L.append("  else { uint64_t ex = exec; while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L; " + " ".join(body) + " out[L] = tmp[L]; } }")
   L.append(f"  {_CHECK}")
-  # the translator's variant (as XV_ of _valu), for a wave32 VOPD with every lane active: its caller checks EXEC and the wave size
+  # the translator's variant (as XV_ of _valu), for a wave32 VOPD with every lane active: its caller checks EXEC and the wave size,
+  # and runs the interpreter's handler (both halves) when this returns 0 (a float mode without a fast loop); 1: done or faulted
   xloops = _mode_loops(modes, _lane_loop(32, _xbody(body), _vcc_lanes(u)))[1]
-  X = [f"static inline __attribute__((always_inline)) void X{h}(Wave *w, const Inst *in, int y, uint32_t *out) {{",
-       f"  if (!{cond}) {{ {h}(w, in, y, out, 0xffffffffull); return; }}", "  PC_STATE(s, w);", ops_of, *("  " + x for x in pre),
+  X = [f"static inline __attribute__((always_inline)) int X{h}(Wave *w, const Inst *in, int y, uint32_t *out) {{",
+       f"  if (!{cond}) return 0;", "  PC_STATE(s, w);", ops_of, *("  " + x for x in pre),
        *(f"  {_xsrc(i, f'e{i}', sb[i], sf[i])}" for i in range(2) if sb[i]), "  uint32_t *dd = w->v + (ed - 256) * MAXLANES, tmp[32];",
-       *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i]), *(["  s.D0.d[1] = 0;"] * ("D0" in u.reads)), f"  {xloops} memcpy(out, tmp, 128);", f"  {_CHECK}"]
+       *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i]), *(["  s.D0.d[1] = 0;"] * ("D0" in u.reads)), f"  {xloops} memcpy(out, tmp, 128);",
+       f"  {_CHECK.replace('return;', 'return 1;')}", "  return 1;"]
   return "\n".join(L) + "\n}\n", "\n".join(X) + "\n}\n"
 
 def _vopd_target(fam: str, name: str, ents: dict) -> str | None:

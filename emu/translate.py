@@ -118,32 +118,36 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
   fall through, gen_c.FLOW PLAIN, and no-ops) run in blocks (`_blocks`), one function per block with its steps inlined,
   entered when the whole block fits the watchdog budget and the next time check (counted once), else the interpreter's
   handlers run them one XSTEP at a time, as they do for an entry into the middle of a block; every other step is a function
-  of its own, or the interpreter's handler."""
+  of its own, or the interpreter's handler. VALU and VOPD steps inline only their translator variants' fast paths (every lane
+  active, no modifiers, a fast float mode); the rest runs the interpreter's compiled handler (XHANDLER), which keeps the C a
+  kernel compiles small (tinygrad's 256 matmul kernel: 5.7 s of gcc instead of 28 s with the handlers inlined too)."""
   from mockgpu.emu.gen_c import FLOW
-  used, steps, consts, fns, straight, nop = [], [], [], [], [], set()
+  used, xused, steps, consts, fns, straight, nop = [], [], [], [], [], [], set()
   for k, (pc, nxt, vals) in enumerate(insts):
     hid = vals[1]
     cn = p.cnames[hid] if 0 <= hid < len(p.cnames) else "0"
     consts.append(f"static const Inst X{k} = {{0, {', '.join(map(str, vals[:7]))}, {{{', '.join(map(str, vals[7:11]))}}}, {', '.join(map(str, vals[11:]))}}};")
     vh = _vopd_halves(p, hid, vals) if cn == "h_vopd" else ()
     plain = 0 <= hid < len(p.flows) and p.flows[hid] == FLOW["PLAIN"]
-    if vh and all(h in p.handler_src for h in vh):   # csrc/emu_sched.c h_vopd, with the halves inlined (their X variants: every lane active)
-      used += [h for h in dict.fromkeys(vh) if h not in used]   # both halves may be the same op (V_DUAL_FMAC_F32 twice)
-      fast = (f" if (ex == 0xffffffffull && w->c->wave_size == 32) {{ X{vh[0]}(w, in, 0, ox); if (w->c->status) return; X{vh[1]}(w, in, 1, oy);"
-              " if (w->c->status) return; memcpy(w->v + (in->vdstx - 256) * MAXLANES, ox, 128); memcpy(w->v + (in->vdsty - 256) * MAXLANES, oy, 128); return; }"
-              if all(h in p.xlat_src for h in vh) else "")
-      fns.append(f"static inline __attribute__((always_inline)) void S{k}(Wave *w) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES]; uint64_t ex = rd_exec(w);{fast}"
-                 f" {vh[0]}(w, in, 0, ox, ex); if (w->c->status) return; {vh[1]}(w, in, 1, oy, ex); if (w->c->status) return;"
-                 " uint32_t *dx = w->v + (in->vdstx - 256) * MAXLANES, *dy = w->v + (in->vdsty - 256) * MAXLANES;"
-                 " if (ex == 0xffffffffull && w->c->wave_size == 32) { memcpy(dx, ox, 128); memcpy(dy, oy, 128); return; }"
-                 " while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; dx[L] = ox[L]; dy[L] = oy[L]; } }")
+    if vh:   # csrc/emu_sched.c h_vopd: both halves' translator variants (every lane active) into buffers, else the interpreter's handler
+      fast = all(h in p.xlat_src for h in vh)
+      if fast: xused += [h for h in dict.fromkeys(vh) if h not in xused]   # both halves may be the same op (V_DUAL_FMAC_F32 twice)
+      fns.append(f"static inline __attribute__((always_inline)) void S{k}(Wave *w) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES];"
+                 f" if (rd_exec(w) == 0xffffffffull && w->c->wave_size == 32 && X{vh[0]}(w, in, 0, ox)) {{ if (w->c->status) return;"
+                 f" if (X{vh[1]}(w, in, 1, oy)) {{ if (w->c->status) return; memcpy(w->v + (in->vdstx - 256) * MAXLANES, ox, 128);"
+                 " memcpy(w->v + (in->vdsty - 256) * MAXLANES, oy, 128); return; } } XHANDLER(w); }" if fast else
+                 f"static inline __attribute__((always_inline)) void S{k}(Wave *w) {{ XHANDLER(w); }}")
       straight.append(plain)
     elif cn == "h_nop": fns.append(""); straight.append(True); nop.add(k)   # S_WAITCNT, ...: counting only
+    elif cn in p.xlat_src:   # its fast path inlined, the rest the interpreter's handler (gen_c._xvalu XHANDLER)
+      if cn not in xused: xused.append(cn)
+      fns.append(f"static {'inline __attribute__((always_inline))' if plain else '__attribute__((noinline))'} void S{k}(Wave *w) {{ XV_{cn}(w, &X{k}); }}")
+      straight.append(plain)
     elif cn in p.handler_src or cn in INLINE_PROSE:
       if cn in p.handler_src and cn not in used: used.append(cn)
       st = plain and cn in p.handler_src
       fns.append(f"static {'inline __attribute__((always_inline))' if st else '__attribute__((noinline))'} void S{k}(Wave *w) "
-                 f"{{ {'XV_' if cn in p.xlat_src else ''}{cn}(w, &X{k}); }}")   # operands fixed by the constant Inst
+                 f"{{ {cn}(w, &X{k}); }}")   # operands fixed by the constant Inst
       straight.append(st)
     else: fns.append(""); straight.append(False)
   blocks, blk_fns = _blocks(p, insts, straight), []
@@ -163,9 +167,9 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
       steps.append(f"  B{k}: if (LIKELY(c->icount + {n}u <= c->budget && c->icount + {n}u < c->next_time_check)) {{ c->icount += {n}u; "
                    f"if (B{k}(c, w)) return 1; {after} }}")
     steps.append(f"  L{k}: XSTEP({pc}u, {nxt}u, X{k}, {call})" + ("" if k + 1 < len(insts) and insts[k + 1][0] == nxt else " continue;"))
-  need = sorted({f for h in used for f in re.findall(r"\b(pc_\w+)\(&s\)", p.handler_src[h])})
   hsrc = [re.sub(r"^void (\w+)\((Wave)", r"static inline __attribute__((always_inline)) void \1(\2", p.handler_src[h], flags=re.M) for h in used]
-  hsrc += [p.xlat_src[h] for h in used if h in p.xlat_src]
+  hsrc += [p.xlat_src[h] for h in xused]
+  need = sorted({f for h in hsrc for f in re.findall(r"\b(pc_\w+)\(&s\)", h)})
   pcfns, head, pcpre = p.pcfns, p.head, p.pcpre
   cases = " ".join(f"case {pc}u: goto {'B' if k in blocks else 'L'}{k};" for k, (pc, _, _) in enumerate(insts))
   decl = [f"static inline void {f}(PcState *s) __attribute__((always_inline));" for f in need if f in pcfns]   # as gen_c.always_inline

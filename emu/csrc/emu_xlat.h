@@ -26,6 +26,9 @@ static __attribute__((noinline, cold)) int time_check(Ctx *c, Wave *w, const Ins
 }
 
 typedef int (*XlatFn)(Ctx *c, Wave *w);
+/* the interpreter's compiled handler of the instruction at w->pc0 (its decode-cache entry, filled before the dispatch): what a
+ * translator variant runs for every case but its fast path, out of line, so a translated kernel compiles only the fast paths */
+#define XHANDLER(W) do { const Inst *ic_ = &(W)->c->icache[(W)->pc0 >> 2]; ic_->fn((W), ic_); } while (0)
 /* source i of a translator variant (mockgpu.emu.gen_c._xvalu): lane L of its VGPR row (xr) or the one scalar value */
 #define XSRC32(i, L) (xr##i ? xlo##i[L] : (uint32_t)xv##i)
 #define XSRC64(i, L) (xr##i ? ((uint64_t)xhi##i[L] << 32 | xlo##i[L]) : xv##i)

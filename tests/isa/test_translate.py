@@ -81,6 +81,22 @@ def test_vopd_with_the_same_op_in_both_halves(xlat):
   want = (a * b + c).astype(np.float32)   # one rounding each (FMA), numpy's float64 product and sum is exact here
   assert (ro == want).all() and (go == ro).all()
 
+@pytest.mark.parametrize("rmode,want", [(0, 1 + 2**-23), (3, 1.0)])
+def test_float_mode_without_a_fast_loop(xlat, rmode, want):
+  # 1 + 0.75 ulp (0x33c00000 = 0.75 * 2**-23): round to nearest even gives 1 + ulp, round toward zero (MODE.FP_ROUND f32 = 3, no
+  # fast loop) 1.0; translated, a full-wave VOPD and a VOP2 take their fast paths in the first mode and the interpreter's
+  # handler (XHANDLER) in the second
+  out = np.zeros((3, 32), np.float32)
+  prog = code(s_round_mode(simm16=rmode), v_mov_b32_e32(v[2], 1.0), v_mov_b32_e32(v[3], 0x33c00000), v_lshlrev_b32_e32(v[1], 2, v[0]),
+              VOPD(VOPDOp.V_DUAL_ADD_F32, VOPDOp.V_DUAL_ADD_F32, v[4], v[5], v[2], v[3], v[3], v[2]), v_add_f32_e32(v[6], v[3], v[2]),
+              *(global_store_b32(addr=v[1], data=v[4 + i], saddr=s[0:1], offset=128 * i) for i in range(3)))
+  def fn():
+    bf = Bufs(out)
+    return run_code(prog, bf.mem, user_sgprs=bf.sgprs(), rsrc2=2 << 1), out.copy()
+  (rs, ro), (gs, go) = _twice(fn, xlat)
+  _same_stats(rs, gs)
+  assert (ro == np.float32(want)).all() and (go == ro).all()
+
 def test_jump_into_the_middle_of_a_block(xlat):
   # S_SETPC lands on the second of three straight VALU steps (one block): that entry runs them one at a time through the
   # interpreter's handlers, then the kernel continues; v1 = 0 + 2 + 3 (the V_MOV before the target is skipped)
