@@ -15,13 +15,14 @@ here), the flags and this module's source, so a cache restored onto another mach
 * announces a build with one stderr line when the caller passes `announce` (the emulator: ~30 s; others are quiet).
 `shared_library()` is the whole path (key, generate, compile in parallel, link, cache, prune) in one call."""
 from __future__ import annotations
-import fcntl, functools, hashlib, json, os, pathlib, platform, re, shlex, shutil, subprocess, sys, tempfile
+import fcntl, functools, hashlib, json, os, pathlib, platform, re, shlex, shutil, subprocess, sys, tempfile, time
 from typing import Callable, Sequence
 from mockgpu.errors import BuildError
 
 __all__ = ["cache_dir", "compiler", "key", "run", "run_all", "compile_c", "library", "shared_library", "verify", "prune", "module_files", "CC_ENV"]
 
 CC_ENV = "MOCKGPU_CC"   # the one variable that selects the C compiler
+STALE_S = 6 * 3600      # a temporary or object file this old in the cache belongs to a build that died
 def cache_dir() -> pathlib.Path:
   """$MOCKGPU_CACHE, else $XDG_CACHE_HOME/mockgpu, else ~/.cache/mockgpu (created)."""
   if (d:=os.environ.get("MOCKGPU_CACHE")): p = pathlib.Path(d)
@@ -168,7 +169,8 @@ def library(stem:str, produce:Callable[[pathlib.Path], dict], announce:str|None=
 
 def prune(prefix:str, keep:int) -> list[pathlib.Path]:
   """Delete all but the `keep` most recently used libraries named `<prefix>*.so`, with every file of their stem (metadata,
-  lock, sources). A library another process holds open stays valid for it (unlinked files live on). Returns what was removed."""
+  lock, sources), and any temporary or object file older than STALE_S (a build that died). A library another process holds open
+  stays valid for it (unlinked files live on). Returns what was removed."""
   d, gone = cache_dir(), []
   def used(p:pathlib.Path) -> float:
     try: return p.stat().st_mtime
@@ -176,6 +178,10 @@ def prune(prefix:str, keep:int) -> list[pathlib.Path]:
   libs = sorted(d.glob(f"{prefix}*.so"), key=used, reverse=True)
   for so in libs[keep:]:
     for f in d.glob(so.name.removesuffix(".so") + ".*"):
+      f.unlink(missing_ok=True)
+      gone.append(f)
+  for f in (*d.glob("*.tmp"), *d.glob("*.o")):   # left by a process that died mid-build (a daemon thread's at exit); builds take minutes
+    if used(f) and used(f) < time.time() - STALE_S:
       f.unlink(missing_ok=True)
       gone.append(f)
   return gone

@@ -115,7 +115,7 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   st = dll.emu_run(ctypes.byref(a), code[1])
   dt = time.perf_counter() - t0
   if trace is not None and st == 0:
-    tr.observe(d.code_addr, code[1], list(trace[:a.trace_n]), a.instructions, ((d.rsrc3 & 63) + 1) * 4 if arch.num_agprs else 0, xm == "sync")
+    tr.observe(d.code_addr, code[1], list(trace[:a.trace_n]), dt, ((d.rsrc3 & 63) + 1) * 4 if arch.num_agprs else 0, xm == "sync")
   oc = {lib.handlers[i]: int(counts[i]) for i in np.flatnonzero(np.ctypeslib.as_array(counts))} if counts is not None else None   # 5000+ slots
   try: raise_status(arch, st, code_addr=d.code_addr, memory=memory, budget=budget, timeout=timeout, pc=a.f_pc,
                     raw=bytes(a.f_raw)[:max(0, min(a.f_len, 16))], fmt=a.f_fmt, op=a.f_op, wave=a.f_wave, wg=tuple(a.f_wg), kind=a.f_kind,

@@ -1,45 +1,49 @@
 """The kernel translator: hot kernels compiled whole into C, the interpreter as fallback and reference (docs/emu.md, "Translator").
 
-A kernel (a code address whose instructions are unchanged) that has executed `TIER` wave-instructions is translated in a
-background thread: every instruction its dispatches decoded becomes one step of `xk_run` (csrc/emu_xlat.h XSTEP) with its
+A kernel (code known by its bytes, wherever it is loaded) that has spent `TIER` times its estimated compile time interpreted
+(a ski-rental rule: at most twice the interpreter's cost for a kernel that stops right then, the translated speed for one that
+runs on) is translated in a background thread, or at once when the library cache holds its translation from an earlier run: every instruction its dispatches decoded becomes one step of `xk_run` (csrc/emu_xlat.h XSTEP) with its
 decoded fields as a C constant and its generated handler inlined, so the compiler folds operand selection and vectorises
 the lane loops; runs of straight steps form blocks counted once (`_blocks`, `kernel_source`); jumps re-enter a switch on
 the pc (branches as gotos), barriers, S_ENDPGM and waits return to the scheduler, and a pc the kernel does not hold is run by
 the interpreter. Handlers without generated C (matrix, image, ... ops) are called through the interpreter's decode cache. Counting, the watchdog, the timeout and fault records are the interpreter's.
-Libraries are cached by the hash of their C in the library cache (`mockgpu.cbuild.shared_library`, stem `xk-<arch>-<hash>`).
+Libraries are cached by the hash of the emulator library, this module and the decoded instructions in the library cache
+(`mockgpu.cbuild.shared_library`, stem `xk-<arch>-<hash>`).
 
-$MOCKGPU_EMU_XLAT: "off" (default: interpreter only, until translation beats it on tinygrad's kernels; docs/emu.md), "auto"
-(tiered, compiled in the background), "sync" (every kernel is translated after its first dispatch, compiled before the call
-returns: tests)."""
+$MOCKGPU_EMU_XLAT: "auto" (default: tiered as above, compiled in the background), "off" (interpreter only), "sync" (every
+kernel is translated after its first dispatch, compiled before the call returns: tests)."""
 from __future__ import annotations
-import ctypes, json, os, re, subprocess, sys, threading
+import ctypes, json, os, pathlib, re, subprocess, sys, threading, time
 from dataclasses import dataclass, field
 from mockgpu import cbuild
 from mockgpu.emu.arch import ArchSpec
 
 __all__ = ["TIER", "mode", "Kernel", "Parts", "parts", "write_parts", "Translator", "translator", "kernel_source"]
 
-TIER = int(os.environ.get("MOCKGPU_EMU_XLAT_TIER", str(2_000_000)))   # wave-instructions a kernel runs interpreted before it is translated
+TIER = float(os.environ.get("MOCKGPU_EMU_XLAT_TIER", "1"))   # a kernel is translated once its interpreted seconds reach TIER x its estimated compile seconds
+COMPILE_S_PER_INST = 0.035   # the first estimate of gcc's seconds per instruction (tinygrad's matmul kernel, 137: 4.8 s; elementwise, 28: 1.4 s); each build refines it
 TRACE_CAP = 1 << 16    # most instructions of one kernel the translator takes
 INLINE_PROSE = ("h_nop", "h_endpgm", "h_barrier", "h_sleep")   # hand-written handlers (csrc/emu_prose.h) inlined like generated ones
 KEEP = 200             # translated kernels kept in the library cache per arch
 BLOCK_MAX = 12          # most steps per block: in longer block functions gcc stops inlining the handlers' helpers (measured: 6, 12, 24)
 
 def mode() -> str:
-  # off by default: on tinygrad's kernels the translation does not beat the interpreter yet (docs/emu.md "Translator")
-  m = os.environ.get("MOCKGPU_EMU_XLAT", "off") or "off"
+  m = os.environ.get("MOCKGPU_EMU_XLAT", "auto") or "auto"
   if m not in ("auto", "off", "sync"):
     from mockgpu.emu.errors import UnsupportedDispatch
-    raise UnsupportedDispatch(f"MOCKGPU_EMU_XLAT={m!r}: choose off (default), auto or sync")
+    raise UnsupportedDispatch(f"MOCKGPU_EMU_XLAT={m!r}: choose auto (default), off or sync")
   return m
+
+_SOURCE = pathlib.Path(__file__).read_text()   # part of every translation's cache key (kernel_source)
 
 @dataclass
 class Kernel:
   """What the translator knows of the code at one address: the instructions its dispatches decoded (pcs, with the code bytes
-  they were read from), wave-instructions executed, and the translated function once compiled."""
+  they were read from, and their decoded Insts), the interpreter's time on them, and the translated function once compiled."""
   code: bytes = b""                 # the code bytes from offset 0 to the end of the last known instruction
   pcs: tuple[int, ...] = ()
-  executed: int = 0
+  decoded: list = field(default_factory=list)   # Translator._decode
+  seconds: float = 0.0              # wall seconds of its interpreted dispatches
   state: str = "cold"               # cold -> compiling -> ready | failed
   fn: int = 0                       # address of xk_run
   pcs_arr: object = None
@@ -180,6 +184,7 @@ class Translator:
   """The translated kernels of one arch's emulator library (cbackend.load)."""
   def __init__(self, arch: ArchSpec, dll: ctypes.CDLL, lib_stem: str):
     self.arch, self.dll, self.stem, self.kernels, self.lock = arch, dll, lib_stem, {}, threading.Lock()
+    self.rate = COMPILE_S_PER_INST   # gcc seconds per instruction: measured by each build in this process
     dll.emu_decode_inst.argtypes = [ctypes.POINTER(ctypes.c_uint32), ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
     self.isize = dll.emu_inst_size()
 
@@ -195,8 +200,9 @@ class Translator:
     k = self._find(code_addr, code_end)[1]
     return k if k is not None and k.state == "ready" else None
 
-  def observe(self, code_addr: int, code_end: int, pcs: list[int], executed: int, acc_off: int, sync: bool):
-    """After an interpreted dispatch: count its wave-instructions and the pcs it decoded; translate once the kernel is hot."""
+  def observe(self, code_addr: int, code_end: int, pcs: list[int], seconds: float, acc_off: int, sync: bool):
+    """After an interpreted dispatch of `seconds`: count it and the pcs it decoded; translate once the kernel is hot, at
+    once when the library cache holds its translation already."""
     with self.lock:
       key, k = self._find(code_addr, code_end)
       if k is None:
@@ -205,35 +211,49 @@ class Translator:
       new = sorted(set(k.pcs) | set(pcs))
       if new and new[-1] + 16 > len(k.code):
         k.code = ctypes.string_at(code_addr, min(new[-1] + 16, code_end - code_addr))
-      k.pcs, k.executed = tuple(new), k.executed + executed
-      if not sync and k.executed < TIER: return
+      grew, k.pcs, k.seconds = tuple(new) != k.pcs, tuple(new), k.seconds + seconds
+      if grew: k.decoded = self._decode(k, acc_off)
+      if not k.decoded: return
+      cached = grew and self._cached(k.decoded)
+      if not (sync or cached or k.seconds >= TIER * self.rate * len(k.decoded)): return
       k.state = "compiling"
-    if sync: self._compile(k, acc_off)
-    else: threading.Thread(target=self._compile, args=(k, acc_off), daemon=True, name="mockgpu-xlat").start()
+    if sync or cached: self._compile(k)
+    else: threading.Thread(target=self._compile, args=(k,), daemon=True, name="mockgpu-xlat").start()
 
-  def _insts(self, k: Kernel, acc_off: int) -> list:
-    buf = ctypes.create_string_buffer(self.isize)
-    out, n32 = [], len(parts(self.arch, self.stem).fields)   # Inst: fn, 6 int32, lit, raw[4], then the decoded fields (csrc/emu_core.h)
+  def _decode(self, k: Kernel, acc_off: int) -> list[tuple[int, bytes]]:
+    """(pc, its decoded Inst after the handler pointer: fmt, hid, size, ..., the decoded fields) for each pc of `k` that decodes
+    (emu_decode_inst zeroes the Inst first, so the bytes are the same in every process)."""
+    buf, out = ctypes.create_string_buffer(self.isize), []
     for pc in k.pcs:
       words = (ctypes.c_uint32 * 4).from_buffer_copy(k.code[pc:pc + 16].ljust(16, b"\0"))
-      ndw = min(4, (len(k.code) - pc) // 4)
-      if self.dll.emu_decode_inst(words, ndw, acc_off, buf) <= 0: continue
-      v = memoryview(buf.raw)
-      vals = tuple(int.from_bytes(v[o:o + 4], "little", signed=o < 32 or o >= 52) for o in range(8, 52 + 4 * n32, 4))
-      out.append((pc, pc + vals[2], vals))
+      if self.dll.emu_decode_inst(words, min(4, (len(k.code) - pc) // 4), acc_off, buf) > 0: out.append((pc, buf.raw[8:]))
     return out
 
-  def _compile(self, k: Kernel, acc_off: int):
+  def _parts(self, decoded: list[tuple[int, bytes]]) -> list[str]:
+    """What a translation's library is keyed by: the emulator library (its generator and headers), this module's source
+    (kernel_source) and the decoded instructions, so a cached translation is found before any C is generated."""
+    return [self.stem, _SOURCE, *(f"{pc}:{b.hex()}" for pc, b in decoded)]
+
+  def _cached(self, decoded: list[tuple[int, bytes]]) -> bool:
+    from mockgpu.emu.build import CFLAGS
+    return cbuild.verify(f"xk-{self.arch.name}-" + cbuild.key(self._parts(decoded), CFLAGS))[0] is not None
+
+  def _compile(self, k: Kernel):
     try:
-      insts = self._insts(k, acc_off)
       from mockgpu.emu.build import CFLAGS, CSRC, PCODE_DIR
-      text = kernel_source(parts(self.arch, self.stem), insts)   # the key: this C and the emulator library's key (its headers)
-      path, _, _ = cbuild.shared_library(f"xk-{self.arch.name}-", [self.stem, text], CFLAGS, lambda: ([text], {"arch": self.arch.name,
-                                         "instructions": len(insts)}), KEEP, include=(CSRC, PCODE_DIR), what=f"a translated {self.arch.name} kernel")
+      def generate():   # Inst: 6 int32, lit, raw[4], then the decoded fields (csrc/emu_core.h); signed but lit and raw
+        p = parts(self.arch, self.stem)
+        insts = [(pc, pc + v[2], v) for pc, b in k.decoded
+                 for v in [tuple(int.from_bytes(b[o:o + 4], "little", signed=o < 24 or o >= 44) for o in range(0, 44 + 4 * len(p.fields), 4))]]
+        return [kernel_source(p, insts)], {"arch": self.arch.name, "instructions": len(insts)}
+      t0 = time.perf_counter()
+      path, _, built = cbuild.shared_library(f"xk-{self.arch.name}-", self._parts(k.decoded), CFLAGS, generate, KEEP, include=(CSRC, PCODE_DIR),
+                                             what=f"a translated {self.arch.name} kernel")
+      if built: self.rate = (time.perf_counter() - t0) / max(1, len(k.decoded))   # the next kernels' estimate
       lib = ctypes.CDLL(str(path))
       k.lib, k.fn = lib, ctypes.cast(lib.xk_run, ctypes.c_void_p).value
-      k.pcs_arr = (ctypes.c_uint32 * len(insts))(*[pc for pc, _, _ in insts])
-      k.pcs = tuple(pc for pc, _, _ in insts)
+      k.pcs = tuple(pc for pc, _ in k.decoded)
+      k.pcs_arr = (ctypes.c_uint32 * len(k.pcs))(*k.pcs)
       k.state = "ready"
     except Exception as e:   # the interpreter keeps running the kernel; the reason is kept for `mockgpu emu bench` and tests
       k.state, k.error = "failed", f"{type(e).__name__}: {e}"

@@ -95,9 +95,10 @@ def main(argv: list[str] | None = None) -> int:
   ap = argparse.ArgumentParser(prog="mockgpu bench", description=__doc__.splitlines()[0])
   ap.add_argument("--dev", default="MOCKKFD+AMD", help="tinygrad DEV string of the mock GPU (default MOCKKFD+AMD)")
   ap.add_argument("--reps", type=positive_int, default=5, help="timed repetitions per workload, at least 1 (the median is reported; default 5)")
-  ap.add_argument("--xlat", choices=("sync", "auto", "off"), default="off",
-                  help="the emulator's kernel translator ($MOCKGPU_EMU_XLAT): off (default, as in normal use: interpreter only), sync "
-                       "(each kernel is translated during the warm-up run, so the timed runs are translated) or auto (tiered, in the background)")
+  ap.add_argument("--xlat", choices=("sync", "auto", "off"), default="auto",
+                  help="the emulator's kernel translator ($MOCKGPU_EMU_XLAT): auto (default, as in normal use: a kernel is translated in the "
+                       "background once it has run interpreted as long as its compile would take, or at once when an earlier run left its "
+                       "translation in the cache), sync (each kernel is translated during the warm-up run, so the timed runs are translated) or off")
   ap.add_argument("--boot", action="store_true", help="only time opening each mock AMD device (MOCKKFD, MOCKPCI, GMMU=0 MOCKUSB) in fresh interpreters")
   ap.add_argument("--arch", help="with --boot: the chip of every row, e.g. gfx942 (default: each interface's own, gfx1100 on MOCKKFD, "
                   "gfx950 on MOCKPCI and MOCKUSB)")

@@ -190,6 +190,16 @@ def test_prune_keeps_most_recent_per_arch(cache):
                         for s in (".so", ".json", ".0.c", ".1.c", ".lock"))
   assert len(gone) == 3 * 5
 
+def test_prune_removes_what_a_dead_build_left(cache):
+  # a process killed mid-build (or a daemon thread's build cut at exit) leaves its temporary library and objects behind
+  for name in ("emu-gfx1100-dead.abc.so.tmp", "emu-gfx1100-dead.0.o", "meta.json.x1.tmp", "emu-gfx1100-live.def.so.tmp", "emu-gfx1100-live.0.o"):
+    (cache / name).write_text("x")
+  for name in ("emu-gfx1100-dead.abc.so.tmp", "emu-gfx1100-dead.0.o", "meta.json.x1.tmp"):
+    os.utime(cache / name, (1e9, 1e9))
+  gone = build.prune("gfx1100", keep=2)
+  assert sorted(p.name for p in gone) == ["emu-gfx1100-dead.0.o", "emu-gfx1100-dead.abc.so.tmp", "meta.json.x1.tmp"]
+  assert sorted(p.name for p in cache.iterdir()) == ["emu-gfx1100-live.0.o", "emu-gfx1100-live.def.so.tmp"]   # a build running now
+
 PTX = """.version 7.5
 .target sm_70
 .address_size 64
