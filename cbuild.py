@@ -181,9 +181,7 @@ def prune(prefix:str, keep:int) -> list[pathlib.Path]:
       f.unlink(missing_ok=True)
       gone.append(f)
   for f in (*d.glob("*.tmp"), *d.glob("*.o")):   # left by a process that died mid-build (a daemon thread's at exit); builds take minutes
-    if used(f) and used(f) < time.time() - STALE_S:
-      f.unlink(missing_ok=True)
-      gone.append(f)
+    if 0 < used(f) < time.time() - STALE_S: f.unlink(missing_ok=True); gone.append(f)
   return gone
 
 # import statements, anywhere in a module (inside functions too): `from [.]base import names` (names maybe in parentheses or
