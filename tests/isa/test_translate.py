@@ -164,33 +164,35 @@ def test_dispatch_hooks_see_each_dispatch(xlat):
   finally: api.DISPATCH_HOOKS.pop()
   assert seen == [((3, 1, 1), 3 * 2 * 3, False)]   # 3 workgroups x 2 waves x (2 instructions + s_endpgm)
 
-def _loop_stats(n: int) -> list:
+def _unseen_loop() -> bytes:
+  """The loop kernel (200 iterations) behind an S_MOV of a random value: code no earlier run has left a translation of."""
+  import secrets
   from mockgpu.emu.bench import loop_kernel
-  prog = loop_kernel(200)
-  return [run_code(prog, block=(64, 1, 1)) for _ in range(n)]
+  return s_mov_b32(s[5], secrets.randbits(31)).to_bytes() + loop_kernel(200)
 
 def test_auto_translates_a_kernel_once_it_has_run_as_long_as_its_compile(xlat, monkeypatch):
   # ski rental: with TIER at a million times the estimated compile time the kernel stays interpreted; at 0 its first
   # dispatch starts the background compile and a later dispatch runs translated (the counts the interpreter's)
+  import time
   from mockgpu.emu import translate
   xlat("auto")
+  prog = _unseen_loop()
+  def stats(): return run_code(prog, block=(64, 1, 1))
   monkeypatch.setattr(translate, "TIER", 1e6)
-  sts = _loop_stats(3)
+  sts = [stats() for _ in range(3)]
   assert not any(st.extra["translated"] for st in sts)
   monkeypatch.setattr(translate, "TIER", 0.0)
-  import time
-  t0, sts = time.monotonic(), _loop_stats(1)
-  while not sts[-1].extra["translated"] and time.monotonic() - t0 < 120: time.sleep(0.05); sts += _loop_stats(1)
+  t0, sts = time.monotonic(), [stats()]
+  while not sts[-1].extra["translated"] and time.monotonic() - t0 < 120: time.sleep(0.05); sts.append(stats())
   assert not sts[0].extra["translated"] and sts[-1].extra["translated"]
-  assert {st.instructions for st in sts} == {2 * (1 + 200 * 7 + 1)}   # 2 waves x (S_MOV, 200 x 7 loop instructions, S_ENDPGM)
+  assert {st.instructions for st in sts} == {2 * (2 + 200 * 7 + 1)}   # 2 waves x (2 S_MOV, 200 x 7 loop instructions, S_ENDPGM)
 
 def test_a_cached_translation_is_used_from_the_second_dispatch():
-  # a fresh process in auto mode whose tier is out of reach interprets a kernel no run has met (its loop count is this test
-  # process's id) until a process that translated it (sync) leaves it in the library cache; then it finds it after its first
-  # dispatch, before compiling anything
+  # a fresh process in auto mode whose tier is out of reach interprets a kernel no run has met until a process that translated
+  # it (sync) leaves it in the library cache; then it finds it after its first dispatch, before compiling anything
   import os, subprocess, sys
-  script = ("from mockgpu.emu.bench import loop_kernel; from mockgpu.emu.api import run_code\n"
-            f"p = loop_kernel({1000 + os.getpid()}); print([run_code(p, block=(64, 1, 1)).extra['translated'] for _ in range(3)])")
+  script = (f"from mockgpu.emu.api import run_code; p = {_unseen_loop()!r}\n"
+            "print([run_code(p, block=(64, 1, 1)).extra['translated'] for _ in range(3)])")
   env = {k: v for k, v in os.environ.items() if not k.startswith("MOCKGPU_EMU_XLAT")}
   def run(mode, tier="1e9"):
     r = subprocess.run([sys.executable, "-c", script], env={**env, "MOCKGPU_EMU_XLAT": mode, "MOCKGPU_EMU_XLAT_TIER": tier}, capture_output=True,
