@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = bool(np.allclose(og.numpy(), want, rtol=1e-3, atol=1e-2))
     bad += not ok
     print(f"{name:30s} {tg:9.4f} {tc:9.4f} {tg / tc:6.1f}x  {'ok' if ok else 'WRONG'}")
-    for how in ("off", args.xlat):   # per kernel: one warm run interpreted, one as the table ran (translated unless --xlat off)
+    for how in ("off", args.xlat):   # per kernel: one warm run interpreted, one as the table ran (sync: translated; auto: once hot or cached)
       os.environ["MOCKGPU_EMU_XLAT"] = how
       rec.clear()
       fn(Tensor, gpu).numpy()
