@@ -25,6 +25,7 @@ COMPILE_S_PER_INST = 0.035   # the first estimate of gcc's seconds per instructi
 TRACE_CAP = 1 << 16    # most instructions of one kernel the translator takes
 INLINE_PROSE = ("h_nop", "h_endpgm", "h_barrier", "h_sleep")   # hand-written handlers (csrc/emu_prose.h) inlined like generated ones
 KEEP = 200             # translated kernels kept in the library cache per arch
+CANDIDATES, ADDRS = 16, 4096   # kernels remembered per 64-byte code prefix and code addresses remembered (the most recent): lookups stay cheap
 BLOCK_MAX = 12          # most steps per block: in longer block functions gcc stops inlining the handlers' helpers (measured: 6, 12, 24)
 
 def mode() -> str:
@@ -183,30 +184,38 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
 class Translator:
   """The translated kernels of one arch's emulator library (cbackend.load)."""
   def __init__(self, arch: ArchSpec, dll: ctypes.CDLL, lib_stem: str):
-    self.arch, self.dll, self.stem, self.kernels, self.lock = arch, dll, lib_stem, {}, threading.Lock()
+    self.arch, self.dll, self.stem, self.lock = arch, dll, lib_stem, threading.Lock()
+    self.kernels: dict[bytes, list[Kernel]] = {}   # first 64 code bytes -> the kernels last met with them
+    self.at: dict[int, Kernel] = {}                # code address -> the kernel last seen there (the ADDRS most recent)
     self.rate = COMPILE_S_PER_INST   # gcc seconds per instruction: measured by each build in this process
     dll.emu_decode_inst.argtypes = [ctypes.POINTER(ctypes.c_uint32), ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
     self.isize = dll.emu_inst_size()
 
-  def _find(self, code_addr: int, code_end: int) -> tuple[bytes, Kernel | None]:
-    """Kernels are known by their code, wherever it is loaded: the first 64 bytes pick the candidates, the whole code decides."""
-    key = ctypes.string_at(code_addr, min(64, code_end - code_addr))
-    for k in self.kernels.get(key, ()):
-      if code_addr + len(k.code) <= code_end and ctypes.string_at(code_addr, len(k.code)) == k.code: return key, k
-    return key, None
+  def _find(self, code_addr: int, code_end: int, new: bool = False) -> Kernel | None:
+    """Kernels are known by their code, wherever it is loaded: the one last seen at `code_addr` if its code is still there,
+    else the first 64 bytes pick the candidates (the CANDIDATES last met) and the whole code decides. `new`: a Kernel for
+    unknown code (observe) instead of None."""
+    def there(k: Kernel) -> bool: return code_addr + len(k.code) <= code_end and ctypes.string_at(code_addr, len(k.code)) == k.code
+    if (k := self.at.get(code_addr)) is not None and there(k): return k
+    cands = self.kernels.setdefault(ctypes.string_at(code_addr, min(64, code_end - code_addr)), [])
+    if (k := next((c for c in cands if there(c)), None)) is None:
+      if not new: return None
+      cands.append(k := Kernel(code=ctypes.string_at(code_addr, min(64, code_end - code_addr))))
+      del cands[:-CANDIDATES]
+    self.at[code_addr] = k
+    if len(self.at) > ADDRS: del self.at[next(iter(self.at))]
+    return k
 
   def lookup(self, code_addr: int, code_end: int) -> Kernel | None:
     """The translated kernel whose code is at `code_addr` (None: not translated, or not compiled yet)."""
-    k = self._find(code_addr, code_end)[1]
+    with self.lock: k = self._find(code_addr, code_end)
     return k if k is not None and k.state == "ready" else None
 
   def observe(self, code_addr: int, code_end: int, pcs: list[int], seconds: float, acc_off: int, sync: bool):
     """After an interpreted dispatch of `seconds`: count it and the pcs it decoded; translate once the kernel is hot, at
     once when the library cache holds its translation already."""
     with self.lock:
-      key, k = self._find(code_addr, code_end)
-      if k is None:
-        k = Kernel(); self.kernels.setdefault(key, []).append(k)
+      k = self._find(code_addr, code_end, new=True)
       if k.state != "cold": return
       new = sorted(set(k.pcs) | set(pcs))
       if new and new[-1] + 16 > len(k.code):

@@ -201,3 +201,22 @@ def test_a_cached_translation_is_used_from_the_second_dispatch():
   assert run("auto") == "[False, False, False]"
   assert run("sync") == "[False, True, True]"
   assert run("auto") == "[False, True, True]"
+
+def test_many_kernels_with_one_prologue_keep_lookups_bounded(monkeypatch):
+  # tinygrad's kernels share their first instructions: the translator remembers the last CANDIDATES kernels per 64-byte prefix
+  # (and the last ADDRS addresses), so a lookup compares a bounded number of codes; a kernel met again at another address is
+  # still the same kernel (its interpreted time adds up)
+  from mockgpu.emu import cbackend, translate
+  from mockgpu.emu.arch import get_arch
+  monkeypatch.setattr(translate, "TIER", 1e9)
+  dll, lib = cbackend.load(get_arch("gfx1100"))
+  tr = translate.Translator(get_arch("gfx1100"), dll, lib.path.stem)
+  pro = code(*(s_mov_b32(s[i], i) for i in range(16)), end=False)   # 64 bytes shared by every kernel
+  progs = [np.frombuffer(pro + code(s_mov_b32(s[20], k), s_endpgm()), np.uint8).copy() for k in range(3 * translate.CANDIDATES)]
+  for p in progs: tr.observe(p.ctypes.data, p.ctypes.data + p.nbytes, [0, 64, 68], 0.5, 0, False)
+  assert len(tr.kernels[pro]) == translate.CANDIDATES
+  moved, first = progs[-1].copy(), progs[0].copy()   # elsewhere: the last met is known by its code, the first is forgotten
+  k = tr._find(moved.ctypes.data, moved.ctypes.data + moved.nbytes)
+  assert k is not None and k.seconds == 0.5 and tr._find(first.ctypes.data, first.ctypes.data + first.nbytes) is None
+  tr.observe(moved.ctypes.data, moved.ctypes.data + moved.nbytes, [0, 64, 68], 0.5, 0, False)
+  assert k.seconds == 1.0
