@@ -2,8 +2,8 @@
 
 A kernel (code known by its bytes, wherever it is loaded) that has spent `TIER` times its estimated compile time interpreted
 (a ski-rental rule: at most twice the interpreter's cost for a kernel that stops right then, the translated speed for one that
-runs on) is translated in a background thread, or at once when the library cache holds its translation from an earlier run: every instruction its dispatches decoded becomes one step of `xk_run` (csrc/emu_xlat.h XSTEP) with its
-decoded fields as a C constant and its generated handler inlined, so the compiler folds operand selection and vectorises
+runs on) is translated in a background thread, or at once when the library cache holds its translation from an earlier run:
+every instruction its dispatches decoded becomes one step of `xk_run` (csrc/emu_xlat.h XSTEP) with its decoded fields as a C constant and its generated handler inlined, so the compiler folds operand selection and vectorises
 the lane loops; runs of straight steps form blocks counted once (`_blocks`, `kernel_source`); jumps re-enter a switch on
 the pc (branches as gotos), barriers, S_ENDPGM and waits return to the scheduler, and a pc the kernel does not hold is run by
 the interpreter. Handlers without generated C (matrix, image, ... ops) are called through the interpreter's decode cache. Counting, the watchdog, the timeout and fault records are the interpreter's.
@@ -125,7 +125,7 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
   handlers run them one XSTEP at a time, as they do for an entry into the middle of a block; every other step is a function
   of its own, or the interpreter's handler. VALU and VOPD steps inline only their translator variants' fast paths (every lane
   active, no modifiers, a fast float mode); the rest runs the interpreter's compiled handler (XHANDLER), which keeps the C a
-  kernel compiles small (tinygrad's 256 matmul kernel: 5.7 s of gcc instead of 28 s with the handlers inlined too)."""
+  kernel compiles small (tinygrad's 256 matmul kernel: about 5 s of gcc instead of 25 s with the handlers inlined too)."""
   from mockgpu.emu.gen_c import FLOW
   used, xused, steps, consts, fns, straight, nop = [], [], [], [], [], [], set()
   for k, (pc, nxt, vals) in enumerate(insts):
@@ -250,15 +250,17 @@ class Translator:
   def _compile(self, k: Kernel):
     try:
       from mockgpu.emu.build import CFLAGS, CSRC, PCODE_DIR
+      t0 = []
       def generate():   # Inst: 6 int32, lit, raw[4], then the decoded fields (csrc/emu_core.h); signed but lit and raw
-        p = parts(self.arch, self.stem)
+        p = parts(self.arch, self.stem)   # the first time per library: a child interpreter runs the generator (seconds)
         insts = [(pc, pc + v[2], v) for pc, b in k.decoded
                  for v in [tuple(int.from_bytes(b[o:o + 4], "little", signed=o < 24 or o >= 44) for o in range(0, 44 + 4 * len(p.fields), 4))]]
-        return [kernel_source(p, insts)], {"arch": self.arch.name, "instructions": len(insts)}
-      t0 = time.perf_counter()
+        src = kernel_source(p, insts)
+        t0.append(time.perf_counter())
+        return [src], {"arch": self.arch.name, "instructions": len(insts)}
       path, _, built = cbuild.shared_library(f"xk-{self.arch.name}-", self._parts(k.decoded), CFLAGS, generate, KEEP, include=(CSRC, PCODE_DIR),
                                              what=f"a translated {self.arch.name} kernel")
-      if built: self.rate = (time.perf_counter() - t0) / max(1, len(k.decoded))   # the next kernels' estimate
+      if built: self.rate = (time.perf_counter() - t0[0]) / len(k.decoded)   # gcc's time: the next kernels' estimate
       lib = ctypes.CDLL(str(path))
       k.lib, k.fn = lib, ctypes.cast(lib.xk_run, ctypes.c_void_p).value
       k.pcs = tuple(pc for pc, _ in k.decoded)
