@@ -450,8 +450,9 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
 # The translator's variant of a VALU handler's fast path (translate.py calls XV_<handler> instead of the handler): the same lane
 # loop text, with each source read straight from its VGPR row or as one scalar value (decided by the instruction's operand
 # fields, constants in a translated kernel, so the compiler keeps a scalar in a register and drops the operand set-up of
-# valu_fast). Everything but the fast case (inactive lanes, modifiers, DPP/SDWA, other float modes) calls the interpreter's
-# compiled handler (XHANDLER, out of line), so a translated kernel compiles only the fast paths of its VALU ops.
+# valu_fast). With some lanes inactive, every lane is computed and the active ones written back (a fault then may be an inactive
+# lane's: the handler reruns the instruction). Everything else (EXEC 0, modifiers, DPP/SDWA, other float modes) calls the
+# interpreter's compiled handler (XHANDLER, out of line), so a translated kernel compiles only the fast paths of its VALU ops.
 # Kept apart from the handlers (Generated.xlat_src): only translated kernels compile them, after csrc/emu_xlat.h (XSRC32/64).
 
 def _xsrc(i: int, e: str, bits: int, fw: int) -> str:
@@ -471,12 +472,14 @@ def _xvalu(h: str, e: tuple, sb: list, sf: list, db: int, dm: str, fmods: str, p
   cond, loops = _mode_loops(modes, _lane_loop(n, inner, lanebit))
   L = [f"static inline __attribute__((always_inline)) void XV_{h}(Wave *w, const Inst *in) {{",
        "  uint64_t ex = rd_exec(w);",
-       f"  if (!(ex == {_full(n)} && w->c->wave_size == {n} && !in->dpp_kind && !{fmods} && {cond})) {{ XHANDLER(w); return; }}",
+       f"  if (!(ex && !(ex & ~{_full(n)}) && w->c->wave_size == {n} && !in->dpp_kind && !{fmods} && {cond})) {{ XHANDLER(w); return; }}",
        "  PC_STATE(s, w);", *("  " + x for x in pre), *(f"  {_xsrc(i, e[i], sb[i], sf[i])}" for i in range(3) if sb[i]),
        "  uint32_t *dd = w->v + (in->vdst - 256) * MAXLANES, *dd2 = w->v + ((in->vdst - 255) & (NVREG - 1)) * MAXLANES; (void)dd2;",
        *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i] and sb[i] <= 32), *(["  s.D0.d[1] = 0;"] if any("dd[L]" in b for b in xbody) and dm == "32" else []),
-       f"  uint32_t outl[{n}], outh[{n}]; (void)outh;", f"  {loops}", f"  {_CHECK}",
-       f"  memcpy(dd, outl, {4 * n});" if dm == "32" else f"  memcpy(dd, outl, {4 * n}); memcpy(dd2, outh, {4 * n});"]
+       f"  uint32_t outl[{n}], outh[{n}]; (void)outh;", f"  {loops}",
+       f"  if (UNLIKELY(s.fault)) {{ if (ex != {_full(n)}) {{ XHANDLER(w); return; }} PC_FAULT(w, s); return; }}",
+       f"  if (LIKELY(ex == {_full(n)})) {{ memcpy(dd, outl, {4 * n});{f' memcpy(dd2, outh, {4 * n});' if dm != '32' else ''} }}",
+       f"  else for (int L = 0; L < {n}; L++) if (ex >> L & 1) {{ dd[L] = outl[L];{' dd2[L] = outh[L];' if dm != '32' else ''} }}"]
   if vcc_w: L.append("  sdst_write(w, in->sdst, s.VCC & ex & w->c->wave_mask, w->c->wave_size);" if sd else "  wr_vcc(w, s.VCC & ex);")
   return "\n".join(L + ["  " + x for x in wb] + ["}"]) + "\n"
 
@@ -648,14 +651,15 @@ def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int
   L.append(f"  if (LIKELY(exec == 0xffffffffull && w->c->wave_size == 32 && {cond})) {{ {loops} memcpy(out, tmp, 128); }}")
   L.append("  else { uint64_t ex = exec; while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L; " + " ".join(body) + " out[L] = tmp[L]; } }")
   L.append(f"  {_CHECK}")
-  # the translator's variant (as XV_ of _valu), for a wave32 VOPD with every lane active: its caller checks EXEC and the wave size,
-  # and runs the interpreter's handler (both halves) when this returns 0 (a float mode without a fast loop); 1: done or faulted
+  # the translator's variant (as XV_ of _valu), for a wave32 VOPD with any lane active: every lane is computed (the caller writes
+  # back the active ones), so the caller checks the wave size and runs the interpreter's handler (both halves) when this returns 0:
+  # a float mode without a fast loop, or a fault with inactive lanes (which may be theirs); 1: done or faulted
   xloops = _mode_loops(modes, _lane_loop(32, _xbody(body), _vcc_lanes(u)))[1]
-  X = [f"static inline __attribute__((always_inline)) int X{h}(Wave *w, const Inst *in, int y, uint32_t *out) {{",
+  X = [f"static inline __attribute__((always_inline)) int X{h}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t ex) {{",
        f"  if (!{cond}) return 0;", "  PC_STATE(s, w);", ops_of, *("  " + x for x in pre),
        *(f"  {_xsrc(i, f'e{i}', sb[i], sf[i])}" for i in range(2) if sb[i]), "  uint32_t *dd = w->v + (ed - 256) * MAXLANES, tmp[32];",
        *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i]), *(["  s.D0.d[1] = 0;"] * ("D0" in u.reads)), f"  {xloops} memcpy(out, tmp, 128);",
-       f"  {_CHECK.replace('return;', 'return 1;')}", "  return 1;"]
+       "  if (UNLIKELY(s.fault)) { if (ex != 0xffffffffull) return 0; PC_FAULT(w, s); }", "  return 1;"]
   return "\n".join(L) + "\n}\n", "\n".join(X) + "\n}\n"
 
 def _vopd_target(fam: str, name: str, ents: dict) -> str | None:

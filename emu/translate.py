@@ -123,7 +123,7 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
   fall through, gen_c.FLOW PLAIN, and no-ops) run in blocks (`_blocks`), one function per block with its steps inlined,
   entered when the whole block fits the watchdog budget and the next time check (counted once), else the interpreter's
   handlers run them one XSTEP at a time, as they do for an entry into the middle of a block; every other step is a function
-  of its own, or the interpreter's handler. VALU and VOPD steps inline only their translator variants' fast paths (every lane
+  of its own, or the interpreter's handler. VALU and VOPD steps inline only their translator variants' fast paths (any lane
   active, no modifiers, a fast float mode); the rest runs the interpreter's compiled handler (XHANDLER), which keeps the C a
   kernel compiles small (tinygrad's 256 matmul kernel: about 5 s of gcc instead of 25 s with the handlers inlined too)."""
   from mockgpu.emu.gen_c import FLOW
@@ -134,13 +134,14 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
     consts.append(f"static const Inst X{k} = {{0, {', '.join(map(str, vals[:7]))}, {{{', '.join(map(str, vals[7:11]))}}}, {', '.join(map(str, vals[11:]))}}};")
     vh = _vopd_halves(p, hid, vals) if cn == "h_vopd" else ()
     plain = 0 <= hid < len(p.flows) and p.flows[hid] == FLOW["PLAIN"]
-    if vh:   # csrc/emu_sched.c h_vopd: both halves' translator variants (every lane active) into buffers, else the interpreter's handler
+    if vh:   # csrc/emu_sched.c h_vopd: both halves' translator variants (any lane active) into buffers, else the interpreter's handler
       fast = all(h in p.xlat_src for h in vh)
       if fast: xused += [h for h in dict.fromkeys(vh) if h not in xused]   # both halves may be the same op (V_DUAL_FMAC_F32 twice)
       fns.append(f"static inline __attribute__((always_inline)) void S{k}(Wave *w) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES];"
-                 f" if (rd_exec(w) == 0xffffffffull && w->c->wave_size == 32 && X{vh[0]}(w, in, 0, ox)) {{ if (w->c->status) return;"
-                 f" if (X{vh[1]}(w, in, 1, oy)) {{ if (w->c->status) return; memcpy(w->v + (in->vdstx - 256) * MAXLANES, ox, 128);"
-                 " memcpy(w->v + (in->vdsty - 256) * MAXLANES, oy, 128); return; } } XHANDLER(w); }" if fast else
+                 f" uint64_t ex = rd_exec(w); if (ex && w->c->wave_size == 32 && X{vh[0]}(w, in, 0, ox, ex)) {{ if (w->c->status) return;"
+                 f" if (X{vh[1]}(w, in, 1, oy, ex)) {{ if (w->c->status) return; uint32_t *dx = w->v + (in->vdstx - 256) * MAXLANES,"
+                 " *dy = w->v + (in->vdsty - 256) * MAXLANES; if (LIKELY(ex == 0xffffffffull)) { memcpy(dx, ox, 128); memcpy(dy, oy, 128); }"
+                 " else for (int L = 0; L < 32; L++) if (ex >> L & 1) { dx[L] = ox[L]; dy[L] = oy[L]; } return; } } XHANDLER(w); }" if fast else
                  f"static inline __attribute__((always_inline)) void S{k}(Wave *w) {{ XHANDLER(w); }}")
       straight.append(plain)
     elif cn == "h_nop": fns.append(""); straight.append(True); nop.add(k)   # S_WAITCNT, ...: counting only
