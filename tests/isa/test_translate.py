@@ -111,8 +111,8 @@ def test_jump_into_the_middle_of_a_block(xlat):
   _same_stats(rs, gs)
   assert rs.instructions == 9 and (ro == 5).all() and (go == 5).all()
 
-# 8 lanes: every instruction takes its handler; 32 (a full wave): the translated fast paths (gen_c XV_/XVH_ variants) run
-# wherever the instruction has no modifiers and the float mode is a fast one, the handler elsewhere
+# the translated fast paths (gen_c XV_ / VOPD X variants) run wherever the instruction has no modifiers and the float mode is a
+# fast one, the handler elsewhere; 8 lanes: with 24 inactive lanes (every lane computed, the 8 active ones written back); 32: a full wave
 @pytest.mark.parametrize("seed,lanes", [(s, n) for s in range(4) for n in (8, 32)])
 def test_random_programs(xlat, seed, lanes):
   prog = program(seed)
