@@ -152,7 +152,7 @@ def check_dispatch(d: Dispatch) -> ArchSpec:
 
 def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, timeout: float | None = None, backend: str = "c",
         op_counts: bool = False, capture: bool = False, resident: int | None = None, watch: tuple[int, int] | None = None,
-        threads: int | None = None) -> Stats:
+        threads: int | None = None, hold_gil: Callable[[], bool] | None = None, threads_held: int | None = None) -> Stats:
   """Execute a whole dispatch synchronously (all workgroups, all waves, barriers) and return its statistics.
 
   Args:
@@ -171,6 +171,11 @@ def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, tim
       leave the backends' fast paths, so watch a few bytes, not a whole buffer.
     threads: most threads the C backend runs the workgroups on (default default_threads()); results, counts and fault
       reports are the same for every count (docs/emu.md, "Multi-core dispatch"). Stats.extra["threads"] says how many ran.
+    hold_gil: the C backend's GIL policy (None: the GIL is released for the whole call, as for any foreign call). Asked, with
+      the GIL held, at the start and every 10 ms (1 ms the first time); while it returns True the dispatch keeps the GIL,
+      handing it over for a moment at each asking, and may run on `threads_held` threads (default `threads`). The mock GPUs
+      pass mockgpu.mock.device.host_spins: tinygrad's thread spinning on the dispatch's signal then sleeps instead of taking
+      a core from the emulator (docs/emu.md, "The GIL").
   Returns: Stats.
   Raises: GPUFault (memory violation, with a FaultReport), InvalidInstruction, WaveTrap (S_TRAP / a halted wave), WatchdogExpired,
     Deadlock (every resident wave blocked on GWS / ordered count), UnsupportedDispatch, BackendUnavailable (no C compiler / arch not supported by the backend)."""
@@ -179,7 +184,9 @@ def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, tim
   resident = DEFAULT_RESIDENT if resident is None else resident
   if resident < 1: raise UnsupportedDispatch(f"resident={resident}: at least one workgroup must be resident")
   threads = default_threads() if threads is None else threads
-  if not isinstance(threads, int) or threads < 1: raise UnsupportedDispatch(f"threads={threads!r}: give a number of threads >= 1")
+  threads_held = threads if threads_held is None else threads_held
+  for n, v in (("threads", threads), ("threads_held", threads_held)):
+    if not isinstance(v, int) or v < 1: raise UnsupportedDispatch(f"{n}={v!r}: give a number of threads >= 1")
   if watch is not None:
     exact, mapped = memory.spans()
     if watch[1] < 1 or (exact if memory.strict else mapped).carve(watch[0], watch[0] + watch[1]) is None:
@@ -196,7 +203,7 @@ def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, tim
   else: raise BackendUnavailable(f"backend={backend!r}: choose 'c' or 'python'")
   hooks = list(OP_HOOKS)
   try: st = be.run(arch, dispatch, memory, budget=budget, timeout=timeout, op_counts=op_counts or bool(hooks), capture=capture, resident=resident,
-                   watch=watch, threads=threads)
+                   watch=watch, threads=threads, **({"hold_gil": hold_gil, "threads_held": threads_held} if hold_gil is not None and backend == "c" else {}))
   except EmuError as e:
     if hooks and e.op_counts is not None:
       for h in hooks: h(arch.name, e.op_counts)
@@ -224,7 +231,7 @@ def run_code(code: bytes, memory: MemoryMap | None = None, *, arch: str = "gfx11
 
   Returns: Stats. Raises: whatever run() raises."""
   memory = MemoryMap() if memory is None else memory
-  run_keys = {"budget", "timeout", "backend", "op_counts", "capture", "resident", "watch", "threads"}
+  run_keys = {"budget", "timeout", "backend", "op_counts", "capture", "resident", "watch", "threads", "hold_gil", "threads_held"}
   rkw = {k: kw.pop(k) for k in list(kw) if k in run_keys}
   buf = ctypes.create_string_buffer(len(code) + 512)
   addr = (ctypes.addressof(buf) + 255) & ~255

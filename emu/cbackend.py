@@ -1,7 +1,9 @@
 """The generated-C backend: load the per-arch library (building it once, see build.py) and run a dispatch inside C with
-the GIL released (ctypes releases it for CDLL calls)."""
+the GIL released (ctypes releases it for CDLL calls), or with a GIL policy, holding it while the policy says so
+(csrc/emu_xlat.h gil_poll)."""
 from __future__ import annotations
 import ctypes, functools, os, sys, time
+from typing import Callable
 import numpy as np
 from mockgpu.emu import translate
 from mockgpu.emu.api import Dispatch, Stats, WaveState
@@ -40,7 +42,8 @@ class EmuArgs(ctypes.Structure):
     ("w_last", WatchRec), ("lds_rd", ctypes.c_uint64), ("lds_wr", ctypes.c_uint64),
     ("xlat", ctypes.c_void_p), ("xlat_pcs", ctypes.POINTER(ctypes.c_uint32)), ("xlat_n", ctypes.c_uint32), ("trace_cap", ctypes.c_uint32),
     ("trace_pcs", ctypes.POINTER(ctypes.c_uint32)), ("trace_n", ctypes.c_uint64), ("threads", ctypes.c_uint32), ("threads_used", ctypes.c_uint32),
-    ("deny", ctypes.POINTER(ctypes.c_uint8)), ("deny_msg", ctypes.c_char_p)]
+    ("gil_save", ctypes.c_void_p), ("gil_restore", ctypes.c_void_p), ("gil_hold", ctypes.c_void_p), ("threads_held", ctypes.c_uint32),
+    ("gil_pad", ctypes.c_uint32), ("deny", ctypes.POINTER(ctypes.c_uint8)), ("deny_msg", ctypes.c_char_p)]
 
 def poison() -> int:
   """EmuArgs.poison from $MOCKGPU_EMU_POISON (a byte, e.g. 0xa5; unset or empty: off): every handler's pseudocode state
@@ -75,8 +78,21 @@ def load(arch: ArchSpec) -> tuple[ctypes.CDLL, Library]:
   dll.emu_run.argtypes, dll.emu_run.restype = [ctypes.POINTER(EmuArgs), ctypes.c_uint64], ctypes.c_int
   return dll, lib
 
+_GIL = tuple(ctypes.cast(getattr(ctypes.pythonapi, f), ctypes.c_void_p).value for f in ("PyEval_SaveThread", "PyEval_RestoreThread"))
+
+@functools.cache
+def _run_holding(path: str):
+  """emu_run of the library at `path` called without releasing the GIL (a dispatch with a GIL policy releases it itself)."""
+  (fn := ctypes.PyDLL(path).emu_run).argtypes, fn.restype = [ctypes.POINTER(EmuArgs), ctypes.c_uint64], ctypes.c_int
+  return fn
+
+def _ask(policy: Callable[[], bool]) -> int:
+  try: return int(bool(policy()))
+  except Exception: return 0   # a broken policy releases the GIL, as a dispatch without one
+
 def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout: float | None, op_counts: bool, capture: bool,
-        resident: int, watch: tuple[int, int] | None = None, threads: int = 1) -> Stats:
+        resident: int, watch: tuple[int, int] | None = None, threads: int = 1, hold_gil: Callable[[], bool] | None = None,
+        threads_held: int = 1) -> Stats:
   """Run `d` on the C backend. See mockgpu.emu.api.run for the contract."""
   dll, lib = load(arch)
   exact, mapped = memory.spans()
@@ -111,8 +127,12 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
     tr = translate.translator(arch, dll, lib.path.stem)
     if (xk := tr.lookup(d.code_addr, code[1])) is not None: a.xlat, a.xlat_pcs, a.xlat_n = xk.fn, xk.pcs_arr, len(xk.pcs)
     else: trace = (ctypes.c_uint32 * translate.TRACE_CAP)(); a.trace_pcs, a.trace_cap = trace, translate.TRACE_CAP
+  emu_run, cb = dll.emu_run, None
+  if hold_gil is not None:   # csrc/emu_xlat.h gil_poll; cb stays referenced until the call returns
+    emu_run, cb = _run_holding(str(lib.path)), ctypes.CFUNCTYPE(ctypes.c_int)(lambda: _ask(hold_gil))
+    a.gil_save, a.gil_restore, a.gil_hold, a.threads_held = *_GIL, ctypes.cast(cb, ctypes.c_void_p).value, min(threads_held, 1 << 10)
   t0 = time.perf_counter()
-  st = dll.emu_run(ctypes.byref(a), code[1])
+  st = emu_run(ctypes.byref(a), code[1])
   dt = time.perf_counter() - t0
   if trace is not None and st == 0:
     tr.observe(d.code_addr, code[1], list(trace[:a.trace_n]), dt, ((d.rsrc3 & 63) + 1) * 4 if arch.num_agprs else 0, xm == "sync")

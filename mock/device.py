@@ -17,8 +17,8 @@ from mockgpu.mock import uaccess
 from mockgpu.mock.errors import QueueFault
 from mockgpu.usage import timed
 
-__all__ = ["DeviceMemory", "DeviceThread", "WaitWatch", "device_work", "wait_report_s", "report_stop", "host_mmap", "MAP_FIXED", "GONE",
-           "UNMAPPED"]
+__all__ = ["DeviceMemory", "DeviceThread", "WaitWatch", "device_work", "wait_report_s", "report_stop", "host_mmap", "host_spins", "MAP_FIXED",
+           "GONE", "UNMAPPED"]
 
 MAP_FIXED, MAP_FIXED_NOREPLACE = 0x10, 0x100000   # Linux values (Python's mmap module does not export them)
 UNMAPPED = "is not mapped to this GPU (MMU fault)"
@@ -87,6 +87,18 @@ def device_work(fn, thread, model):
   try: return fn(thread, model)
   finally:
     if was: gc.enable()
+
+def host_spins() -> bool:
+  """The mock GPUs' GIL policy for a dispatch (`mockgpu.emu.api.run`'s hold_gil): True while a Python thread spins in tinygrad's
+  `HCQSignal.wait`. The dispatch then keeps the GIL: the spinning thread sleeps, and its core runs the emulator (docs/emu.md,
+  "The GIL"). Other threads get the GIL each time the dispatch asks again (every 10 ms): which of them want it cannot be told
+  from their frames (a thread blocked in a foreign call and one preempted right after it look alike)."""
+  from tinygrad.runtime.support.hcq import HCQSignal
+  wait, me = HCQSignal.wait.__code__, threading.get_ident()
+  for tid, f in sys._current_frames().items():
+    while f is not None and f.f_code is not wait: f = f.f_back
+    if f is not None and tid != me: return True
+  return False
 
 def wait_report_s() -> float:
   """Seconds a queue may wait on one packet before `WaitWatch` reports it: half of tinygrad's signal-wait timeout

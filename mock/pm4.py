@@ -6,6 +6,7 @@ malformed packets raise PacketError, which stops the queue with a hardware-excep
 Ring pointers are in dwords and read modulo the ring; INDIRECT_BUFFER pushes an IB that runs to its end (HCQGraph)."""
 from __future__ import annotations
 import struct, sys
+from mockgpu.mock.device import host_spins
 from mockgpu.mock.errors import PacketError
 from mockgpu.mock.gpu import GPU, TRACE, Queue, gpu_clock
 
@@ -157,7 +158,8 @@ class PM4Queue(Queue):
     from mockgpu.emu.api import default_threads, run
     from mockgpu.mock import recorder
     cap = rec.begin(self, dispatch) if (rec:=recorder.active()) is not None else None   # MOCKGPU_CAPTURE (mockgpu replay capture)
-    try: stats = run(dispatch, self.gpu.memory, threads=default_threads(host_waits=True))   # tinygrad's wait spins on a core meanwhile
+    try:   # while tinygrad spins on the signal, the dispatch keeps the GIL and that core runs the emulator too (host_spins)
+      stats = run(dispatch, self.gpu.memory, threads=default_threads(host_waits=True), hold_gil=host_spins, threads_held=default_threads())
     except Exception as e:
       if cap is not None: cap.end(e)
       raise

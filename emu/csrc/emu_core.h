@@ -39,6 +39,8 @@ typedef struct { uint64_t start, end; } MRange;
 /* one store into the watched range (run(watch=...)): its access, lane, wave, workgroup and instruction */
 typedef struct { uint64_t addr, pc; int32_t size, lane, wave, len, fmt, op; uint32_t wg[3], raw[4], pad; } WatchRec;
 
+/* PyEval_SaveThread, PyEval_RestoreThread and the GIL policy (EmuArgs.gil_*) */
+typedef void *(*GilSave)(void); typedef void (*GilRestore)(void *); typedef int (*GilHold)(void);
 /* what the caller (Python) passes in and reads back; layout mirrored in cbackend.py */
 typedef struct {
   uint64_t code_addr;
@@ -75,6 +77,9 @@ typedef struct {
   void *xlat; const uint32_t *xlat_pcs; uint32_t xlat_n, trace_cap; uint32_t *trace_pcs; uint64_t trace_n;
   /* multi-core dispatch (emu_sched.c run_parallel): the most threads the dispatch may use; how many it used */
   uint32_t threads, threads_used;
+  /* the GIL policy (emu_xlat.h gil_poll; NULL gil_hold: none, the caller released the GIL): emu_run is called holding the GIL;
+   * while gil_hold() (asked holding it) returns 1 the dispatch keeps it and may use threads_held threads, else it releases it */
+  GilSave gil_save; GilRestore gil_restore; GilHold gil_hold; uint32_t threads_held, gil_pad;
   /* ops this arch does not have as the library models them (arch.unmodelled_ops): deny[hid] != 0 stops the wave with deny_msg */
   const uint8_t *deny; const char *deny_msg;
 } EmuArgs;
@@ -87,7 +92,9 @@ typedef struct {
 
 /* multi-core dispatch (emu_sched.c run_parallel): threads claim workgroups in index order from `next`; `stop` is the lowest
  * index of a workgroup that stopped the dispatch (UINT64_MAX: none): no thread claims past it, one running a higher one leaves it */
-typedef struct Par { uint64_t next, stop, total; } Par;
+typedef struct Par { uint64_t next, stop, total; uint32_t started, nmax; void *ks; } Par;   /* ks, started of nmax: run_parallel's workers */
+/* the calling thread's hold on the GIL during a dispatch with a GIL policy (emu_xlat.h) */
+typedef struct Gil { void *ts; int held; double next, period; } Gil;
 
 typedef struct {    /* a resident workgroup (emu_sched.c) */
   uint32_t wg[3], live;
@@ -105,6 +112,7 @@ struct Ctx {
   uint64_t icount, budget, next_time_check;   /* budget: the icount at which the running workgroup's budget runs out (use_slot) */
   uint64_t wg_base;                 /* icount minus what the running workgroup executed before (use_slot) */
   struct Par *par; uint64_t wg_idx; /* multi-core dispatch: the shared work counter, this thread's workgroup (emu_sched.c) */
+  Gil *gil; uint64_t gil_at;        /* the calling thread only, with a GIL policy: its hold, the icount of the next gil_poll */
   struct timespec t0;
   uint32_t wg[3], nwaves, lds_bytes, scratch_lane, wave_size;
   uint32_t vrows, scratch_hi;          /* VGPR rows / scratch bytes per lane this dispatch may have written (decoded register fields +

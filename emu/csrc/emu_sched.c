@@ -225,6 +225,7 @@ static void run_grid(Ctx *c) {
       memmove(c->res + k, c->res + k + 1, (c->nres - k - 1) * sizeof(uint32_t)); c->nres--;
     }
     if (c->progress) continue;
+    if (UNLIKELY(c->gil && c->icount >= c->gil_at)) gil_poll(c);
     if (next < total && c->nres < c->maxres) { if (!launch(c, next++)) return; continue; }
     if (c->nres) deadlock(c, total - next);
     return;
@@ -284,9 +285,20 @@ typedef struct {
   WgCount *done; uint64_t ndone, cap;
 } Worker;
 
+static void *worker_run(void *arg);
+/* with the GIL held (the calling thread, Ctx.gil): start the workers the GIL policy's thread count adds */
+static void par_grow(Par *p) {
+  Worker *ks = p->ks;
+  for (; p->started < p->nmax; p->started++) if (pthread_create(&ks[p->started].th, 0, worker_run, &ks[p->started])) { p->nmax = p->started; break; }
+}
+
 static void *worker_run(void *arg) {
   Worker *k = arg; Ctx *c = &k->c; Par *p = c->par;
   for (;;) {
+    if (UNLIKELY(c->gil)) {
+      if (c->icount >= c->gil_at) gil_poll(c);
+      if (c->gil->held && p->started < p->nmax) par_grow(p);
+    }
     uint64_t idx = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
     if (idx >= p->total || idx > __atomic_load_n(&p->stop, __ATOMIC_RELAXED)) break;
     uint64_t i0 = c->icount;
@@ -322,28 +334,31 @@ static uint64_t lin_wg(const EmuArgs *a, const uint32_t *wg) { return ((uint64_t
  * one contiguous run of members (csrc/emu_core.h) */
 #define COPY_RUN(dst, src, first, end) memcpy(&(dst)->first, &(src)->first, offsetof(EmuArgs, end) - offsetof(EmuArgs, first))
 
-/* run the grid on up to `nth` threads (this one included) and merge their results into c->a as run_grid would leave them.
- * 0: no thread could be set up (out of memory), nothing ran */
-static int run_parallel(Ctx *c, uint32_t nth, uint64_t total) {
+/* run the grid on `nth` threads (this one included), up to `nmax` while a GIL policy holds the GIL (par_grow), and merge their
+ * results into c->a as run_grid would leave them. 0: no thread could be set up (out of memory), nothing ran */
+static int run_parallel(Ctx *c, uint32_t nth, uint32_t nmax, uint64_t total) {
   EmuArgs *a = c->a;
-  Par par = {0, UINT64_MAX, total};
-  Worker *ks = calloc(nth, sizeof(Worker));
+  Worker *ks = calloc(nmax, sizeof(Worker));
   if (!ks) return 0;
-  uint32_t started = 0;
-  for (uint32_t i = 0; i < nth; i++) {
+  Par par = {0, UINT64_MAX, total, 0, nmax, ks};
+  uint32_t ready = 0;
+  for (uint32_t i = 0; i < nmax; i++) {
     Worker *k = &ks[i]; Ctx *kc = &k->c;
     k->a = *a; k->fidx = UINT64_MAX;
     k->a.instructions = k->a.waves = k->a.workgroups = 0; k->a.v_count = 0; k->a.lds_rd = k->a.lds_wr = 0; k->a.cap_misc[5] = 0;
     *kc = *c; kc->a = &k->a; kc->par = &par; kc->maxres = 1; kc->nslots = kc->nres = 0; kc->cur = 0;
     kc->slots = calloc(1, sizeof(Slot)); kc->res = calloc(1, sizeof(uint32_t));
     kc->icache = malloc((c->icache_n ? c->icache_n : 1) * sizeof(Inst));
+    if (i) kc->gil = 0;
     if (!kc->slots || !kc->res || !kc->icache) break;
     memcpy(kc->icache, c->icache, c->icache_n * sizeof(Inst));
-    if (i && pthread_create(&k->th, 0, worker_run, k)) break;
-    started = i + 1;
+    ready = i + 1;
   }
-  if (!started) { free(ks[0].c.slots); free(ks[0].c.res); free(ks[0].c.icache); free(ks); return 0; }
+  if (!ready) { free(ks[0].c.slots); free(ks[0].c.res); free(ks[0].c.icache); free(ks); return 0; }
+  par.nmax = ready; par.started = 1;
+  for (; par.started < nth && par.started < ready; par.started++) if (pthread_create(&ks[par.started].th, 0, worker_run, &ks[par.started])) break;
   worker_run(&ks[0]);
+  uint32_t started = par.started;
   for (uint32_t i = 1; i < started; i++) pthread_join(ks[i].th, 0);
   Worker *best = 0;
   for (uint32_t i = 0; i < started; i++) if (ks[i].fidx != UINT64_MAX && (!best || ks[i].fidx < best->fidx)) best = &ks[i];
@@ -364,7 +379,7 @@ static int run_parallel(Ctx *c, uint32_t nth, uint64_t total) {
   c->icount = n; a->workgroups = lim; a->waves = (best ? lim + 1 : lim) * c->nwaves;
   if (best) { c->status = best->c.status; COPY_RUN(a, &best->a, f_kind, v_count); }
   a->threads_used = started;
-  for (uint32_t i = 0; i < nth; i++) {
+  for (uint32_t i = 0; i < nmax; i++) {
     Ctx *kc = &ks[i].c;
     for (uint32_t j = 0; j < kc->nslots; j++) { free(kc->slots[j].m.vgpr); free(kc->slots[j].m.lds); free(kc->slots[j].m.scratch); free(kc->slots[j].m.waves); }
     free(kc->slots); free(kc->res); free(kc->icache); free(ks[i].done);
@@ -381,6 +396,8 @@ int emu_run(EmuArgs *a, uint64_t code_end) {
   c.lds_bytes = a->lds_bytes; c.scratch_lane = a->scratch_per_lane; c.next_time_check = 1u << 20; c.space = SP_GLOBAL;
   c.poison = (int)a->poison;
   clock_gettime(CLOCK_MONOTONIC, &c.t0);
+  Gil gil;
+  if (a->gil_hold) gil_start(&c, &gil);
   uint32_t nt = a->block[0] * a->block[1] * a->block[2];
   uint64_t total = (uint64_t)a->grid[0] * a->grid[1] * a->grid[2];
   c.nwaves = (nt + c.wave_size - 1) / c.wave_size;
@@ -392,15 +409,17 @@ int emu_run(EmuArgs *a, uint64_t code_end) {
   else {
     /* more than one thread only for a grid of several workgroups whose code keeps out of dispatch-wide state (prescan), when
      * no opcodes are counted and no store is watched (both record in execution order) */
-    uint32_t nth = a->threads < total ? a->threads : (uint32_t)total;
-    if (nth > 1 && (a->op_counts || a->w_hi > a->w_lo || !prescan(&c))) nth = 1;
+    uint32_t nmax = a->gil_hold && a->threads_held > a->threads ? a->threads_held : a->threads, nth = c.gil && c.gil->held ? nmax : a->threads;
+    if (nmax > total) nmax = (uint32_t)total;
+    if (nth > nmax) nth = nmax;
+    if (nmax > 1 && (a->op_counts || a->w_hi > a->w_lo || !prescan(&c))) nth = nmax = 1;
     if (a->xlat) {   /* the translated kernel's instructions are decoded first: faults and store records read their Inst there */
       Wave t; memset(&t, 0, sizeof(t)); t.c = &c;
       for (uint32_t i = 0; i < a->xlat_n && !c.status; i++) { t.pc = a->xlat_pcs[i]; if (!decode_at(&t)) a->xlat = 0; }
       c.status = 0;
     }
     a->threads_used = 1;
-    if (nth < 2 || !run_parallel(&c, nth, total)) run_grid(&c);
+    if (nmax < 2 || !run_parallel(&c, nth, nmax, total)) run_grid(&c);
   }
   if (a->trace_pcs) {   /* the instructions this dispatch decoded (executed), for the translator */
     a->trace_n = 0;
@@ -410,6 +429,7 @@ int emu_run(EmuArgs *a, uint64_t code_end) {
   a->instructions = c.icount;
   for (uint32_t k = 0; k < c.nslots; k++) { free(c.slots[k].m.vgpr); free(c.slots[k].m.lds); free(c.slots[k].m.scratch); free(c.slots[k].m.waves); }
   free(c.slots); free(c.res); free(c.icache);
+  gil_end(&c);
   return a->status;
 }
 

@@ -16,10 +16,36 @@ static double elapsed(Ctx *c) {
   return (double)(t.tv_sec - c->t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - c->t0.tv_nsec);
 }
 
-/* every 2^20 wave-instructions: the wall-clock limit (run(timeout=)), and in a multi-core dispatch whether a lower workgroup
- * stopped it (this thread's workgroup is then abandoned: ST_ABANDONED, never reported). 1: the dispatch stopped */
+/* The GIL, for a dispatch with a policy (api.run(hold_gil=...): emu_run is called holding it; Ctx.gil on the calling thread
+ * only). While the policy says so (the mock GPUs': a Python thread spins on a signal, mockgpu.mock.device.host_spins) the
+ * dispatch keeps the GIL, so tinygrad's thread spinning on the dispatch's signal sleeps instead of taking a core from the
+ * emulator, and it may use threads_held threads; otherwise it runs released, as any foreign call, on `threads`. The policy is asked
+ * again GIL_FIRST after the start, then after twice as long each time up to every GIL_PERIOD (tinygrad usually starts waiting
+ * a few ms after a submission; gil_poll, at workgroup boundaries and time checks), with the GIL (a released one is taken back,
+ * waiting at most Python's switch interval). Asking runs the policy's Python code, which hands a held GIL to a thread that has
+ * asked for it meanwhile (Python's eval breaker), so a thread that writes what a kernel polls still gets to run. */
+#define GIL_FIRST 0.001
+#define GIL_PERIOD 0.01
+#define GIL_ICOUNT (1u << 14)   /* wave-instructions between two looks at the clock */
+static void gil_start(Ctx *c, Gil *g) {
+  c->gil = g; c->gil_at = GIL_ICOUNT; g->period = GIL_FIRST; g->next = elapsed(c) + GIL_FIRST;
+  if (!(g->held = c->a->gil_hold())) g->ts = c->a->gil_save();
+}
+static __attribute__((noinline, cold)) void gil_poll(Ctx *c) {
+  Gil *g = c->gil; EmuArgs *a = c->a;
+  c->gil_at = c->icount + GIL_ICOUNT;
+  if (elapsed(c) < g->next) return;
+  if (!g->held) a->gil_restore(g->ts);
+  if (!(g->held = a->gil_hold())) g->ts = a->gil_save();
+  g->period = 2 * g->period < GIL_PERIOD ? 2 * g->period : GIL_PERIOD; g->next = elapsed(c) + g->period;
+}
+static void gil_end(Ctx *c) { if (c->gil && !c->gil->held) c->a->gil_restore(c->gil->ts); }
+
+/* every 2^20 wave-instructions: the wall-clock limit (run(timeout=)), the GIL policy, and in a multi-core dispatch whether a
+ * lower workgroup stopped it (this thread's workgroup is then abandoned: ST_ABANDONED, never reported). 1: the dispatch stopped */
 static __attribute__((noinline, cold)) int time_check(Ctx *c, Wave *w, const Inst *in) {
   c->next_time_check = c->icount + (1u << 20);
+  if (c->gil) gil_poll(c);
   if (c->par && c->wg_idx > __atomic_load_n(&c->par->stop, __ATOMIC_RELAXED)) { c->status = ST_ABANDONED; return 1; }
   if (c->a->timeout > 0 && elapsed(c) > c->a->timeout) { c->status = ST_TIMEOUT; record_inst(c, w, w->pc, in->raw, in->size, in->fmt, in->op); return 1; }
   return 0;

@@ -179,3 +179,29 @@ def test_aql_queue(run):
     out([(Tensor([1, 2, 3]) + 1).tolist(), all(np.array_equal(f(Tensor(a + i)).numpy(), (a + i + 1) * 2) for i in range(4))])""",
     AMD_AQL="1").result
   assert r == [[2, 3, 4], True]
+
+def test_a_dispatch_tinygrad_waits_for_holds_the_gil_and_runs_on_every_core(run):
+  # the mock's GIL policy (mockgpu.mock.device.host_spins) sees a thread spinning in tinygrad's HCQSignal.wait, and a matmul
+  # whose result tinygrad waits for grows from the thread count of a released dispatch (made 1 here) to that of a held one (3)
+  r = run("""
+    import threading, time
+    import numpy as np
+    import mockgpu.emu.api as api
+    api.default_threads = lambda host_waits=False: 1 if host_waits else 3
+    seen = []
+    api.DISPATCH_HOOKS.append(lambda d, st: seen.append((d.grid, st.extra["threads"])))
+    from tinygrad import Tensor, Device
+    from mockgpu.mock.device import host_spins
+    dev = Device["AMD"]
+    sig = dev.new_signal(value=0)
+    t = threading.Thread(target=sig.wait, args=(1,))
+    t.start()
+    time.sleep(0.05)
+    spinning = host_spins()
+    sig.value = 1
+    t.join()
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((512, 512)).astype(np.float32), rng.standard_normal((512, 512)).astype(np.float32)
+    ok = bool(np.allclose((Tensor(a) @ Tensor(b)).numpy(), a @ b, atol=1e-3))
+    out({"spinning": spinning, "idle": host_spins(), "ok": ok, "threads": max(th for g, th in seen if g[0] * g[1] * g[2] > 1)})""")
+  assert r.result == {"spinning": True, "idle": False, "ok": True, "threads": 3}, r.result

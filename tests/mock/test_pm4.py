@@ -5,6 +5,7 @@ import pytest
 from tinygrad.runtime.autogen.am import pm4_nv as pm4
 from mockgpu.emu.api import Stats, default_threads
 from mockgpu.emu.errors import FaultReport, GPUFault
+from mockgpu.mock.device import host_spins
 
 SH = pm4.PACKET3_SET_SH_REG_START
 def lohi(a): return a & 0xFFFFFFFF, a >> 32
@@ -154,8 +155,9 @@ def test_an_ib_longer_than_one_fetch_is_read_in_pieces_and_reread_when_resubmitt
 
 class Recorder:
   def __init__(self, exc=None): self.calls, self.exc = [], exc
-  def __call__(self, d, memory, threads):   # a mock device leaves tinygrad's spinning wait a CPU
-    assert threads == default_threads(host_waits=True)
+  def __call__(self, d, memory, threads, hold_gil, threads_held):   # a mock device leaves tinygrad's spinning wait a CPU, unless
+    assert threads == default_threads(host_waits=True)              # the dispatch holds the GIL while tinygrad spins (host_spins)
+    assert hold_gil is host_spins and threads_held == default_threads()
     self.calls.append((d, memory))
     if self.exc: raise self.exc
     return Stats(instructions=10, workgroups=1, waves=1, seconds=0.0, backend="fake")
