@@ -35,6 +35,32 @@ def test_copies_and_probes(pages):
     with pytest.raises(OSError) as e: call(addr)
     assert e.value.errno == errno.EFAULT and "T: field=" in str(e.value)
 
+def _segv_handler() -> int:
+  """The address of this process's SIGSEGV handler (sigaction's first member; pytest's faulthandler has installed one)."""
+  sa = ctypes.create_string_buffer(256)
+  assert libc.sigaction(11, None, sa) == 0
+  return int.from_bytes(sa.raw[:8], "little")
+
+def test_bulk_moves_run_in_c_survive_faults_and_count_like_the_syscalls():
+  # 192 KiB (over FAST_MIN): mock/copy.c's memcpy; an unmapped source page or a read-only destination page stops it, and the
+  # syscalls then count the bytes before that page exactly; the crash handler in place before (faulthandler) is again after
+  assert uaccess._copier() is not None, "the C copy did not build (a C compiler is part of the set-up)"
+  n, before = 0x30000, _segv_handler()
+  src, dst = anon(n, 3), anon(n, 3)
+  ctypes.memmove(src, bytes(range(256)) * (n // 256), n)
+  try:
+    assert uaccess.move(dst, src, n) == n and ctypes.string_at(dst, n) == ctypes.string_at(src, n)
+    ctypes.memset(dst, 0, n)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    assert libc.mprotect(dst + 0x10000, 0x1000, 1) == 0   # read-only from 64 KiB on
+    assert uaccess.move(dst, src, n) == 0x10000 and ctypes.string_at(dst, 0x10000) == ctypes.string_at(src, 0x10000)
+    assert libc.mprotect(dst + 0x10000, 0x1000, 3) == 0
+    libc.munmap(src + 0x20000, 0x1000)   # a hole at 128 KiB
+    assert uaccess.move(dst, src, n) == 0x20000 and ctypes.string_at(dst, 0x20000) == ctypes.string_at(src, 0x20000)
+    assert _segv_handler() == before != 0
+  finally:
+    libc.munmap(src, n); libc.munmap(dst, n)   # the hole is no error
+
 def test_ioctl_arg_struct_address_or_error(pages):
   rw, _, _, hole = pages
   s = kfd.struct_kfd_ioctl_get_version_args(major_version=1)
