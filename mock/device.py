@@ -96,8 +96,9 @@ def host_spins() -> bool:
   from tinygrad.runtime.support.hcq import HCQSignal
   wait, me = HCQSignal.wait.__code__, threading.get_ident()
   for tid, f in sys._current_frames().items():
-    while f is not None and f.f_code is not wait: f = f.f_back
-    if f is not None and tid != me: return True
+    while tid != me and f is not None:
+      if f.f_code is wait: return True
+      f = f.f_back
   return False
 
 def wait_report_s() -> float:
