@@ -81,14 +81,19 @@ def load(arch: ArchSpec) -> tuple[ctypes.CDLL, Library]:
 _GIL = tuple(ctypes.cast(getattr(ctypes.pythonapi, f), ctypes.c_void_p).value for f in ("PyEval_SaveThread", "PyEval_RestoreThread"))
 
 @functools.cache
-def _run_holding(path: str):
+def _run_holding(path: os.PathLike):
   """emu_run of the library at `path` called without releasing the GIL (a dispatch with a GIL policy releases it itself)."""
-  (fn := ctypes.PyDLL(path).emu_run).argtypes, fn.restype = [ctypes.POINTER(EmuArgs), ctypes.c_uint64], ctypes.c_int
+  (fn := ctypes.PyDLL(str(path)).emu_run).argtypes, fn.restype = [ctypes.POINTER(EmuArgs), ctypes.c_uint64], ctypes.c_int
   return fn
 
-def _ask(policy: Callable[[], bool]) -> int:
-  try: return int(bool(policy()))
-  except Exception: return 0   # a broken policy releases the GIL, as a dispatch without one
+@functools.lru_cache(maxsize=8)
+def _asker(policy: Callable[[], bool]) -> tuple[object, int]:
+  """(the C callback asking `policy`, its address): made once per policy, not per dispatch."""
+  def ask() -> int:
+    try: return int(bool(policy()))
+    except Exception: return 0   # a broken policy releases the GIL, as a dispatch without one
+  cb = ctypes.CFUNCTYPE(ctypes.c_int)(ask)
+  return cb, ctypes.cast(cb, ctypes.c_void_p).value
 
 def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout: float | None, op_counts: bool, capture: bool,
         resident: int, watch: tuple[int, int] | None = None, threads: int = 1, hold_gil: Callable[[], bool] | None = None,
@@ -129,8 +134,8 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
     else: trace = (ctypes.c_uint32 * translate.TRACE_CAP)(); a.trace_pcs, a.trace_cap = trace, translate.TRACE_CAP
   emu_run, cb = dll.emu_run, None
   if hold_gil is not None:   # csrc/emu_xlat.h gil_poll; cb stays referenced until the call returns
-    emu_run, cb = _run_holding(str(lib.path)), ctypes.CFUNCTYPE(ctypes.c_int)(lambda: _ask(hold_gil))
-    a.gil_save, a.gil_restore, a.gil_hold, a.threads_held = *_GIL, ctypes.cast(cb, ctypes.c_void_p).value, min(threads_held, 1 << 10)
+    emu_run, (cb, a.gil_hold) = _run_holding(lib.path), _asker(hold_gil)
+    a.gil_save, a.gil_restore, a.threads_held = *_GIL, min(threads_held, 1 << 10)
   t0 = time.perf_counter()
   st = emu_run(ctypes.byref(a), code[1])
   dt = time.perf_counter() - t0
