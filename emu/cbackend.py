@@ -132,10 +132,10 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
     tr = translate.translator(arch, dll, lib.path.stem)
     if (xk := tr.lookup(d.code_addr, code[1])) is not None: a.xlat, a.xlat_pcs, a.xlat_n = xk.fn, xk.pcs_arr, len(xk.pcs)
     else: trace = (ctypes.c_uint32 * translate.TRACE_CAP)(); a.trace_pcs, a.trace_cap = trace, translate.TRACE_CAP
-  emu_run, cb = dll.emu_run, None
-  if hold_gil is not None:   # csrc/emu_xlat.h gil_poll; cb stays referenced until the call returns
-    emu_run, (cb, a.gil_hold) = _run_holding(lib.path), _asker(hold_gil)
-    a.gil_save, a.gil_restore, a.threads_held = *_GIL, min(threads_held, 1 << 10)
+  emu_run = dll.emu_run
+  if hold_gil is not None:   # csrc/emu_xlat.h gil_poll; `asker` keeps the callback alive until the call returns
+    emu_run, asker = _run_holding(lib.path), _asker(hold_gil)
+    a.gil_save, a.gil_restore, a.gil_hold, a.threads_held = *_GIL, asker[1], min(threads_held, 1 << 10)
   t0 = time.perf_counter()
   st = emu_run(ctypes.byref(a), code[1])
   dt = time.perf_counter() - t0
