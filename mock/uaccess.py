@@ -88,9 +88,10 @@ FAST_MIN = 1 << 16   # bytes from which `move` copies in C (mock/copy.c); below,
 def _copier():
   """mock/copy.c's mock_copy (compiled once into the library cache, called holding the GIL), or None without a C compiler."""
   from mockgpu import cbuild
+  from mockgpu.errors import BuildError
   src = pathlib.Path(__file__).with_name("copy.c").read_text()
   try: path = cbuild.shared_library("mock-copy-", [src], ("-O2", "-fPIC", "-std=gnu11"), lambda: ([src], {}), 4, what="the DMA copy")[0]
-  except Exception: return None   # cbuild.BuildError, or no usable cache directory: the syscalls copy everything
+  except (BuildError, OSError): return None   # no C compiler or no usable cache directory: the syscalls copy everything
   (fn := ctypes.PyDLL(str(path)).mock_copy).argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t], ctypes.c_int
   return fn
 
