@@ -5,14 +5,19 @@ Pointers are in bytes. tinygrad never splits a packet across the ring end; it ze
 is a one-dword packet (longer with its count field). The read pointer is published after progress (tinygrad polls it
 for ring space)."""
 from __future__ import annotations
-import importlib, struct
+import importlib, struct, time
+from typing import Callable
 from mockgpu.mock import uaccess
 from mockgpu.mock.errors import PacketError, QueueFault
 from mockgpu.mock.device import GONE
 from mockgpu.mock.gpu import GPU, TRACE, Queue, gpu_clock
 from mockgpu.mock.pm4 import COMPARE, poll
 
-__all__ = ["SDMAQueue", "SDMA_PACKETS"]
+__all__ = ["SDMAQueue", "SDMA_PACKETS", "COPY_HOOKS"]
+
+# called as hook(bytes, seconds) after every COPY_LINEAR that completed (`mockgpu bench` splits each workload's time with it);
+# costs nothing while empty (the default)
+COPY_HOOKS: list[Callable[[int, float], None]] = []
 
 class SDMAQueue(Queue):
   """An SDMA queue (KFD queue type SDMA). Packet formats come from tinygrad's `autogen.am.sdma_*` for the GPU's SDMA IP."""
@@ -61,9 +66,11 @@ class SDMAQueue(Queue):
     self._subop(header, self.sdma.SDMA_SUBOP_COPY_LINEAR, "COPY")
     size = (count & self.count_mask) + 1
     dst, src = self._addr(dst_lo, dst_hi, size, "COPY_LINEAR destination"), self._addr(src_lo, src_hi, size, "COPY_LINEAR source")
+    t0 = time.perf_counter() if COPY_HOOKS else 0.0
     if uaccess.move(dst, src, size) != size:   # mapped to the GPU but unmapped by the CPU since: a fault, never a SIGSEGV
       bad, what = (src, "COPY_LINEAR source") if not uaccess.readable(src, size) else (dst, "COPY_LINEAR destination")
       raise QueueFault("SDMA", bad, size, what, GONE)
+    for h in COPY_HOOKS: h(size, time.perf_counter() - t0)
     return True
 
   def write(self, header:int, lo:int, hi:int, count:int, *data:int) -> bool:

@@ -1,7 +1,10 @@
 """`mockgpu bench`: full-stack benchmarks of tinygrad on the mock AMD GPU, measured in one run against DEV=CPU.
 
 For each workload: the warm time (median of `--reps` runs after one warm-up run that compiles the kernels) of the whole
-tinygrad stack on the mock AMD GPU and on tinygrad's CPU backend, and their ratio; then, per kernel of one more warm run, the
+tinygrad stack on the mock AMD GPU and on tinygrad's CPU backend, and their ratio, with the median mock run split into its
+kernels (the emulator's calls, `mockgpu.emu.api.DISPATCH_HOOKS`), its SDMA copies (`mockgpu.mock.sdma.COPY_HOOKS`) and the
+rest (tinygrad's Python, the mock's packet processing, waits and hand-overs between tinygrad's thread and the device
+thread); then, per kernel of one more warm run, the
 emulator's wave-instructions and wave-instructions/s, translated or interpreted (`mockgpu.emu.api.DISPATCH_HOOKS`), and the
 emulator's own benchmark (`mockgpu emu bench`: the loop kernel and tinygrad's matmul kernel on the bare emulator, interpreted
 and translated). Then the median submit-to-signal round
@@ -31,15 +34,20 @@ def _workloads(np):
           ("elementwise 1M f32 (x*y+1)", lambda T, d: (T(x, device=d) * T(y, device=d) + 1).realize(), x * y + 1),
           ("sum 1M f32", lambda T, d: T(x, device=d).sum().realize(), x.astype(np.float64).sum())]
 
-def _time(fn, reps:int) -> tuple[float, object]:
+def _time(fn, reps:int, spent=lambda: (0.0, 0.0)) -> tuple[tuple[float, float, float], object]:
+  """((wall, kernel, copy) seconds of the run with the median wall time, the last result) of `reps` runs of fn after a
+  warm-up; `spent()` gives the kernel and copy seconds so far (DISPATCH_HOOKS, COPY_HOOKS)."""
   out = fn()   # warm-up: compiles and caches the kernels
-  ts = []
+  runs = []
   for _ in range(reps):
+    k0, c0 = spent()
     t0 = time.perf_counter()
     out = fn()
     out.numpy()
-    ts.append(time.perf_counter() - t0)
-  return statistics.median(ts), out
+    t = time.perf_counter() - t0
+    k1, c1 = spent()
+    runs.append((t, k1 - k0, c1 - c0))
+  return sorted(runs)[len(runs) // 2], out
 
 def round_trip(reps:int=200, idle:float=0.0) -> float:
   """Median seconds from submitting an empty kernel to the CPU seeing its completion signal, each after `idle` seconds of sleep."""
@@ -131,16 +139,18 @@ def main(argv: list[str] | None = None) -> int:
   from tinygrad import Tensor, Device
   gpu, py_before = Device.DEFAULT, python_unit()   # no device thread yet: it starts with the first queue
   print(f"mockgpu bench: {args.dev} ({Device[gpu].arch}) vs CPU, warm medians of {args.reps} runs, emulator translator {args.xlat}\n")
-  print(f"{'workload':30s} {'mock s':>9s} {'CPU s':>9s} {'ratio':>7s}  result")
+  print(f"{'workload':30s} {'mock s':>9s} {'CPU s':>9s} {'ratio':>7s}  result   of the mock s: {'kernels':>8s} {'copies':>8s} {'rest':>8s}")
   from mockgpu.emu import api
-  bad, per_kernel, rec = 0, [], []
-  api.DISPATCH_HOOKS.append(lambda d, st: rec.append((d, st)))
+  from mockgpu.mock.sdma import COPY_HOOKS
+  bad, per_kernel, rec, spent = 0, [], [], [0.0, 0.0]
+  api.DISPATCH_HOOKS.append(lambda d, st: (rec.append((d, st)), spent.__setitem__(0, spent[0] + st.seconds)))
+  COPY_HOOKS.append(lambda n, s: spent.__setitem__(1, spent[1] + s))
   for name, fn, want in _workloads(np):
-    tg, og = _time(lambda: fn(Tensor, gpu), args.reps)
-    tc, _ = _time(lambda: fn(Tensor, "CPU"), args.reps)
+    (tg, tk, tcp), og = _time(lambda: fn(Tensor, gpu), args.reps, lambda: tuple(spent))
+    (tc, _, _), _ = _time(lambda: fn(Tensor, "CPU"), args.reps)
     ok = bool(np.allclose(og.numpy(), want, rtol=1e-3, atol=1e-2))
     bad += not ok
-    print(f"{name:30s} {tg:9.4f} {tc:9.4f} {tg / tc:6.1f}x  {'ok' if ok else 'WRONG'}")
+    print(f"{name:30s} {tg:9.4f} {tc:9.4f} {tg / tc:6.1f}x  {'ok   ' if ok else 'WRONG'}                {tk:8.4f} {tcp:8.4f} {tg - tk - tcp:8.4f}")
     for how in ("off", args.xlat):   # per kernel: one warm run interpreted, one as the table ran (sync: translated; auto: once hot or cached)
       os.environ["MOCKGPU_EMU_XLAT"] = how
       rec.clear()
