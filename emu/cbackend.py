@@ -2,7 +2,7 @@
 the GIL released (ctypes releases it for CDLL calls), or with a GIL policy, holding it while the policy says so
 (csrc/emu_xlat.h gil_poll)."""
 from __future__ import annotations
-import ctypes, functools, os, sys, time
+import ctypes, functools, os, sys, threading, time
 from typing import Callable
 import numpy as np
 from mockgpu.emu import translate
@@ -43,7 +43,19 @@ class EmuArgs(ctypes.Structure):
     ("xlat", ctypes.c_void_p), ("xlat_pcs", ctypes.POINTER(ctypes.c_uint32)), ("xlat_n", ctypes.c_uint32), ("trace_cap", ctypes.c_uint32),
     ("trace_pcs", ctypes.POINTER(ctypes.c_uint32)), ("trace_n", ctypes.c_uint64), ("threads", ctypes.c_uint32), ("threads_used", ctypes.c_uint32),
     ("gil_save", ctypes.c_void_p), ("gil_restore", ctypes.c_void_p), ("gil_hold", ctypes.c_void_p), ("threads_held", ctypes.c_uint32),
-    ("gil_pad", ctypes.c_uint32), ("deny", ctypes.POINTER(ctypes.c_uint8)), ("deny_msg", ctypes.c_char_p)]
+    ("gil_pad", ctypes.c_uint32), ("xlat_poll", ctypes.c_void_p), ("deny", ctypes.POINTER(ctypes.c_uint8)), ("deny_msg", ctypes.c_char_p)]
+
+_POLLING = threading.local()   # (translator, code_addr, code_end, acc_off, sync) of the dispatch this thread runs
+
+@ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_uint64, ctypes.c_double)
+def _xlat_poll(pcs, n, seconds):
+  """EmuArgs.xlat_poll (csrc/emu_xlat.h): the translation a running dispatch may adopt now, or None. One callback for every
+  dispatch (made once: a ctypes callback costs more to make than a small dispatch takes)."""
+  try:
+    tr, code_addr, code_end, acc_off, sync = _POLLING.args
+    return tr.running(code_addr, code_end, pcs[:n], seconds, acc_off, sync) or None
+  except Exception: return None   # the dispatch goes on interpreted; a failed translation says why in Kernel.error
+_XLAT_POLL = ctypes.cast(_xlat_poll, ctypes.c_void_p).value
 
 def poison() -> int:
   """EmuArgs.poison from $MOCKGPU_EMU_POISON (a byte, e.g. 0xa5; unset or empty: off): every handler's pseudocode state
@@ -127,11 +139,13 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
     a.cap_sgpr, a.cap_vgpr = cs, cv
   a.deny, a.deny_msg = _deny(arch)
   # the translator: not while opcodes are counted (the interpreter counts them), nor on an arch that stops some ops at decode
-  xm, xk, trace = translate.mode(), None, None
+  xm, xk, trace, acc_off = translate.mode(), None, None, ((d.rsrc3 & 63) + 1) * 4 if arch.num_agprs else 0
   if xm != "off" and counts is None and not a.deny:
     tr = translate.translator(arch, dll, lib.path.stem)
     if (xk := tr.lookup(d.code_addr, code[1])) is not None: a.xlat, a.xlat_pcs, a.xlat_n = xk.fn, xk.pcs_arr, len(xk.pcs)
-    else: trace = (ctypes.c_uint32 * translate.TRACE_CAP)(); a.trace_pcs, a.trace_cap = trace, translate.TRACE_CAP
+    else:
+      trace = (ctypes.c_uint32 * translate.TRACE_CAP)(); a.trace_pcs, a.trace_cap = trace, translate.TRACE_CAP
+      _POLLING.args, a.xlat_poll = (tr, d.code_addr, code[1], acc_off, xm == "sync"), _XLAT_POLL
   emu_run = dll.emu_run
   if hold_gil is not None:   # csrc/emu_xlat.h gil_poll; `asker` keeps the callback alive until the call returns
     emu_run, asker = _run_holding(lib.path), _asker(hold_gil)
@@ -139,8 +153,7 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   t0 = time.perf_counter()
   st = emu_run(ctypes.byref(a), code[1])
   dt = time.perf_counter() - t0
-  if trace is not None and st == 0:
-    tr.observe(d.code_addr, code[1], list(trace[:a.trace_n]), dt, ((d.rsrc3 & 63) + 1) * 4 if arch.num_agprs else 0, xm == "sync")
+  if trace is not None and st == 0: tr.observe(d.code_addr, code[1], list(trace[:a.trace_n]), dt, acc_off, xm == "sync")
   oc = {lib.handlers[i]: int(counts[i]) for i in np.flatnonzero(np.ctypeslib.as_array(counts))} if counts is not None else None   # 5000+ slots
   try: raise_status(arch, st, code_addr=d.code_addr, memory=memory, budget=budget, timeout=timeout, pc=a.f_pc,
                     raw=bytes(a.f_raw)[:max(0, min(a.f_len, 16))], fmt=a.f_fmt, op=a.f_op, wave=a.f_wave, wg=tuple(a.f_wg), kind=a.f_kind,
@@ -154,5 +167,5 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
   oob = oob_report(arch, memory, d.code_addr, a.v_count, a.v_addr, a.v_size, a.v_lane, a.v_wave, tuple(a.v_wg), a.v_pc,
                    bytes(a.v_raw)[:max(0, min(a.v_len, 16))], a.v_fmt, a.v_op) if a.v_count else None
   wr = watch_report(arch, watch, a.w_count, a.w_first.record() if a.w_count else None, a.w_last.record() if a.w_count else None) if watch else None
-  return Stats(a.instructions, a.workgroups, a.waves, dt, "c", oc, state, {"translated": xk is not None, "threads": a.threads_used}, oob_reads=a.v_count,
+  return Stats(a.instructions, a.workgroups, a.waves, dt, "c", oc, state, {"translated": xk is not None, "adopted": xk is None and bool(a.xlat), "threads": a.threads_used}, oob_reads=a.v_count,
                oob_report=oob, lds_read=a.lds_rd, lds_written=a.lds_wr, watch=wr)

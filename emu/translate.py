@@ -10,8 +10,13 @@ the interpreter. Handlers without generated C (matrix, image, ... ops) are calle
 Libraries are cached by the hash of the emulator library, this module and the decoded instructions in the library cache
 (`mockgpu.cbuild.shared_library`, stem `xk-<arch>-<hash>`).
 
+A dispatch that runs on interpreted asks at its time checks (every 2^20 wave-instructions) whether its kernel's translation
+is ready, counting its seconds so far towards the tier, and adopts it mid-dispatch (`Translator.running`): a single long
+dispatch (a large GEMM) gets the translated speed for the rest of its run.
+
 $MOCKGPU_EMU_XLAT: "auto" (default: tiered as above, compiled in the background), "off" (interpreter only), "sync" (every
-kernel is translated after its first dispatch, compiled before the call returns: tests)."""
+kernel is translated after its first dispatch, or at the first time check of one still running, compiled before the call
+returns: tests)."""
 from __future__ import annotations
 import ctypes, json, os, pathlib, re, subprocess, sys, threading, time
 from dataclasses import dataclass, field
@@ -212,23 +217,33 @@ class Translator:
     with self.lock: k = self._find(code_addr, code_end)
     return k if k is not None and k.state == "ready" else None
 
-  def observe(self, code_addr: int, code_end: int, pcs: list[int], seconds: float, acc_off: int, sync: bool):
+  def observe(self, code_addr: int, code_end: int, pcs: list[int], seconds: float, acc_off: int, sync: bool, keep: bool = True):
     """After an interpreted dispatch of `seconds`: count it and the pcs it decoded; translate once the kernel is hot, at
-    once when the library cache holds its translation already."""
+    once when the library cache holds its translation already. keep=False: a dispatch still running (`running`), whose
+    seconds count towards the tier now but are added when it ends."""
     with self.lock:
       k = self._find(code_addr, code_end, new=True)
       if k.state != "cold": return
       new = sorted(set(k.pcs) | set(pcs))
       if new and new[-1] + 16 > len(k.code):
         k.code = ctypes.string_at(code_addr, min(new[-1] + 16, code_end - code_addr))
-      grew, k.pcs, k.seconds = tuple(new) != k.pcs, tuple(new), k.seconds + seconds
+      grew, k.pcs, spent = tuple(new) != k.pcs, tuple(new), k.seconds + seconds
+      if keep: k.seconds = spent
       if grew: k.decoded = self._decode(k, acc_off)
       if not k.decoded: return
       cached = grew and self._cached(k.decoded)
-      if not (sync or cached or k.seconds >= TIER * self.rate * len(k.decoded)): return
+      if not (sync or cached or spent >= TIER * self.rate * len(k.decoded)): return
       k.state = "compiling"
     if sync or cached: self._compile(k)
     else: threading.Thread(target=self._compile, args=(k,), daemon=True, name="mockgpu-xlat").start()
+
+  def running(self, code_addr: int, code_end: int, pcs: list[int], seconds: float, acc_off: int, sync: bool) -> int:
+    """A dispatch of the kernel still interpreted after `seconds`, having decoded `pcs` (csrc/emu_xlat.h xlat_poll): counted
+    as `observe` counts a finished one; the address of the kernel's translation once it is ready and holds only those pcs
+    (the ones the dispatch's decode caches have), else 0."""
+    self.observe(code_addr, code_end, pcs, seconds, acc_off, sync, keep=False)
+    with self.lock: k = self._find(code_addr, code_end)
+    return k.fn if k is not None and k.state == "ready" and set(k.pcs) <= set(pcs) else 0
 
   def _decode(self, k: Kernel, acc_off: int) -> list[tuple[int, bytes]]:
     """(pc, its decoded Inst after the handler pointer: fmt, hid, size, ..., the decoded fields) for each pc of `k` that decodes

@@ -41,6 +41,7 @@ typedef struct { uint64_t addr, pc; int32_t size, lane, wave, len, fmt, op; uint
 
 /* PyEval_SaveThread, PyEval_RestoreThread and the GIL policy (EmuArgs.gil_*) */
 typedef void *(*GilSave)(void); typedef void (*GilRestore)(void *); typedef int (*GilHold)(void);
+typedef void *(*XlatPoll)(const uint32_t *pcs, uint64_t n, double seconds);
 /* what the caller (Python) passes in and reads back; layout mirrored in cbackend.py */
 typedef struct {
   uint64_t code_addr;
@@ -80,6 +81,9 @@ typedef struct {
   /* the GIL policy (emu_xlat.h gil_poll; NULL gil_hold: none, the caller released the GIL): emu_run is called holding the GIL;
    * while gil_hold() (asked holding it) returns 1 the dispatch keeps it and may use threads_held threads, else it releases it */
   GilSave gil_save; GilRestore gil_restore; GilHold gil_hold; uint32_t threads_held, gil_pad;
+  /* a translation adopted mid-dispatch (emu_xlat.h xlat_poll; NULL: none asked): called at the calling thread's time checks with
+   * the pcs decoded so far and the dispatch's seconds, it returns a translated kernel holding only such pcs, or NULL */
+  XlatPoll xlat_poll;
   /* ops this arch does not have as the library models them (arch.unmodelled_ops): deny[hid] != 0 stops the wave with deny_msg */
   const uint8_t *deny; const char *deny_msg;
 } EmuArgs;
@@ -92,7 +96,8 @@ typedef struct {
 
 /* multi-core dispatch (emu_sched.c run_parallel): threads claim workgroups in index order from `next`; `stop` is the lowest
  * index of a workgroup that stopped the dispatch (UINT64_MAX: none): no thread claims past it, one running a higher one leaves it */
-typedef struct Par { uint64_t next, stop, total; uint32_t started, nmax; void *ks; } Par;   /* ks, started of nmax: run_parallel's workers */
+typedef struct Par { uint64_t next, stop, total; uint32_t started, nmax; void *ks; void *xlat; } Par;   /* ks, started of nmax: run_parallel's
+   workers; xlat: the translated kernel they run (adopted mid-dispatch by the calling thread) */
 /* the calling thread's hold on the GIL during a dispatch with a GIL policy (emu_xlat.h) */
 typedef struct Gil { void *ts; int held; double next, period; } Gil;
 

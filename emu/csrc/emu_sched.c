@@ -66,7 +66,7 @@ static inline Inst *fetch(Wave *w) {
 
 static void run_wave(Ctx *c, Wave *w) {
   uint64_t *opc = c->a->op_counts;
-  XlatFn xf = (XlatFn)c->a->xlat;   /* a translated kernel (translate.py): runs what it holds, the interpreter the rest */
+  XlatFn xf = (XlatFn)cur_xlat(c);   /* a translated kernel (translate.py): runs what it holds, the interpreter the rest */
   while (w->state == W_RUN) {
     if (xf && xf(c, w)) { if (c->status) return; continue; }
     w->pc0 = w->pc;
@@ -79,7 +79,7 @@ static void run_wave(Ctx *c, Wave *w) {
     w->pc += (uint64_t)in->size;
     in->fn(w, in);
     if (UNLIKELY(c->status)) { record_inst(c, w, w->pc0, in->raw, in->size, in->fmt, in->opx ? in->opx : in->op); return; }
-    if (UNLIKELY(c->icount >= c->next_time_check) && time_check(c, w, in)) return;
+    if (UNLIKELY(c->icount >= c->next_time_check)) { if (time_check(c, w, in)) return; xf = (XlatFn)cur_xlat(c); }
   }
 }
 
@@ -340,7 +340,7 @@ static int run_parallel(Ctx *c, uint32_t nth, uint32_t nmax, uint64_t total) {
   EmuArgs *a = c->a;
   Worker *ks = calloc(nmax, sizeof(Worker));
   if (!ks) return 0;
-  Par par = {0, UINT64_MAX, total, 0, nmax, ks};
+  Par par = {0, UINT64_MAX, total, 0, nmax, ks, a->xlat};
   uint32_t ready = 0;
   for (uint32_t i = 0; i < nmax; i++) {
     Worker *k = &ks[i]; Ctx *kc = &k->c;
@@ -349,7 +349,7 @@ static int run_parallel(Ctx *c, uint32_t nth, uint32_t nmax, uint64_t total) {
     *kc = *c; kc->a = &k->a; kc->par = &par; kc->maxres = 1; kc->nslots = kc->nres = 0; kc->cur = 0;
     kc->slots = calloc(1, sizeof(Slot)); kc->res = calloc(1, sizeof(uint32_t));
     kc->icache = malloc((c->icache_n ? c->icache_n : 1) * sizeof(Inst));
-    if (i) kc->gil = 0;
+    if (i) { kc->gil = 0; k->a.xlat_poll = 0; }   /* the calling thread alone holds the GIL and asks for translations */
     if (!kc->slots || !kc->res || !kc->icache) break;
     memcpy(kc->icache, c->icache, c->icache_n * sizeof(Inst));
     ready = i + 1;
@@ -379,6 +379,7 @@ static int run_parallel(Ctx *c, uint32_t nth, uint32_t nmax, uint64_t total) {
   c->icount = n; a->workgroups = lim; a->waves = (best ? lim + 1 : lim) * c->nwaves;
   if (best) { c->status = best->c.status; COPY_RUN(a, &best->a, f_kind, v_count); }
   a->threads_used = started;
+  a->xlat = par.xlat;   /* adopted mid-dispatch (xlat_poll), or the one it started with */
   for (uint32_t i = 0; i < nmax; i++) {
     Ctx *kc = &ks[i].c;
     for (uint32_t j = 0; j < kc->nslots; j++) { free(kc->slots[j].m.vgpr); free(kc->slots[j].m.lds); free(kc->slots[j].m.scratch); free(kc->slots[j].m.waves); }

@@ -41,11 +41,31 @@ static __attribute__((noinline, cold)) void gil_poll(Ctx *c) {
 }
 static void gil_end(Ctx *c) { if (c->gil && !c->gil->held) c->a->gil_restore(c->gil->ts); }
 
-/* every 2^20 wave-instructions: the wall-clock limit (run(timeout=)), the GIL policy, and in a multi-core dispatch whether a
- * lower workgroup stopped it (this thread's workgroup is then abandoned: ST_ABANDONED, never reported). 1: the dispatch stopped */
+/* the translated kernel this thread runs: the dispatch's, or the one adopted mid-dispatch (a multi-core dispatch shares it) */
+static inline void *cur_xlat(Ctx *c) { return c->par ? __atomic_load_n(&c->par->xlat, __ATOMIC_ACQUIRE) : c->a->xlat; }
+/* A long dispatch that started interpreted asks, at each time check of the calling thread, for a translation of the pcs it
+ * decoded so far (translate.Translator.running: compiled in the background once the kernel is hot, or at once in sync
+ * mode): every thread runs it from its next wave step on. Those pcs are in every thread's decode cache (the calling thread
+ * decoded them; a multi-core dispatch's threads start with the pre-scan's decode of everything reachable). */
+static __attribute__((noinline, cold)) void xlat_poll(Ctx *c) {
+  uint64_t n = 0;
+  uint32_t *pcs = malloc((c->icache_n ? c->icache_n : 1) * sizeof(uint32_t));
+  if (!pcs) return;
+  for (uint64_t i = 0; i < c->icache_n; i++) if (c->icache[i].fn) pcs[n++] = (uint32_t)(i << 2);
+  void *fn = c->a->xlat_poll(pcs, n, elapsed(c));
+  free(pcs);
+  if (!fn) return;
+  c->a->xlat = fn; c->a->xlat_poll = 0;
+  if (c->par) __atomic_store_n(&c->par->xlat, fn, __ATOMIC_RELEASE);
+}
+
+/* every 2^20 wave-instructions: the wall-clock limit (run(timeout=)), the GIL policy, a translation to adopt, and in a
+ * multi-core dispatch whether a lower workgroup stopped it (this thread's workgroup is then abandoned: ST_ABANDONED, never
+ * reported). 1: the dispatch stopped */
 static __attribute__((noinline, cold)) int time_check(Ctx *c, Wave *w, const Inst *in) {
   c->next_time_check = c->icount + (1u << 20);
   if (c->gil) gil_poll(c);
+  if (c->a->xlat_poll && !cur_xlat(c)) xlat_poll(c);
   if (c->par && c->wg_idx > __atomic_load_n(&c->par->stop, __ATOMIC_RELAXED)) { c->status = ST_ABANDONED; return 1; }
   if (c->a->timeout > 0 && elapsed(c) > c->a->timeout) { c->status = ST_TIMEOUT; record_inst(c, w, w->pc, in->raw, in->size, in->fmt, in->op); return 1; }
   return 0;

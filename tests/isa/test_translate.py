@@ -187,6 +187,21 @@ def test_auto_translates_a_kernel_once_it_has_run_as_long_as_its_compile(xlat, m
   assert not sts[0].extra["translated"] and sts[-1].extra["translated"]
   assert {st.instructions for st in sts} == {2 * (2 + 200 * 7 + 1)}   # 2 waves x (2 S_MOV, 200 x 7 loop instructions, S_ENDPGM)
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_long_dispatch_adopts_its_translation_while_it_runs(xlat, threads):
+  # one dispatch, 4 workgroups x 2 waves x 70k loop iterations (~4M wave-instructions): in sync mode the first time check
+  # (2^20 wave-instructions) translates the pcs decoded so far and every thread runs translated from its next wave step;
+  # counts and registers are the interpreter's
+  from mockgpu.emu.bench import loop_kernel
+  import secrets
+  prog = s_mov_b32(s[5], secrets.randbits(31)).to_bytes() + loop_kernel(70_000)   # code no earlier run has translated
+  def fn(): st = run_code(prog, grid=(4, 1, 1), block=(64, 1, 1), capture=True, threads=threads); return st, st.state
+  xlat("off"); rs, r = fn()
+  xlat("sync"); gs, g = fn()
+  assert not rs.extra["adopted"] and gs.extra["adopted"] and not gs.extra["translated"]
+  _same_stats(rs, gs)
+  assert r == g and rs.instructions == 4 * 2 * (2 + 70_000 * 7 + 1)
+
 def test_a_cached_translation_is_used_from_the_second_dispatch():
   # a fresh process in auto mode whose tier is out of reach interprets a kernel no run has met until a process that translated
   # it (sync) leaves it in the library cache; then it finds it after its first dispatch, before compiling anything
