@@ -138,9 +138,9 @@ def run(arch: ArchSpec, d: Dispatch, memory: MemoryMap, *, budget: int, timeout:
     cs, cv = (ctypes.c_uint32 * 128)(), (ctypes.c_uint32 * (arch.nvregs * 64))()
     a.cap_sgpr, a.cap_vgpr = cs, cv
   a.deny, a.deny_msg = _deny(arch)
-  # the translator: not while opcodes are counted (the interpreter counts them), nor on an arch that stops some ops at decode
+  # the translator: not on an arch that stops some ops at decode
   xm, xk, trace, acc_off = translate.mode(), None, None, ((d.rsrc3 & 63) + 1) * 4 if arch.num_agprs else 0
-  if xm != "off" and counts is None and not a.deny:
+  if xm != "off" and not a.deny:
     tr = translate.translator(arch, dll, lib.path.stem)
     if (xk := tr.lookup(d.code_addr, code[1])) is not None: a.xlat, a.xlat_pcs, a.xlat_n = xk.fn, xk.pcs_arr, len(xk.pcs)
     else:

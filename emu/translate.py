@@ -127,7 +127,8 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
   few instructions (one function holding every handler would take gcc minutes): straight steps (generated handlers that only
   fall through, gen_c.FLOW PLAIN, and no-ops) run in blocks (`_blocks`), one function per block with its steps inlined,
   entered when the whole block fits the watchdog budget and the next time check (counted once), else the interpreter's
-  handlers run them one XSTEP at a time, as they do for an entry into the middle of a block; every other step is a function
+  handlers run them one XSTEP at a time, as they do for an entry into the middle of a block (op counts, run(op_counts=True), are
+  kept per step and per block as the interpreter keeps them: `xcount`); every other step is a function
   of its own, or the interpreter's handler. VALU and VOPD steps inline only their translator variants' fast paths (any lane
   active, no modifiers, a fast float mode); the rest runs the interpreter's compiled handler (XHANDLER), which keeps the C a
   kernel compiles small (tinygrad's 256 matmul kernel: about 5 s of gcc instead of 25 s with the handlers inlined too)."""
@@ -170,9 +171,11 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
       for j in range(k, k + n):
         pj, nj, _ = insts[j]
         if j in nop: continue
-        body.append(f"  w->pc0 = {pj}u; w->pc = {nj}u; S{j}(w);\n  if (UNLIKELY(c->status)) {{ c->icount -= {k + n - 1 - j}u; "
+        body.append(f"  w->pc0 = {pj}u; w->pc = {nj}u; S{j}(w);\n  if (UNLIKELY(c->status)) {{ c->icount -= {k + n - 1 - j}u; xcount(c, H{k}, {j - k + 1}); "
                     f"record_inst(c, w, {pj}u, X{j}.raw, X{j}.size, X{j}.fmt, X{j}.opx ? X{j}.opx : X{j}.op); return 1; }}")
-      blk_fns.append(f"static __attribute__((noinline)) int B{k}(Ctx *c, Wave *w) {{\n" + "\n".join(body) + f"\n  w->pc = {insts[k + n - 1][1]}u; return 0;\n}}")
+      blk_fns.append(f"static const uint32_t H{k}[] = {{{', '.join(str(insts[j][2][1]) for j in range(k, k + n))}}};\n"   # its handlers, for op counts
+                     f"static __attribute__((noinline)) int B{k}(Ctx *c, Wave *w) {{\n" + "\n".join(body) +
+                     f"\n  xcount(c, H{k}, {n}); w->pc = {insts[k + n - 1][1]}u; return 0;\n}}")
       end = k + n
       after = (f"goto {'B' if end in blocks else 'L'}{end};" if end < len(insts) and insts[end][0] == insts[end - 1][1] else "continue;")
       steps.append(f"  B{k}: if (LIKELY(c->icount + {n}u <= c->budget && c->icount + {n}u < c->next_time_check)) {{ c->icount += {n}u; "

@@ -72,6 +72,11 @@ static __attribute__((noinline, cold)) int time_check(Ctx *c, Wave *w, const Ins
 }
 
 typedef int (*XlatFn)(Ctx *c, Wave *w);
+/* run(op_counts=True): a translated block counts its first m steps' handlers (h: their hids) as the interpreter counts each */
+static inline __attribute__((always_inline)) void xcount(Ctx *c, const uint32_t *h, int m) {
+  uint64_t *o = c->a->op_counts;
+  if (UNLIKELY(o)) for (int i = 0; i < m; i++) o[h[i]]++;
+}
 /* the interpreter's compiled handler of the instruction at w->pc0 (its decode-cache entry, filled before the dispatch): what a
  * translator variant runs for every case but its fast path, out of line, so a translated kernel compiles only the fast paths */
 #define XHANDLER(W) do { const Inst *ic_ = &(W)->c->icache[(W)->pc0 >> 2]; ic_->fn((W), ic_); } while (0)
@@ -83,6 +88,7 @@ typedef int (*XlatFn)(Ctx *c, Wave *w);
 #define XSTEP(PC, NEXT, I, CALL) \
   w->pc0 = PC; \
   if (UNLIKELY(++c->icount > c->budget)) { c->icount--; c->status = ST_WATCHDOG; record_inst(c, w, PC, (I).raw, (I).size, (I).fmt, (I).op); return 1; } \
+  if (UNLIKELY(c->a->op_counts)) c->a->op_counts[(I).hid]++; \
   w->pc = NEXT; CALL; \
   if (UNLIKELY(c->status)) { record_inst(c, w, PC, (I).raw, (I).size, (I).fmt, (I).opx ? (I).opx : (I).op); return 1; } \
   if (UNLIKELY(c->icount >= c->next_time_check) && time_check(c, w, &(I))) return 1; \

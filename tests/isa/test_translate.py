@@ -131,13 +131,13 @@ def test_random_cdna_programs_full_wave64(xlat, seed):
   _same_stats(rs, gs)
   assert r == g
 
-def _faulting(addr_ok: bool, out: np.ndarray):
+def _faulting(addr_ok: bool, out: np.ndarray, **kw):
   """out[lane] = lane, through an address taken from s[0:1] (a bad one when not addr_ok), after a loop of 40 iterations."""
   prog = code(s_mov_b32(s[4], 40), v_add_nc_u32_e32(v[1], 1, v[1]), s_add_u32(s[4], s[4], -1), s_cmp_lg_u32(s[4], 0),
               s_cbranch_scc1(simm16=(-4) & 0xffff), v_lshlrev_b32_e32(v[2], 2, v[0]), global_store_b32(addr=v[2], data=v[0], saddr=s[0:1]))
   bf = Bufs(out)
   us = bf.sgprs() if addr_ok else (0x1000, 0)
-  return run_code(prog, bf.mem, block=(32, 1, 1), grid=(2, 1, 1), user_sgprs=us, rsrc2=2 << 1)
+  return run_code(prog, bf.mem, block=(32, 1, 1), grid=(2, 1, 1), user_sgprs=us, rsrc2=2 << 1, **kw)
 
 def test_fault_and_watchdog_reports(xlat):
   out = np.zeros(32, np.uint32)
@@ -152,6 +152,28 @@ def test_fault_and_watchdog_reports(xlat):
     with pytest.raises(WatchdogExpired) as ew: run_code(loop, budget=500)
     reps[m] = [dataclasses.replace(e.value.report, pc_addr=0) for e in (ef, ew)], [e.value.op_counts for e in (ef, ew)]
   assert reps["off"] == reps["sync"]
+
+@pytest.mark.parametrize("seed,lanes", [(0, 8), (1, 32)])
+def test_op_counts_translated_are_the_interpreters(xlat, seed, lanes):
+  # run(op_counts=True) runs translated too (`mockgpu gemm` counts every run's opcodes): blocks count their steps once, XSTEP
+  # each step; per opcode the interpreter's counts, also for a fault inside a block and a watchdog stop (up to and including
+  # the instruction that stopped)
+  prog = program(seed)
+  def fn(): st = run_code(prog, block=(lanes, 1, 1), lds_bytes=512, op_counts=True); return st, st.op_counts
+  (rs, r), (gs, g) = _twice(fn, xlat)
+  _same_stats(rs, gs)
+  assert r == g and sum(r.values()) == rs.instructions
+  out, stops = np.zeros(32, np.uint32), {}
+  loop = code(s_mov_b32(s[4], 1000), s_add_u32(s[4], s[4], -1), s_cmp_lg_u32(s[4], 0), s_cbranch_scc1(simm16=(-3) & 0xffff))
+  for m in ("off", "sync"):
+    xlat(m)
+    _faulting(True, out); assert _faulting(True, out).extra["translated"] == (m == "sync")
+    run_code(loop)
+    stops[m] = []
+    for call in (lambda: _faulting(False, out, op_counts=True), lambda: run_code(loop, budget=500, op_counts=True)):
+      with pytest.raises((GPUFault, WatchdogExpired)) as e: call()
+      stops[m].append(e.value.op_counts)
+  assert stops["off"] == stops["sync"] and all(stops["off"])
 
 def test_dispatch_hooks_see_each_dispatch(xlat):
   # api.DISPATCH_HOOKS (mockgpu bench's per-kernel figures): called once per completed dispatch with its Dispatch and Stats
