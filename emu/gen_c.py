@@ -266,8 +266,9 @@ _CHECK = "if (UNLIKELY(s.fault)) { PC_FAULT(w, s); return; }"
 # The straight 32-lane loops run in the float modes kernels use and tell the compiler which: one copy of the loop per MODE low
 # byte of FAST_MODES, with MODE a known constant, so pcode's mode tests fold away and the loop stays vectorisable. 0xf0 (nearest
 # even, denormals kept: PC_MODE_DEFAULT, tinygrad's LLVM kernels), 0xc0 (f32 denormals flushed: LLVM's kernel-descriptor default,
-# tinygrad's DSL-assembled kernels). Handlers whose pseudocode never reads MODE have one loop for every mode; other modes (and
-# any lane loop with inactive lanes) run the per-lane loop, the reference the fast loops are tested against.
+# tinygrad's DSL-assembled kernels). Handlers whose pseudocode never reads MODE have one loop for every mode; other modes,
+# output modifiers and a fault with some lanes inactive run the per-lane loop (tests check the fast loops against the Python
+# backend and numpy).
 FAST_MODES = (0xf0, 0xc0)
 
 def _mode_loops(modes: tuple[int, ...], loop: str) -> tuple[str, str]:
@@ -408,18 +409,25 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
     zero = _cmp_lanes(u) if cmp else ()   # a compare's mask bits: each lane its own (_lane_loop)
     fast = not ("S0" in u.writes and sb[0]) and not u.lane_vgpr and (not cmp or bool(zero))
     lanebit = _vcc_lanes(u)   # each lane touches only its own VCC bit: no chain between lanes (_lane_loop)
-    if fast:   # all lanes active, no output modifiers: a straight loop into a local buffer, then one write-back pass
+    if fast:   # any lane active, no output modifiers: a straight loop over every lane into a local buffer, then one write-back
+      # pass of the active lanes (a compare's mask bits masked with EXEC); a fault with some lanes inactive may be theirs, so
+      # the per-lane loop below reruns the instruction from its set-up
       n = _fast_lanes(wave)
       inner = fbody + ([f"outl[L] = s.D0.d[0]{' & 0xffff' if zh else ''};" + (" outh[L] = s.D0.d[1];" if db == 64 else "")] if has_dst else [])
       cond, loops = _mode_loops(modes, _lane_loop(n, inner, lanebit, zero))
-      L.append(f"  if (LIKELY(o.exec == {_full(n)} && w->c->wave_size == {n} && !o.post && {cond})) {{")
+      full = _full(n)
+      L.append(f"  if (LIKELY(o.exec && !(o.exec & ~{full}) && w->c->wave_size == {n} && !o.post && {cond})) {{")
       L.append(f"    uint32_t outl[{n}], outh[{n}]; (void)outh;")
       L.append(f"    {loops}")
-      L.append(f"    {_CHECK}")
+      redo = " ".join(pre) + (" cout = 0;" if carry else "")
+      L.append(f"    if (UNLIKELY(s.fault)) {{ if (o.exec != {full}) {{ s.fault = 0; {redo} goto lanes; }} PC_FAULT(w, s); return; }}")
+      for m in zero: L.append(f"    {'s.D0.q[0]' if m == 'D0' else 's.' + m} &= o.exec;")
       if has_dst:
         val = "(uint64_t)outh[L] << 32 | outl[L]" if db == 64 else "outl[L]"
-        L.append(f"    memcpy(dd, outl, {4 * n});" if dm == "32" else f"    for (int L = 0; L < {n}; L++) DST{dm}(o, L, {val});")
+        L.append(f"    if (LIKELY(o.exec == {full})) {{ " + (f"memcpy(dd, outl, {4 * n});" if dm == "32" else f"for (int L = 0; L < {n}; L++) DST{dm}(o, L, {val});") +
+                 f" }} else for (uint64_t e = o.exec; e; e &= e - 1) {{ int L = __builtin_ctzll(e); DST{dm}(o, L, {val}); }}")
       L.append("  } else {")
+      L.append("  lanes: ;")
       if fastok and has_dst and not (carry or cmp) and dm in ("32", "64"):   # SDWA (dpp_kind 4) takes the handler
         xv = _xvalu(h, e, sb, sf, db, dm, fmods, pre, fbody, modes, wave, "VCC" in u.writes, fmt == "VOP3SD", _writeback_scalars(u), zh, lanebit)
     L.append("  uint64_t ex = o.exec;")

@@ -1,6 +1,6 @@
 """Lane-mask ops whose pseudocode touches only the lane's own bit of VCC or of the SGPR mask (the carry ops, V_CNDMASK): the C
-backend's full-wave loops run every lane on the incoming mask and gather the bits after the loop (gen_c._lane_loop), partial
-EXEC takes the per-lane loop, the translator its XV_ variants. numpy is the oracle: results, carry masks (bits of inactive
+backend's lane loops run every lane on the incoming mask and gather the bits after the loop (gen_c._lane_loop; with partial
+EXEC too, the bits of inactive lanes then cleared), the translator its XV_ variants. numpy is the oracle: results, carry masks (bits of inactive
 lanes 0), on both backends, wave32 and wave64 (gfx1100 and gfx950), interpreted and translated.
 
 The masks, the EXEC mask and the inputs come from user SGPRs and buffers, so one program (one translation) serves every case."""
@@ -85,6 +85,6 @@ def test_carry_masks_against_numpy(cdna, w64, backend):
 @pytest.mark.engine
 @pytest.mark.parametrize("cdna,w64", LANE_CASES)
 def test_carry_masks_translated(monkeypatch, cdna, w64):
-  # the translator's XV_ variants (full waves; V_ADD_CO_U32 & co. VOP3SD without clamp have one too) and, with partial EXEC, the handlers
+  # the translator's XV_ variants (any EXEC; V_ADD_CO_U32 & co. VOP3SD without clamp have one too), the handlers for the rest
   monkeypatch.setenv("MOCKGPU_EMU_XLAT", "sync")
   check_lanes_translated(run_case, check, cdna, w64)

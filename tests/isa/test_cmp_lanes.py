@@ -1,5 +1,5 @@
 """Compares (V_CMP_*, V_CMPX_*): the C backend's full-wave loops run each lane as lane 0 from an empty mask and pack the bits
-after the loop (gen_c._lane_loop, zero), partial EXEC takes the per-lane loop. numpy is the oracle: the masks (bits of inactive
+after the loop (gen_c._lane_loop, zero), masked with EXEC when some lanes are inactive. numpy is the oracle: the masks (bits of inactive
 lanes 0) of E32 (VCC) and E64 (SGPR mask) forms and the EXEC a CMPX leaves, NaN operands, on both backends, wave32 and wave64
 (gfx1100) and gfx950, interpreted and translated. The EXEC mask and the inputs come from user SGPRs and buffers."""
 import numpy as np
