@@ -142,9 +142,13 @@ def main(argv: list[str] | None = None) -> int:
   print(f"{'workload':30s} {'mock s':>9s} {'CPU s':>9s} {'ratio':>7s}  result   of the mock s: {'kernels':>8s} {'copies':>8s} {'rest':>8s}")
   from mockgpu.emu import api
   from mockgpu.mock.sdma import COPY_HOOKS
-  bad, per_kernel, rec, spent = 0, [], [], [0.0, 0.0]
-  api.DISPATCH_HOOKS.append(lambda d, st: (rec.append((d, st)), spent.__setitem__(0, spent[0] + st.seconds)))
-  COPY_HOOKS.append(lambda n, s: spent.__setitem__(1, spent[1] + s))
+  bad, per_kernel, rec, spent = 0, [], [], [0.0, 0.0]   # spent: kernel and copy seconds so far
+  def on_dispatch(d, st):
+    rec.append((d, st))
+    spent[0] += st.seconds
+  def on_copy(n, s): spent[1] += s
+  api.DISPATCH_HOOKS.append(on_dispatch)
+  COPY_HOOKS.append(on_copy)
   for name, fn, want in _workloads(np):
     (tg, tk, tcp), og = _time(lambda: fn(Tensor, gpu), args.reps, lambda: tuple(spent))
     (tc, _, _), _ = _time(lambda: fn(Tensor, "CPU"), args.reps)
