@@ -272,11 +272,12 @@ _CHECK = "if (UNLIKELY(s.fault)) { PC_FAULT(w, s); return; }"
 FAST_MODES = (0xf0, 0xc0)
 
 def _mode_loops(modes: tuple[int, ...], loop: str) -> tuple[str, str]:
-  """(condition, C) of a fast loop `loop` specialised to each MODE low byte in `modes` (() : mode-independent)."""
+  """(condition, C) of a fast loop `loop` specialised to each MODE low byte in `modes` (() : mode-independent), the first laid
+  out as the likely one."""
   if not modes: return "1", loop
   cond = "(" + " || ".join(f"(w->mode & 0xff) == {m:#x}" for m in modes) + ")"
   arms = [f"{{ s.MODE = {m:#x} | (w->mode & ~0xffu); {loop} }}" for m in modes]
-  return cond, " else ".join(f"if ((w->mode & 0xff) == {m:#x}) {a}" for m, a in zip(modes[:-1], arms)) + (" else " if len(arms) > 1 else "") + arms[-1]
+  return cond, " else ".join(f"if ({'LIKELY' if i == 0 else ''}((w->mode & 0xff) == {m:#x})) {a}" for i, (m, a) in enumerate(zip(modes[:-1], arms))) + (" else " if len(arms) > 1 else "") + arms[-1]
 
 def _salu(f: Format, h: str, fn: str, u: Usage, ops: dict) -> str:
   sb, sf, db, _ = _opinfo(ops, f.name, h)
@@ -337,8 +338,9 @@ def _cmp_lanes(u: Usage) -> tuple[str, ...]:   # _lane_loop's zero for a compare
   return w if w and u.lane_index_only and u.lane_bits == set(w) else ()
 
 def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: ArchSpec, text: str,
-          modes: tuple[int, ...] = FAST_MODES, wide: frozenset = frozenset()) -> tuple[str, str | None]:
-  """(the handler's C, its translator variant's C or None: _xvalu). wide: the members `fn` reads as 64 bits (_wide_reads)."""
+          modes: tuple[int, ...] = FAST_MODES, wide: frozenset = frozenset(), pure: bool = False) -> tuple[str, str | None]:
+  """(the handler's C, its translator variant's C or None: _xvalu). wide: the members `fn` reads as 64 bits (_wide_reads);
+  pure: `fn` cannot fault (no memory, register file or hook access, no bounded loop: _PURE)."""
   sb, sf, db, dfw = _opinfo(ops, f.name, name)
   fmt = f.name
   enc32 = fmt in ("VOP1", "VOP2", "VOPC")
@@ -429,7 +431,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
       L.append("  } else {")
       L.append("  lanes: ;")
       if fastok and has_dst and not (carry or cmp) and dm in ("32", "64"):   # SDWA (dpp_kind 4) takes the handler
-        xv = _xvalu(h, e, sb, sf, db, dm, fmods, pre, fbody, modes, wave, "VCC" in u.writes, fmt == "VOP3SD", _writeback_scalars(u), zh, lanebit)
+        xv = _xvalu(h, e, sb, sf, db, dm, fmods, pre, fbody, modes, wave, "VCC" in u.writes, fmt == "VOP3SD", _writeback_scalars(u), zh, lanebit, pure)
     L.append("  uint64_t ex = o.exec;")
     L.append("  while (ex) {")
     L.append("    int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L;")
@@ -460,8 +462,12 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
 # fields, constants in a translated kernel, so the compiler keeps a scalar in a register and drops the operand set-up of
 # valu_fast). With some lanes inactive, every lane is computed and the active ones written back (a fault then may be an inactive
 # lane's: the handler reruns the instruction). Everything else (EXEC 0, modifiers, DPP/SDWA, other float modes) calls the
-# interpreter's compiled handler (XHANDLER, out of line), so a translated kernel compiles only the fast paths of its VALU ops.
-# Kept apart from the handlers (Generated.xlat_src): only translated kernels compile them, after csrc/emu_xlat.h (XSRC32/64).
+# interpreter's compiled handler (XHANDLER, out of line), so a translated kernel compiles only the fast paths of its VALU ops:
+# XV_ returns 0 for those, for a fault (which the handler's rerun reports: nothing was written) and in a poisoned dispatch, so its
+# state never has its address taken and lives in registers. An op that cannot fault (pure) with every lane active writes its
+# destination rows from the loop (lane by lane: each lane's sources are read before its write). f 1: the caller, a block, has
+# checked XFAST (csrc/emu_xlat.h: every lane of an EMU_FAST_LANES wave active, the first of FAST_MODES, no poisoning), so
+# nothing is checked but the constant operand fields and only the first mode's loop runs. Kept apart from the handlers (Generated.xlat_src): only translated kernels compile them, after csrc/emu_xlat.h (XSRC32/64).
 
 def _xsrc(i: int, e: str, bits: int, fw: int) -> str:
   return (f"const int xr{i} = ({e}) >= 256; const uint32_t *xlo{i} = w->v + (xr{i} ? ({e}) - 256 : 0) * MAXLANES, "
@@ -473,23 +479,33 @@ def _xbody(body: list[str]) -> list[str]:
            .replace("OLD64(o, L)", "((uint64_t)dd2[L] << 32 | dd[L])") for b in body]
 
 def _xvalu(h: str, e: tuple, sb: list, sf: list, db: int, dm: str, fmods: str, pre: list[str], body: list[str], modes: tuple[int, ...],
-           wave: ArchSpec, vcc_w: bool, sd: bool, wb: list[str], zh: bool, lanebit: str = "") -> str:
+           wave: ArchSpec, vcc_w: bool, sd: bool, wb: list[str], zh: bool, lanebit: str = "", pure: bool = False) -> str:
   n = _fast_lanes(wave)
+  full = _full(n)
   xbody = _xbody(body)
-  inner = [*xbody, f"outl[L] = s.D0.d[0]{' & 0xffff' if zh else ''};" + (" outh[L] = s.D0.d[1];" if db == 64 else "")]
-  cond, loops = _mode_loops(modes, _lane_loop(n, inner, lanebit))
-  L = [f"static inline __attribute__((always_inline)) void XV_{h}(Wave *w, const Inst *in) {{",
-       "  uint64_t ex = rd_exec(w);",
-       f"  if (!(ex && !(ex & ~{_full(n)}) && w->c->wave_size == {n} && !in->dpp_kind && !{fmods} && {cond})) {{ XHANDLER(w); return; }}",
-       "  PC_STATE(s, w);", *("  " + x for x in pre), *(f"  {_xsrc(i, e[i], sb[i], sf[i])}" for i in range(3) if sb[i]),
+  res = f"s.D0.d[0]{' & 0xffff' if zh else ''}"
+  buf = [*xbody, f"outl[L] = {res};" + (" outh[L] = s.D0.d[1];" if db == 64 else "")]
+  direct = [*xbody, f"dd[L] = {res};" + (" dd2[L] = s.D0.d[1];" if dm != "32" else "")]
+  cond, loops = _mode_loops(modes, _lane_loop(n, buf, lanebit))
+  first = lambda inner: _mode_loops(modes[:1], _lane_loop(n, inner, lanebit))[1]   # f: the first fast mode only (XFAST)
+  L = [f"static inline __attribute__((always_inline)) int XV_{h}(Wave *w, const Inst *in, int f) {{",
+       f"  uint64_t ex = f ? {full} : rd_exec(w);",
+       f"  if (!((f || (ex && !(ex & ~{full}) && w->c->wave_size == {n} && {cond} && !w->c->poison)) && !in->dpp_kind && !{fmods})) return 0;",
+       "  PC_STATE_IF(s, w, 0);", *("  " + x for x in pre), *(f"  {_xsrc(i, e[i], sb[i], sf[i])}" for i in range(3) if sb[i]),
        "  uint32_t *dd = w->v + (in->vdst - 256) * MAXLANES, *dd2 = w->v + ((in->vdst - 255) & (NVREG - 1)) * MAXLANES; (void)dd2;",
        *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i] and sb[i] <= 32), *(["  s.D0.d[1] = 0;"] if any("dd[L]" in b for b in xbody) and dm == "32" else []),
-       f"  uint32_t outl[{n}], outh[{n}]; (void)outh;", f"  {loops}",
-       f"  if (UNLIKELY(s.fault)) {{ if (ex != {_full(n)}) {{ XHANDLER(w); return; }} PC_FAULT(w, s); return; }}",
-       f"  if (LIKELY(ex == {_full(n)})) {{ memcpy(dd, outl, {4 * n});{f' memcpy(dd2, outh, {4 * n});' if dm != '32' else ''} }}",
-       f"  else for (int L = 0; L < {n}; L++) if (ex >> L & 1) {{ dd[L] = outl[L];{' dd2[L] = outh[L];' if dm != '32' else ''} }}"]
+       f"  uint32_t outl[{n}], outh[{n}]; (void)outh;"]
+  if pure:   # no lane can fault: with every lane active the loop writes the destination rows itself (lane by lane, as the
+    # pseudocode reads each lane's sources before its write), no buffer and no copy
+    L.append(f"  if (f) {{ {first(direct)} }}")
+    L.append(f"  else if (LIKELY(ex == {full})) {{ {_mode_loops(modes, _lane_loop(n, direct, lanebit))[1]} }}")
+    L.append(f"  else {{ {loops}")
+  else: L.append(f"  {{ if (f) {{ {first(buf)} }} else {{ {loops} }}")
+  L += ["  if (UNLIKELY(s.fault)) return 0;",
+        f"  if (LIKELY(ex == {full})) {{ memcpy(dd, outl, {4 * n});{f' memcpy(dd2, outh, {4 * n});' if dm != '32' else ''} }}",
+        f"  else for (int L = 0; L < {n}; L++) if (ex >> L & 1) {{ dd[L] = outl[L];{' dd2[L] = outh[L];' if dm != '32' else ''} }} }}"]
   if vcc_w: L.append("  sdst_write(w, in->sdst, s.VCC & ex & w->c->wave_mask, w->c->wave_size);" if sd else "  wr_vcc(w, s.VCC & ex);")
-  return "\n".join(L + ["  " + x for x in wb] + ["}"]) + "\n"
+  return "\n".join(L + ["  " + x for x in wb] + ["  return 1;", "}"]) + "\n"
 
 def _vgpr_in(var: str, reg: str, bits: int) -> str:
   n = max(1, bits // 32)
@@ -661,13 +677,14 @@ def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int
   L.append(f"  {_CHECK}")
   # the translator's variant (as XV_ of _valu), for a wave32 VOPD with any lane active: every lane is computed (the caller writes
   # back the active ones), so the caller checks the wave size and runs the interpreter's handler (both halves) when this returns 0:
-  # a float mode without a fast loop, or a fault with inactive lanes (which may be theirs); 1: done or faulted
+  # a float mode without a fast loop, a fault (the handler's rerun reports it) or a poisoned dispatch; 1: done. f: as XV_'s
   xloops = _mode_loops(modes, _lane_loop(32, _xbody(body), _vcc_lanes(u)))[1]
-  X = [f"static inline __attribute__((always_inline)) int X{h}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t ex) {{",
-       f"  if (!{cond}) return 0;", "  PC_STATE(s, w);", ops_of, *("  " + x for x in pre),
+  x1 = _mode_loops(modes[:1], _lane_loop(32, _xbody(body), _vcc_lanes(u)))[1]
+  X = [f"static inline __attribute__((always_inline)) int X{h}(Wave *w, const Inst *in, int y, uint32_t *out, int f) {{",
+       f"  if (!f && (!{cond} || w->c->poison)) return 0;", "  PC_STATE_IF(s, w, 0);", ops_of, *("  " + x for x in pre),
        *(f"  {_xsrc(i, f'e{i}', sb[i], sf[i])}" for i in range(2) if sb[i]), "  uint32_t *dd = w->v + (ed - 256) * MAXLANES, tmp[32];",
-       *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i]), *(["  s.D0.d[1] = 0;"] * ("D0" in u.reads)), f"  {xloops} memcpy(out, tmp, 128);",
-       "  if (UNLIKELY(s.fault)) { if (ex != 0xffffffffull) return 0; PC_FAULT(w, s); }", "  return 1;"]
+       *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i]), *(["  s.D0.d[1] = 0;"] * ("D0" in u.reads)), f"  if (f) {{ {x1} }} else {{ {xloops} }} memcpy(out, tmp, 128);",
+       "  if (UNLIKELY(s.fault)) return 0;", "  return 1;"]
   return "\n".join(L) + "\n}\n", "\n".join(X) + "\n}\n"
 
 def _vopd_target(fam: str, name: str, ents: dict) -> str | None:
@@ -816,6 +833,8 @@ STATE_ZERO = {
   "SBASE": "an argument of CalcScalarScratchAddr (gfx9 S_SCRATCH_*), which no backend provides: they raise unsupported",
   "SOFFSET": "an argument of CalcScalarScratchAddr (gfx9 S_SCRATCH_*), which no backend provides: they raise unsupported",
 }
+# what in a pseudocode function's C can set s->fault: memory, register-file and hook accesses (pcode_rt.h) and bounded loops
+_FAULTS = re.compile(r"s->fault|\bPC_(?:EXT|MEM|VGPR|SGPR)_")
 _PC_FN = re.compile(r"^static inline void (pc_\w+)\(PcState \*s\) \{\n(.*?)^\}", re.S | re.M)
 
 def _wide_reads(pcode_c: str) -> dict[str, frozenset]:
@@ -926,6 +945,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   handlers, tables, missing, decls, unmod, xlat = [], [], {}, [], set(), {}
   flows = [0] * len(names)
   moded, cnames = {m[1] for m in _PC_FN.finditer(pcode_c) if "s->MODE" in m[2]}, []   # pc_* functions that read MODE (_mode_loops)
+  pure = {m[1] for m in _PC_FN.finditer(pcode_c) if not _FAULTS.search(m[2])}
   wide = _wide_reads(pcode_c)
   for f in fmts:
     n = 1 << (f.op_field[1] if f.op_field else 5)
@@ -971,7 +991,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       u, ops = _usage(arch.family, ents, ename), ops_tab.get(member, {})
       if f.name in _SALU: handlers.append(_salu(f, h, fn, u, ops))
       elif f.name in _VALU:
-        t, x = _valu(f, h, fn, u, ops, base_name, arch, ents[ename].text, FAST_MODES if fn in moded else (), wide.get(fn, frozenset()))
+        t, x = _valu(f, h, fn, u, ops, base_name, arch, ents[ename].text, FAST_MODES if fn in moded else (), wide.get(fn, frozenset()), fn in pure)
         handlers.append(t)
         if x: xlat[h] = x
       elif f.name == "VINTERP": handlers.append(vinterp(h, fn, u, ops, base_name))
@@ -998,6 +1018,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   tables.append(f"static const uint8_t HFLOW[{len(names)}] = {{{', '.join(map(str, flows))}}};   /* gen_c.FLOW per hid */")
   head = [f"/* generated by mockgpu.emu.gen_c v{GEN_VERSION} for {arch.name} ({arch.family}) from the tinygrad wheel's tables and mockgpu.pcode */",
           f"#define NVREG {arch.nvregs}\n#define NAGPR {arch.num_agprs}\n#define ENC_M0 {arch.enc_m0}\n#define ENC_NULL {arch.enc_null}",
+          f"#define EMU_FAST_LANES {_fast_lanes(arch)}\n#define EMU_FAST_MODE {FAST_MODES[0]:#x}   /* the translator's XFAST (_xvalu) */",
           facts.c_source(), _dpp16_table(arch), fields_def, *(f"#define EMU_HWREG_{r} {hwreg(arch.family, r)}" for r in HWREGS), f"#define EMU_HWREG_MODE {mode_hwreg(arch.family)}",
           f"#define EMU_OMOD(mode, omod) (((mode) >> {MODE_IEEE_BIT} & 1) ? 0 : (omod))   /* gen_c.omod_of */", f"#define EMU_DS_COUNTER_M0 {int(ds_counter_m0(ents))}",
           "#include \"emu_pre.h\"", "#include \"pcode_rt.h\"", "#include \"emu_core.h\"", "#include \"emu_ops.h\"", buffer.c_defines(arch),

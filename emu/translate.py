@@ -102,6 +102,8 @@ def parts(arch: ArchSpec, lib_stem: str) -> Parts:
   _PARTS[lib_stem] = p
   return p
 
+_SCALAR_WRITE = re.compile(r"sdst_write|wr_exec|SREG_EXEC")   # a translator variant that may write EXEC (gen_c._xvalu): XFAST again after it
+
 def _vopd_halves(p: Parts, hid: int, vals: tuple[int, ...]) -> tuple[str, str]:
   """The generated half handlers (VH_*) of a VOPD instruction: X from its hid (HBASE + opx), Y from opy."""
   opx, opy = vals[11 + p.fields.index("opx")], vals[11 + p.fields.index("opy")]
@@ -133,7 +135,7 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
   active, no modifiers, a fast float mode); the rest runs the interpreter's compiled handler (XHANDLER), which keeps the C a
   kernel compiles small (tinygrad's 256 matmul kernel: about 5 s of gcc instead of 25 s with the handlers inlined too)."""
   from mockgpu.emu.gen_c import FLOW
-  used, xused, steps, consts, fns, straight, nop = [], [], [], [], [], [], set()
+  used, xused, steps, consts, fns, straight, nop, direct, exec_w = [], [], [], [], [], [], set(), {}, set()
   for k, (pc, nxt, vals) in enumerate(insts):
     hid = vals[1]
     cn = p.cnames[hid] if 0 <= hid < len(p.cnames) else "0"
@@ -142,18 +144,24 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
     plain = 0 <= hid < len(p.flows) and p.flows[hid] == FLOW["PLAIN"]
     if vh:   # csrc/emu_sched.c h_vopd: both halves' translator variants (any lane active) into buffers, else the interpreter's handler
       fast = all(h in p.xlat_src for h in vh)
-      if fast: xused += [h for h in dict.fromkeys(vh) if h not in xused]   # both halves may be the same op (V_DUAL_FMAC_F32 twice)
-      fns.append(f"static inline __attribute__((always_inline)) void S{k}(Wave *w) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES];"
-                 f" uint64_t ex = rd_exec(w); if (ex && w->c->wave_size == 32 && X{vh[0]}(w, in, 0, ox, ex)) {{ if (w->c->status) return;"
-                 f" if (X{vh[1]}(w, in, 1, oy, ex)) {{ if (w->c->status) return; uint32_t *dx = w->v + (in->vdstx - 256) * MAXLANES,"
-                 " *dy = w->v + (in->vdsty - 256) * MAXLANES; if (LIKELY(ex == 0xffffffffull)) { memcpy(dx, ox, 128); memcpy(dy, oy, 128); }"
-                 " else for (int L = 0; L < 32; L++) if (ex >> L & 1) { dx[L] = ox[L]; dy[L] = oy[L]; } return; } } XHANDLER(w); }" if fast else
-                 f"static inline __attribute__((always_inline)) void S{k}(Wave *w) {{ XHANDLER(w); }}")
+      if fast:   # D: both halves into buffers (a source may be the other's destination), then the active lanes written
+        xused += [h for h in dict.fromkeys(vh) if h not in xused]   # both halves may be the same op (V_DUAL_FMAC_F32 twice)
+        direct[k] = f"D{k}(w, {{}})"
+        fns.append(f"static inline __attribute__((always_inline)) int D{k}(Wave *w, int f) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES];"
+                   f" uint64_t ex = f ? 0xffffffffull : rd_exec(w);"
+                   f" if (!((f || (ex && w->c->wave_size == 32)) && X{vh[0]}(w, in, 0, ox, f) && X{vh[1]}(w, in, 1, oy, f))) return 0;"
+                   " uint32_t *dx = w->v + (in->vdstx - 256) * MAXLANES, *dy = w->v + (in->vdsty - 256) * MAXLANES;"
+                   " if (LIKELY(ex == 0xffffffffull)) { memcpy(dx, ox, 128); memcpy(dy, oy, 128); }"
+                   " else for (int L = 0; L < 32; L++) if (ex >> L & 1) { dx[L] = ox[L]; dy[L] = oy[L]; } return 1; }\n"
+                   f"static inline __attribute__((always_inline)) void S{k}(Wave *w) {{ if (!D{k}(w, 0)) XHANDLER(w); }}")
+      else: fns.append(f"static inline __attribute__((always_inline)) void S{k}(Wave *w) {{ XHANDLER(w); }}")
       straight.append(plain)
     elif cn == "h_nop": fns.append(""); straight.append(True); nop.add(k)   # S_WAITCNT, ...: counting only
     elif cn in p.xlat_src:   # its fast path inlined, the rest the interpreter's handler (gen_c._xvalu XHANDLER)
       if cn not in xused: xused.append(cn)
-      fns.append(f"static {'inline __attribute__((always_inline))' if plain else '__attribute__((noinline))'} void S{k}(Wave *w) {{ XV_{cn}(w, &X{k}); }}")
+      direct[k] = f"XV_{cn}(w, &X{k}, {{}})"
+      if _SCALAR_WRITE.search(p.xlat_src[cn]): exec_w.add(k)
+      fns.append(f"static {'inline __attribute__((always_inline))' if plain else '__attribute__((noinline))'} void S{k}(Wave *w) {{ if (!XV_{cn}(w, &X{k}, 0)) XHANDLER(w); }}")
       straight.append(plain)
     elif cn in p.handler_src or cn in INLINE_PROSE:
       if cn in p.handler_src and cn not in used: used.append(cn)
@@ -171,11 +179,14 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
       for j in range(k, k + n):
         pj, nj, _ = insts[j]
         if j in nop: continue
-        body.append(f"  w->pc0 = {pj}u; w->pc = {nj}u; S{j}(w);\n  if (UNLIKELY(c->status)) {{ c->icount -= {k + n - 1 - j}u; xcount(c, H{k}, {j - k + 1}); "
-                    f"record_inst(c, w, {pj}u, X{j}.raw, X{j}.size, X{j}.fmt, X{j}.opx ? X{j}.opx : X{j}.op); return 1; }}")
+        run = (f"w->pc0 = {pj}u; w->pc = {nj}u; {'XHANDLER(w)' if j in direct else f'S{j}(w)'};\n  if (UNLIKELY(c->status)) {{ c->icount -= {k + n - 1 - j}u; "
+               f"xcount(c, H{k}, {j - k + 1}); record_inst(c, w, {pj}u, X{j}.raw, X{j}.size, X{j}.fmt, X{j}.opx ? X{j}.opx : X{j}.op); return 1; }}")
+        again = " d = XFAST(w);" if any(i in direct for i in range(j + 1, k + n)) else ""   # EXEC or MODE may have changed
+        body.append(f"  if (UNLIKELY(!(d ? {direct[j].format(1)} : {direct[j].format(0)}))) {{ {run}{again} }}" + (again if j in exec_w else "") if j in direct else f"  {run}" + again)
+      if any(j in direct for j in range(k, k + n)): body.insert(0, "  int d = XFAST(w);")
       blk_fns.append(f"static const uint32_t H{k}[] = {{{', '.join(str(insts[j][2][1]) for j in range(k, k + n))}}};\n"   # its handlers, for op counts
                      f"static __attribute__((noinline)) int B{k}(Ctx *c, Wave *w) {{\n" + "\n".join(body) +
-                     f"\n  xcount(c, H{k}, {n}); w->pc = {insts[k + n - 1][1]}u; return 0;\n}}")
+                     f"\n  xcount(c, H{k}, {n}); w->pc0 = {insts[k + n - 1][0]}u; w->pc = {insts[k + n - 1][1]}u; return 0;\n}}")
       end = k + n
       after = (f"goto {'B' if end in blocks else 'L'}{end};" if end < len(insts) and insts[end][0] == insts[end - 1][1] else "continue;")
       steps.append(f"  B{k}: if (LIKELY(c->icount + {n}u <= c->budget && c->icount + {n}u < c->next_time_check)) {{ c->icount += {n}u; "

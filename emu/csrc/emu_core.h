@@ -161,7 +161,10 @@ struct Wave {
  * "Pseudocode state") first fills the whole state with a byte, so a member read before anything set it changes results. The fill
  * is a call: a memset in the handler would keep gcc from holding the state in registers, and the fast lane loops stop vectorising. */
 static __attribute__((noinline, cold)) void pc_poison(PcState *s, int b) { memset(s, b, sizeof(*s)); }
-#define PC_STATE(s, w) PcState s; if (UNLIKELY((w)->c->poison)) pc_poison(&s, (w)->c->poison & 0xff); \
+#define PC_STATE(s, w) PC_STATE_IF(s, w, 1)
+/* poisoned only if p: a translated kernel's direct steps (p 0, emu_xlat.h) leave a poisoned dispatch to the handlers, so their
+ * state never has its address taken and lives in registers */
+#define PC_STATE_IF(s, w, p) PcState s; if ((p) && UNLIKELY((w)->c->poison)) pc_poison(&s, (w)->c->poison & 0xff); \
   s.user = (w); s.fault = 0; s.MODE = (w)->mode
 
 static inline uint64_t rd_exec(const Wave *w) { return ((uint64_t)w->s[SREG_EXEC_HI] << 32 | w->s[SREG_EXEC_LO]) & w->c->wave_mask; }

@@ -80,6 +80,8 @@ static inline __attribute__((always_inline)) void xcount(Ctx *c, const uint32_t 
 /* the interpreter's compiled handler of the instruction at w->pc0 (its decode-cache entry, filled before the dispatch): what a
  * translator variant runs for every case but its fast path, out of line, so a translated kernel compiles only the fast paths */
 #define XHANDLER(W) do { const Inst *ic_ = &(W)->c->icache[(W)->pc0 >> 2]; ic_->fn((W), ic_); } while (0)
+/* while this holds a block's direct steps (translate.py kernel_source) run their first-mode fast loops unchecked (gen_c._xvalu f) */
+#define XFAST(W) (!(W)->c->poison && ((W)->mode & 0xff) == EMU_FAST_MODE && (W)->c->wave_size == EMU_FAST_LANES && rd_exec(W) == (W)->c->wave_mask)
 /* source i of a translator variant (mockgpu.emu.gen_c._xvalu): lane L of its VGPR row (xr) or the one scalar value */
 #define XSRC32(i, L) (xr##i ? xlo##i[L] : (uint32_t)xv##i)
 #define XSRC64(i, L) (xr##i ? ((uint64_t)xhi##i[L] << 32 | xlo##i[L]) : xv##i)

@@ -121,6 +121,17 @@ def test_random_programs(xlat, seed, lanes):
   _same_stats(rs, gs)
   assert r == g
 
+def test_poisoned_dispatch_runs_the_handlers(xlat, monkeypatch):
+  # a translated step's fast path never poisons its state (it stays in registers): in a poisoned dispatch (MOCKGPU_EMU_POISON)
+  # every VALU step hands over to the interpreter's handler, whose state is poisoned, with the unpoisoned results
+  prog = program(0)
+  def fn(): st = run_code(prog, block=(32, 1, 1), lds_bytes=512, capture=True); return st, st.state
+  xlat("off"); rs, r = fn()
+  monkeypatch.setenv("MOCKGPU_EMU_POISON", "0xa5")
+  (_, rp), (gs, g) = _twice(fn, xlat)
+  _same_stats(rs, gs)
+  assert r == rp == g
+
 @pytest.mark.parametrize("seed", range(3))
 def test_random_cdna_programs_full_wave64(xlat, seed):
   prog = cdna_program(seed)
