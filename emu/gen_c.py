@@ -467,11 +467,12 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
 # state never has its address taken and lives in registers. An op that cannot fault (pure) with every lane active writes its
 # destination rows from the loop (lane by lane: each lane's sources are read before its write). f 1: the caller, a block, has
 # checked XFAST (csrc/emu_xlat.h: every lane of an EMU_FAST_LANES wave active, the first of FAST_MODES, no poisoning), so
-# nothing is checked but the constant operand fields and only the first mode's loop runs. Kept apart from the handlers (Generated.xlat_src): only translated kernels compile them, after csrc/emu_xlat.h (XSRC32/64).
+# nothing is checked but the constant operand fields and only the first mode's loop runs. V is the wave's VGPR file (w->v), which
+# a block reads once, so every row address in it has one base the compiler sees through. Kept apart from the handlers (Generated.xlat_src): only translated kernels compile them, after csrc/emu_xlat.h (XSRC32/64).
 
 def _xsrc(i: int, e: str, bits: int, fw: int) -> str:
-  return (f"const int xr{i} = ({e}) >= 256; const uint32_t *xlo{i} = w->v + (xr{i} ? ({e}) - 256 : 0) * MAXLANES, "
-          f"*xhi{i} = w->v + (xr{i} ? ({e}) - 255 & (NVREG - 1) : 0) * MAXLANES; const uint64_t xv{i} = xr{i} ? 0 : scalar_src(w, in, {e}, {bits}, {fw}); "
+  return (f"const int xr{i} = ({e}) >= 256; const uint32_t *xlo{i} = V + (xr{i} ? ({e}) - 256 : 0) * MAXLANES, "
+          f"*xhi{i} = V + (xr{i} ? ({e}) - 255 & (NVREG - 1) : 0) * MAXLANES; const uint64_t xv{i} = xr{i} ? 0 : scalar_src(w, in, {e}, {bits}, {fw}); "
           f"(void)xhi{i}; (void)xlo{i};")
 
 def _xbody(body: list[str]) -> list[str]:
@@ -488,11 +489,11 @@ def _xvalu(h: str, e: tuple, sb: list, sf: list, db: int, dm: str, fmods: str, p
   direct = [*xbody, f"dd[L] = {res};" + (" dd2[L] = s.D0.d[1];" if dm != "32" else "")]
   cond, loops = _mode_loops(modes, _lane_loop(n, buf, lanebit))
   first = lambda inner: _mode_loops(modes[:1], _lane_loop(n, inner, lanebit))[1]   # f: the first fast mode only (XFAST)
-  L = [f"static inline __attribute__((always_inline)) int XV_{h}(Wave *w, const Inst *in, int f) {{",
+  L = [f"static inline __attribute__((always_inline)) int XV_{h}(Wave *w, uint32_t *V, const Inst *in, int f) {{",
        f"  uint64_t ex = f ? {full} : rd_exec(w);",
        f"  if (!((f || (ex && !(ex & ~{full}) && w->c->wave_size == {n} && {cond} && !w->c->poison)) && !in->dpp_kind && !{fmods})) return 0;",
        "  PC_STATE_IF(s, w, 0);", *("  " + x for x in pre), *(f"  {_xsrc(i, e[i], sb[i], sf[i])}" for i in range(3) if sb[i]),
-       "  uint32_t *dd = w->v + (in->vdst - 256) * MAXLANES, *dd2 = w->v + ((in->vdst - 255) & (NVREG - 1)) * MAXLANES; (void)dd2;",
+       "  uint32_t *dd = V + (in->vdst - 256) * MAXLANES, *dd2 = V + ((in->vdst - 255) & (NVREG - 1)) * MAXLANES; (void)dd2;",
        *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i] and sb[i] <= 32), *(["  s.D0.d[1] = 0;"] if any("dd[L]" in b for b in xbody) and dm == "32" else []),
        f"  uint32_t outl[{n}], outh[{n}]; (void)outh;"]
   if pure:   # no lane can fault: with every lane active the loop writes the destination rows itself (lane by lane, as the
@@ -653,8 +654,9 @@ def _vopd_ops(ops: dict) -> dict:
   """OPERANDS of a VOPD half's target with the VOPD entry's own keys (srcy0, vsrcy1, vdsty) renamed to the VOP2 ones."""
   return {{"srcy0": "src0", "vsrcy1": "src1", "vdsty": "vdst"}.get(k, k): v for k, v in ops.items()}
 
-def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int, ...] = FAST_MODES, wide: frozenset = frozenset()) -> tuple[str, str]:
-  """(the half's C, its translator variant's C: X<h>)"""
+def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int, ...] = FAST_MODES, wide: frozenset = frozenset(),
+               pure: bool = False) -> tuple[str, str]:
+  """(the half's C, its translator variant's C: X<h>; pure as _valu's)"""
   sb, sf, db, dfw = _opinfo(ops, "VOP2", name)
   ops_of = "  int e0 = y ? in->srcy0 : in->srcx0, e1 = y ? in->vsrcy1 : in->vsrcx1, ed = y ? in->vdsty : in->vdstx;"
   L = [f"void {h}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec) {{",
@@ -677,13 +679,15 @@ def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int
   L.append(f"  {_CHECK}")
   # the translator's variant (as XV_ of _valu), for a wave32 VOPD with any lane active: every lane is computed (the caller writes
   # back the active ones), so the caller checks the wave size and runs the interpreter's handler (both halves) when this returns 0:
-  # a float mode without a fast loop, a fault (the handler's rerun reports it) or a poisoned dispatch; 1: done. f: as XV_'s
-  xloops = _mode_loops(modes, _lane_loop(32, _xbody(body), _vcc_lanes(u)))[1]
-  x1 = _mode_loops(modes[:1], _lane_loop(32, _xbody(body), _vcc_lanes(u)))[1]
-  X = [f"static inline __attribute__((always_inline)) int X{h}(Wave *w, const Inst *in, int y, uint32_t *out, int f) {{",
+  # a float mode without a fast loop, a fault (the handler's rerun reports it) or a poisoned dispatch; 1: done. f: as XV_'s.
+  # The loop writes `out` lane by lane: the caller's buffer, or with f the destination row itself when XP_<h> (the op cannot
+  # fault) and the other half does not read it
+  xbody = [b.replace("tmp[L]", "out[L]") for b in _xbody(body)]
+  xloops, x1 = _mode_loops(modes, _lane_loop(32, xbody, _vcc_lanes(u)))[1], _mode_loops(modes[:1], _lane_loop(32, xbody, _vcc_lanes(u)))[1]
+  X = [f"enum {{ XP_{h} = {int(pure)} }};", f"static inline __attribute__((always_inline)) int X{h}(Wave *w, uint32_t *V, const Inst *in, int y, uint32_t *out, int f) {{",
        f"  if (!f && (!{cond} || w->c->poison)) return 0;", "  PC_STATE_IF(s, w, 0);", ops_of, *("  " + x for x in pre),
-       *(f"  {_xsrc(i, f'e{i}', sb[i], sf[i])}" for i in range(2) if sb[i]), "  uint32_t *dd = w->v + (ed - 256) * MAXLANES, tmp[32];",
-       *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i]), *(["  s.D0.d[1] = 0;"] * ("D0" in u.reads)), f"  if (f) {{ {x1} }} else {{ {xloops} }} memcpy(out, tmp, 128);",
+       *(f"  {_xsrc(i, f'e{i}', sb[i], sf[i])}" for i in range(2) if sb[i]), "  uint32_t *dd = V + (ed - 256) * MAXLANES;",
+       *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i]), *(["  s.D0.d[1] = 0;"] * ("D0" in u.reads)), f"  if (f) {{ {x1} }} else {{ {xloops} }}",
        "  if (UNLIKELY(s.fault)) return 0;", "  return 1;"]
   return "\n".join(L) + "\n}\n", "\n".join(X) + "\n}\n"
 
@@ -964,7 +968,8 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
         tgt = _vopd_target(arch.family, name, ents)
         if tgt and f"pc_{tgt}" in pcode_fns:
           t, xlat[f"VH_{name}"] = _vopd_half(f"VH_{name}", f"pc_{tgt}", _usage(arch.family, ents, tgt), _vopd_ops(ops_tab.get(ents[tgt].op, {})),
-                                             base_name, FAST_MODES if f"pc_{tgt}" in moded else (), wide.get(f"pc_{tgt}", frozenset()))
+                                             base_name, FAST_MODES if f"pc_{tgt}" in moded else (), wide.get(f"pc_{tgt}", frozenset()),
+                                             f"pc_{tgt}" in pure)
           handlers.append(t)
           row.append(f"VH_{name}"); decls.append(f"void VH_{name}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);")
         else: row.append("0"); missing[key] = f"VOPD target {tgt or base_name} has no compiled pseudocode"

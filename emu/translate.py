@@ -144,24 +144,28 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
     plain = 0 <= hid < len(p.flows) and p.flows[hid] == FLOW["PLAIN"]
     if vh:   # csrc/emu_sched.c h_vopd: both halves' translator variants (any lane active) into buffers, else the interpreter's handler
       fast = all(h in p.xlat_src for h in vh)
-      if fast:   # D: both halves into buffers (a source may be the other's destination), then the active lanes written
+      if fast:   # D: both halves into buffers, then the active lanes written back; with f (XFAST) a half that cannot fault writes
+        # its row from its loop: Y always (it runs last), X when Y cannot fault either and reads no row X writes
         xused += [h for h in dict.fromkeys(vh) if h not in xused]   # both halves may be the same op (V_DUAL_FMAC_F32 twice)
-        direct[k] = f"D{k}(w, {{}})"
-        fns.append(f"static inline __attribute__((always_inline)) int D{k}(Wave *w, int f) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES];"
-                   f" uint64_t ex = f ? 0xffffffffull : rd_exec(w);"
-                   f" if (!((f || (ex && w->c->wave_size == 32)) && X{vh[0]}(w, in, 0, ox, f) && X{vh[1]}(w, in, 1, oy, f))) return 0;"
-                   " uint32_t *dx = w->v + (in->vdstx - 256) * MAXLANES, *dy = w->v + (in->vdsty - 256) * MAXLANES;"
-                   " if (LIKELY(ex == 0xffffffffull)) { memcpy(dx, ox, 128); memcpy(dy, oy, 128); }"
+        direct[k] = f"D{k}(w, V, {{}})"
+        fx, fy = (vals[11 + p.fields.index(n)] for n in ("vdstx", "vdsty"))
+        xok, yok = (f"f && XP_{vh[0]} && XP_{vh[1]}", f"f && XP_{vh[1]}") if fx != fy else ("0", "0")
+        if fx in (vals[11 + p.fields.index("srcy0")], vals[11 + p.fields.index("vsrcy1")]): xok = "0"
+        fns.append(f"static inline __attribute__((always_inline)) int D{k}(Wave *w, uint32_t *V, int f) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES];"
+                   " uint32_t *dx = V + (in->vdstx - 256) * MAXLANES, *dy = V + (in->vdsty - 256) * MAXLANES;"
+                   f" const int px = {xok}, py = {yok}; uint64_t ex = f ? 0xffffffffull : rd_exec(w);"
+                   f" if (!((f || (ex && w->c->wave_size == 32)) && X{vh[0]}(w, V, in, 0, px ? dx : ox, f) && X{vh[1]}(w, V, in, 1, py ? dy : oy, f))) return 0;"
+                   " if (LIKELY(ex == 0xffffffffull)) { if (!px) memcpy(dx, ox, 128); if (!py) memcpy(dy, oy, 128); }"
                    " else for (int L = 0; L < 32; L++) if (ex >> L & 1) { dx[L] = ox[L]; dy[L] = oy[L]; } return 1; }\n"
-                   f"static inline __attribute__((always_inline)) void S{k}(Wave *w) {{ if (!D{k}(w, 0)) XHANDLER(w); }}")
+                   f"static inline __attribute__((always_inline)) void S{k}(Wave *w) {{ if (!D{k}(w, w->v, 0)) XHANDLER(w); }}")
       else: fns.append(f"static inline __attribute__((always_inline)) void S{k}(Wave *w) {{ XHANDLER(w); }}")
       straight.append(plain)
     elif cn == "h_nop": fns.append(""); straight.append(True); nop.add(k)   # S_WAITCNT, ...: counting only
     elif cn in p.xlat_src:   # its fast path inlined, the rest the interpreter's handler (gen_c._xvalu XHANDLER)
       if cn not in xused: xused.append(cn)
-      direct[k] = f"XV_{cn}(w, &X{k}, {{}})"
+      direct[k] = f"XV_{cn}(w, V, &X{k}, {{}})"
       if _SCALAR_WRITE.search(p.xlat_src[cn]): exec_w.add(k)
-      fns.append(f"static {'inline __attribute__((always_inline))' if plain else '__attribute__((noinline))'} void S{k}(Wave *w) {{ if (!XV_{cn}(w, &X{k}, 0)) XHANDLER(w); }}")
+      fns.append(f"static {'inline __attribute__((always_inline))' if plain else '__attribute__((noinline))'} void S{k}(Wave *w) {{ if (!XV_{cn}(w, w->v, &X{k}, 0)) XHANDLER(w); }}")
       straight.append(plain)
     elif cn in p.handler_src or cn in INLINE_PROSE:
       if cn in p.handler_src and cn not in used: used.append(cn)
@@ -183,7 +187,7 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
                f"xcount(c, H{k}, {j - k + 1}); record_inst(c, w, {pj}u, X{j}.raw, X{j}.size, X{j}.fmt, X{j}.opx ? X{j}.opx : X{j}.op); return 1; }}")
         again = " d = XFAST(w);" if any(i in direct for i in range(j + 1, k + n)) else ""   # EXEC or MODE may have changed
         body.append(f"  if (UNLIKELY(!(d ? {direct[j].format(1)} : {direct[j].format(0)}))) {{ {run}{again} }}" + (again if j in exec_w else "") if j in direct else f"  {run}" + again)
-      if any(j in direct for j in range(k, k + n)): body.insert(0, "  int d = XFAST(w);")
+      if any(j in direct for j in range(k, k + n)): body.insert(0, "  int d = XFAST(w); uint32_t *const V = w->v;")
       blk_fns.append(f"static const uint32_t H{k}[] = {{{', '.join(str(insts[j][2][1]) for j in range(k, k + n))}}};\n"   # its handlers, for op counts
                      f"static __attribute__((noinline)) int B{k}(Ctx *c, Wave *w) {{\n" + "\n".join(body) +
                      f"\n  xcount(c, H{k}, {n}); w->pc0 = {insts[k + n - 1][0]}u; w->pc = {insts[k + n - 1][1]}u; return 0;\n}}")

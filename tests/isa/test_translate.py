@@ -8,6 +8,7 @@ import pytest
 from tinygrad.runtime.autogen.amd.rdna3.ins import *
 from isa_harness import Bufs, code
 from mockgpu.emu.api import run_code
+from mockgpu.emu.bench import LOOP_RSRC1
 from mockgpu.emu.errors import GPUFault, WatchdogExpired
 from test_backends_differential import program, cdna_program
 
@@ -81,21 +82,55 @@ def test_vopd_with_the_same_op_in_both_halves(xlat):
   want = (a * b + c).astype(np.float32)   # one rounding each (FMA), numpy's float64 product and sum is exact here
   assert (ro == want).all() and (go == ro).all()
 
-@pytest.mark.parametrize("rmode,want", [(0, 1 + 2**-23), (3, 1.0)])
-def test_float_mode_without_a_fast_loop(xlat, rmode, want):
+def test_vopd_halves_reading_each_others_destination(xlat):
+  # both halves read their sources before either writes: translated, a full wave's halves write their rows from their loops
+  # (gen_c X variants, translate.py D), X only when Y reads none of X's rows; the first VOPD swaps through each other's
+  # destination, in the second only X reads Y's destination
+  a, b, c = (np.arange(32, dtype=np.float32) * 0.25 + k for k in (1, 2, 3))
+  out = np.zeros((4, 32), np.float32)
+  prog = code(v_lshlrev_b32_e32(v[1], 2, v[0]), *(global_load_b32(vdst=v[2 + i], addr=v[1], saddr=s[2 + 2 * i:3 + 2 * i]) for i in range(3)),
+              s_waitcnt(simm16=0), v_mov_b32_e32(v[6], v[4]),
+              VOPD(VOPDOp.V_DUAL_ADD_F32, VOPDOp.V_DUAL_MUL_F32, vdstx=v[2], vdsty=v[3], srcx0=v[3], vsrcx1=v[4], srcy0=v[2], vsrcy1=v[4]),
+              VOPD(VOPDOp.V_DUAL_ADD_F32, VOPDOp.V_DUAL_MUL_F32, vdstx=v[5], vdsty=v[6], srcx0=v[6], vsrcx1=v[2], srcy0=v[4], vsrcy1=v[4]),
+              *(global_store_b32(addr=v[1], data=v[r], saddr=s[0:1], offset=128 * i) for i, r in enumerate((2, 3, 5, 6))))
+  def fn():
+    bf = Bufs(out, a, b, c)
+    return run_code(prog, bf.mem, user_sgprs=bf.sgprs(), rsrc2=8 << 1, rsrc1=LOOP_RSRC1), out.copy()   # XFAST's float mode
+  (rs, ro), (gs, go) = _twice(fn, xlat)
+  _same_stats(rs, gs)
+  want = np.stack([b + c, a * c, c + (b + c), c * c]).astype(np.float32)   # one rounding each: exact in float32 for these values
+  assert (ro == want).all() and (go == ro).all()
+
+@pytest.mark.parametrize("rmode,want,rsrc1", [(0, 1 + 2**-23, None), (3, 1.0, None), (3, 1.0, LOOP_RSRC1)])
+def test_float_mode_without_a_fast_loop(xlat, rmode, want, rsrc1):
   # 1 + 0.75 ulp (0x33c00000 = 0.75 * 2**-23): round to nearest even gives 1 + ulp, round toward zero (MODE.FP_ROUND f32 = 3, no
   # fast loop) 1.0; translated, a full-wave VOPD and a VOP2 take their fast paths in the first mode and the interpreter's
-  # handler (XHANDLER) in the second
+  # handler (XHANDLER) in the second. LOOP_RSRC1 starts the block in XFAST's mode, which S_ROUND_MODE ends
   out = np.zeros((3, 32), np.float32)
   prog = code(s_round_mode(simm16=rmode), v_mov_b32_e32(v[2], 1.0), v_mov_b32_e32(v[3], 0x33c00000), v_lshlrev_b32_e32(v[1], 2, v[0]),
               VOPD(VOPDOp.V_DUAL_ADD_F32, VOPDOp.V_DUAL_ADD_F32, v[4], v[5], v[2], v[3], v[3], v[2]), v_add_f32_e32(v[6], v[3], v[2]),
               *(global_store_b32(addr=v[1], data=v[4 + i], saddr=s[0:1], offset=128 * i) for i in range(3)))
   def fn():
     bf = Bufs(out)
-    return run_code(prog, bf.mem, user_sgprs=bf.sgprs(), rsrc2=2 << 1), out.copy()
+    return run_code(prog, bf.mem, user_sgprs=bf.sgprs(), rsrc2=2 << 1, **({"rsrc1": rsrc1} if rsrc1 else {})), out.copy()
   (rs, ro), (gs, go) = _twice(fn, xlat)
   _same_stats(rs, gs)
   assert (ro == np.float32(want)).all() and (go == ro).all()
+
+@pytest.mark.parametrize("rsrc1", [None, LOOP_RSRC1])
+def test_exec_change_inside_a_block(xlat, rsrc1):
+  # S_MOV_B32 EXEC_LO is a straight step: the block checks XFAST again after it, so the VOPD and VOP2 after it leave the
+  # inactive lanes alone (run unchecked on every lane they would write 2.0 there too)
+  out = np.zeros(32, np.float32)
+  prog = code(v_mov_b32_e32(v[2], 1.0), v_lshlrev_b32_e32(v[1], 2, v[0]), s_mov_b32(EXEC_LO, 0xffff),
+              VOPD(VOPDOp.V_DUAL_ADD_F32, VOPDOp.V_DUAL_MOV_B32, vdstx=v[2], vdsty=v[3], srcx0=v[2], vsrcx1=v[2], srcy0=v[2], vsrcy1=v[2]),
+              v_mul_f32_e32(v[2], 1.5, v[2]), s_mov_b32(EXEC_LO, -1), global_store_b32(addr=v[1], data=v[2], saddr=s[0:1]))
+  def fn():
+    bf = Bufs(out)
+    return run_code(prog, bf.mem, user_sgprs=bf.sgprs(), rsrc2=2 << 1, **({"rsrc1": rsrc1} if rsrc1 else {})), out.copy()
+  (rs, ro), (gs, go) = _twice(fn, xlat)
+  _same_stats(rs, gs)
+  assert (ro == np.where(np.arange(32) < 16, 3.0, 1.0).astype(np.float32)).all() and (go == ro).all()
 
 def test_jump_into_the_middle_of_a_block(xlat):
   # S_SETPC lands on the second of three straight VALU steps (one block): that entry runs them one at a time through the
@@ -112,11 +147,13 @@ def test_jump_into_the_middle_of_a_block(xlat):
   assert rs.instructions == 9 and (ro == 5).all() and (go == 5).all()
 
 # the translated fast paths (gen_c XV_ / VOPD X variants) run wherever the instruction has no modifiers and the float mode is a
-# fast one, the handler elsewhere; 8 lanes: with 24 inactive lanes (every lane computed, the 8 active ones written back); 32: a full wave
-@pytest.mark.parametrize("seed,lanes", [(s, n) for s in range(4) for n in (8, 32)])
-def test_random_programs(xlat, seed, lanes):
+# fast one, the handler elsewhere; 8 lanes: with 24 inactive lanes (every lane computed, the 8 active ones written back); 32: a full
+# wave, in the arch's default float mode (f32 denormals flushed) and in XFAST's (LOOP_RSRC1: blocks run their direct steps unchecked
+# until the program changes the mode)
+@pytest.mark.parametrize("seed,lanes,rsrc1", [(s, n, r) for s in range(4) for n, r in ((8, None), (32, None), (32, LOOP_RSRC1))])
+def test_random_programs(xlat, seed, lanes, rsrc1):
   prog = program(seed)
-  def fn(): st = run_code(prog, block=(lanes, 1, 1), lds_bytes=512, capture=True); return st, st.state
+  def fn(): st = run_code(prog, block=(lanes, 1, 1), lds_bytes=512, capture=True, **({"rsrc1": rsrc1} if rsrc1 else {})); return st, st.state
   (rs, r), (gs, g) = _twice(fn, xlat)
   _same_stats(rs, gs)
   assert r == g
