@@ -538,8 +538,13 @@ def _plain_fast(kind: str, n: int, r: str) -> list[str]:
   cp = (f"{{ uint32_t x; memcpy(&x, p + 4 * k, 4); VV[({r} + k) * MAXLANES + L] = x; }}" if kind == "load" else
         f"{{ uint32_t x = VV[({r} + k) * MAXLANES + L]; memcpy(p + 4 * k, &x, 4); }}")
   addr = "uint64_t a = A[L] = (sa ? sbase + va[L] : ((uint64_t)vah[L] << 32 | va[L])) + off; lo = a < lo ? a : lo; hi = a > hi ? a : hi;"
-  full = lambda nl: (f"for (int L = 0; L < {nl}; L++) {{ {addr} }} if (lanes_in_range(w, lo, hi, {4 * n})) "
-                     f"{{ plain_{'ld' if kind == 'load' else 'st'}_full(VV + {r} * MAXLANES, A, {nl}, {n}); w->c->atomic = 0; return; }}")
+  cpy = lambda nl, b, a: f"{{ plain_{'ld' if kind == 'load' else 'st'}_full(VV + {r} * MAXLANES, {b}, va, {a}, {nl}, {n}); w->c->atomic = 0; return; }}"
+  # the lanes' addresses sharing their high dword (an SGPR base, or the same high VGPR on every lane): the bounds are base plus
+  # the 32-bit min / max (vectorised, eight lanes an instruction), unless an address wraps past 2^64 (then the general loop)
+  full = lambda nl: (f"{{ uint32_t dh = 0, mn = ~0u, mx = 0; const uint32_t h0 = vah[0]; for (int L = 0; L < {nl}; L++) {{ dh |= vah[L] ^ h0; "
+                     f"mn = va[L] < mn ? va[L] : mn; mx = va[L] > mx ? va[L] : mx; }} const uint64_t base = (sa ? sbase : (uint64_t)h0 << 32) + off; "
+                     f"if ((sa || !dh) && base + mx >= base && lanes_in_range(w, base + mn, base + mx, {4 * n})) {cpy(nl, 'base', 0)} }} "
+                     f"for (int L = 0; L < {nl}; L++) {{ {addr} }} if (lanes_in_range(w, lo, hi, {4 * n})) {cpy(nl, 0, 'A')}")
   return ["  uint64_t A[MAXLANES], lo = ~0ull, hi = 0;",
           "  if (ex == w->c->wave_mask) {   /* every lane active */",
           f"    if (w->c->wave_size == 32) {{ {full(32)} }}", f"    else {{ {full(64)} }}",

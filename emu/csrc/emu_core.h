@@ -227,33 +227,34 @@ typedef uint32_t emu_v4u __attribute__((vector_size(16)));
     emu_v4u b0_ = EMU_SHUF4(x2, x3, 0, 4, 1, 5), b1_ = EMU_SHUF4(x2, x3, 2, 6, 3, 7); \
     x0 = EMU_SHUF4(a0_, b0_, 0, 1, 4, 5); x1 = EMU_SHUF4(a0_, b0_, 2, 3, 6, 7); \
     x2 = EMU_SHUF4(a1_, b1_, 0, 1, 4, 5); x3 = EMU_SHUF4(a1_, b1_, 2, 3, 6, 7); } while (0)
-/* lane L's n dwords at A[L] -> d[k * MAXLANES + L] (d: the first destination row), lanes 0..nl-1; n and nl are constants at
- * every call site (four named vectors, not an array: gcc kept an array on the stack) */
-static inline __attribute__((always_inline)) void plain_ld_full(uint32_t *d, const uint64_t *A, int nl, int n) {
-  if (n == 1) { for (int L = 0; L < nl; L++) memcpy(d + L, (const void *)(uintptr_t)A[L], 4); return; }
+/* lane L's address: A[L], or with A 0 (a constant at every call site) base + va[L] (the lanes' addresses share their high dword) */
+#define PLAIN_ADDR(L) ((void *)(uintptr_t)(A ? A[L] : base + va[L]))
+/* lane L's n dwords at its address -> d[k * MAXLANES + L] (d: the first destination row), lanes 0..nl-1; n and nl are constants
+ * at every call site (four named vectors, not an array: gcc kept an array on the stack) */
+static inline __attribute__((always_inline)) void plain_ld_full(uint32_t *d, uint64_t base, const uint32_t *va, const uint64_t *A, int nl, int n) {
+  if (n == 1) { for (int L = 0; L < nl; L++) memcpy(d + L, PLAIN_ADDR(L), 4); return; }
   for (int L = 0; L < nl; L += 4) {
     emu_v4u x0 = {0, 0, 0, 0}, x1 = x0, x2 = x0, x3 = x0;
-    memcpy(&x0, (const void *)(uintptr_t)A[L], 4 * n); memcpy(&x1, (const void *)(uintptr_t)A[L + 1], 4 * n);
-    memcpy(&x2, (const void *)(uintptr_t)A[L + 2], 4 * n); memcpy(&x3, (const void *)(uintptr_t)A[L + 3], 4 * n);
+    memcpy(&x0, PLAIN_ADDR(L), 4 * n); memcpy(&x1, PLAIN_ADDR(L + 1), 4 * n); memcpy(&x2, PLAIN_ADDR(L + 2), 4 * n); memcpy(&x3, PLAIN_ADDR(L + 3), 4 * n);
     EMU_TR4X4(x0, x1, x2, x3);
     memcpy(d + L, &x0, 16); memcpy(d + MAXLANES + L, &x1, 16);
     if (n > 2) memcpy(d + 2 * MAXLANES + L, &x2, 16);
     if (n > 3) memcpy(d + 3 * MAXLANES + L, &x3, 16);
   }
 }
-/* d[k * MAXLANES + L] -> lane L's n dwords at A[L], lanes 0..nl-1 in order */
-static inline __attribute__((always_inline)) void plain_st_full(const uint32_t *d, const uint64_t *A, int nl, int n) {
-  if (n == 1) { for (int L = 0; L < nl; L++) memcpy((void *)(uintptr_t)A[L], d + L, 4); return; }
+/* d[k * MAXLANES + L] -> lane L's n dwords at its address, lanes 0..nl-1 in order */
+static inline __attribute__((always_inline)) void plain_st_full(const uint32_t *d, uint64_t base, const uint32_t *va, const uint64_t *A, int nl, int n) {
+  if (n == 1) { for (int L = 0; L < nl; L++) memcpy(PLAIN_ADDR(L), d + L, 4); return; }
   for (int L = 0; L < nl; L += 4) {
     emu_v4u x0, x1, x2 = {0, 0, 0, 0}, x3 = x2;
     memcpy(&x0, d + L, 16); memcpy(&x1, d + MAXLANES + L, 16);
     if (n > 2) memcpy(&x2, d + 2 * MAXLANES + L, 16);
     if (n > 3) memcpy(&x3, d + 3 * MAXLANES + L, 16);
     EMU_TR4X4(x0, x1, x2, x3);
-    memcpy((void *)(uintptr_t)A[L], &x0, 4 * n); memcpy((void *)(uintptr_t)A[L + 1], &x1, 4 * n);
-    memcpy((void *)(uintptr_t)A[L + 2], &x2, 4 * n); memcpy((void *)(uintptr_t)A[L + 3], &x3, 4 * n);
+    memcpy(PLAIN_ADDR(L), &x0, 4 * n); memcpy(PLAIN_ADDR(L + 1), &x1, 4 * n); memcpy(PLAIN_ADDR(L + 2), &x2, 4 * n); memcpy(PLAIN_ADDR(L + 3), &x3, 4 * n);
   }
 }
+#undef PLAIN_ADDR
 /* strict mode: `[addr, addr+n)` misses the allocations; a read inside their mapped granules is noted and performed (the
  * hardware allows it), anything else faults (writes and atomics outside an allocation in strict mode, or unmapped) */
 static uint8_t *gptr_miss(Wave *w, uint64_t addr, int n, int kind, int lane) {

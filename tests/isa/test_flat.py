@@ -280,3 +280,19 @@ def test_flat_atomic_csub_u32(backend):
   run(prog, b, backend=backend)
   np.testing.assert_array_equal(mem, want)
   np.testing.assert_array_equal(out, old)
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+@pytest.mark.parametrize("case", ["high", "wrap"])
+def test_full_wave_addresses_not_sharing_a_high_dword(case, backend):
+  """The full-wave fast path bounds a wave's addresses by their low dwords when the lanes share the high one; lane 17 with
+  another high dword (high), or addresses wrapping past 2^64 through the offset (wrap), take the per-lane path: the first
+  lane in order that faults is reported, with its address (lane 0 when wrapping: 2^64 - 1; lane 17: buf + 68 + 2^32)."""
+  buf = np.arange(64, dtype=np.uint32)
+  bufs = Bufs(buf)
+  lo, hi = (buf.ctypes.data & 0xffffffff, buf.ctypes.data >> 32) if case == "high" else (0xfffff800, 0xffffffff)
+  p = [v_lshlrev_b32_e32(v[1], 2 if case == "high" else 3, v[0]), v_add_co_u32(v[2], VCC_LO, lo, v[1]), v_add_co_ci_u32_e32(v[3], 0, v[9]),
+       v_add_nc_u32_e32(v[3], hi, v[3]), v_cmp_eq_u32_e32(17, v[0]), v_cndmask_b32_e64(v[4], 0, 1, VCC_LO),
+       *([v_add_nc_u32_e32(v[3], v[4], v[3])] if case == "high" else []), global_load_b32(vdst=v[5], addr=v[2:3], saddr=NULL, offset=0 if case == "high" else 2047)]
+  with pytest.raises(GPUFault) as ei: run(p, bufs, block=(32, 1, 1), backend=backend)
+  r = ei.value.report
+  assert (r.lane, r.address) == ((17, buf.ctypes.data + 68 + (1 << 32)) if case == "high" else (0, (1 << 64) - 1))
