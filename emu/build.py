@@ -53,20 +53,13 @@ def _pcode_emitter():
 # the modules that produce the library's sources: the generator, this builder and pcode's C emitter (build._emit)
 GENERATORS = ("mockgpu.emu.gen_c", "mockgpu.emu.build", "mockgpu.pcode.cemit")
 
-def _wheel_tables(family: str) -> list[pathlib.Path]:
-  """The tinygrad wheel's files the library is generated from (the family's pseudocode, operand, encoding and enum tables), found
-  without importing them: parsing the pseudocode for its hash (pcode.tables.source_hash) took 0.3 s of every process's first
-  dispatch and kept 50k objects alive, which every full garbage collection of tinygrad's process then walked."""
-  import tinygrad
-  d = pathlib.Path(tinygrad.__file__).parent / "runtime" / "autogen" / "amd"
-  return [d / "common.py", *(d / family).glob("*.py")]
-
 def _key_parts(arch: ArchSpec) -> list[str]:
-  """The library's cache key: the arch, the wheel's tables, the C headers and the generator's modules (mockgpu.pcode's emitter
-  and its corrections included, as files: nothing is imported), tinygrad's version."""
+  """The library's cache key, from files only (nothing imported or parsed: docs/emu.md): the arch, the wheel's tables of its
+  family, the C headers, the generator's modules (pcode's emitter and corrections included), tinygrad's version."""
+  import tinygrad
   from importlib.metadata import version
-  own = [*CSRC.glob("*.[ch]"), *PCODE_DIR.glob("*.h"), *cbuild.module_files(GENERATORS)]
-  return [arch.name, arch.family, _files_hash(_wheel_tables(arch.family)), _files_hash(own), version("tinygrad")]
+  own, amd = [*CSRC.glob("*.[ch]"), *PCODE_DIR.glob("*.h"), *cbuild.module_files(GENERATORS)], pathlib.Path(tinygrad.__file__).parent / "runtime/autogen/amd"
+  return [arch.name, arch.family, _files_hash([amd / "common.py", *(amd / arch.family).glob("*.py")]), _files_hash(own), version("tinygrad")]
 
 def _emit(arch: ArchSpec) -> str:
   cemit, _ = _pcode_emitter()
