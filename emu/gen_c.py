@@ -457,18 +457,16 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   L += ["  " + x for x in _writeback_scalars(u) if not x.startswith(("wr_exec", "w->scc")) or not cmp]
   return oi + "\n".join(L) + "\n}\n", xv
 
-# The translator's variant of a VALU handler's fast path (translate.py calls XV_<handler> instead of the handler): the same lane
-# loop text, with each source read straight from its VGPR row or as one scalar value (decided by the instruction's operand
-# fields, constants in a translated kernel, so the compiler keeps a scalar in a register and drops the operand set-up of
-# valu_fast). With some lanes inactive, every lane is computed and the active ones written back (a fault then may be an inactive
-# lane's: the handler reruns the instruction). Everything else (EXEC 0, modifiers, DPP/SDWA, other float modes) calls the
-# interpreter's compiled handler (XHANDLER, out of line), so a translated kernel compiles only the fast paths of its VALU ops:
-# XV_ returns 0 for those, for a fault (which the handler's rerun reports: nothing was written) and in a poisoned dispatch, so its
-# state never has its address taken and lives in registers. An op that cannot fault (pure) with every lane active writes its
-# destination rows from the loop (lane by lane: each lane's sources are read before its write). f 1: the caller, a block, has
-# checked XFAST (csrc/emu_xlat.h: every lane of an EMU_FAST_LANES wave active, the first of FAST_MODES, no poisoning), so
-# nothing is checked but the constant operand fields and only the first mode's loop runs. V is the wave's VGPR file (w->v), which
-# a block reads once, so every row address in it has one base the compiler sees through. Kept apart from the handlers (Generated.xlat_src): only translated kernels compile them, after csrc/emu_xlat.h (XSRC32/64).
+# The translator's variant of a VALU handler's fast path (translate.py's blocks call XV_<handler> for a step while XFAST holds:
+# csrc/emu_xlat.h, every lane of an EMU_FAST_LANES wave active, the first of FAST_MODES, no poisoning): the handler's lane loop
+# in that mode, with each source read straight from its VGPR row or as one scalar value (decided by the instruction's operand
+# fields, constants in a translated kernel, so the compiler keeps a scalar in a register and drops valu_fast's operand set-up).
+# It returns 0 for modifiers and DPP/SDWA (constants: folded away) and for a fault (nothing was written: the interpreter's
+# handler, XHANDLER, reruns the instruction and reports it), so its state never has its address taken and lives in registers;
+# the block runs the handler then, and for every step while XFAST does not hold. An op that cannot fault (pure) writes its
+# destination rows from the loop (lane by lane: each lane's sources are read before its write). V is the wave's VGPR file
+# (w->v), which a block reads once, so every row address has one base the compiler sees through. Kept apart from the handlers
+# (Generated.xlat_src): only translated kernels compile them, after csrc/emu_xlat.h (XSRC32/64).
 
 def _xsrc(i: int, e: str, bits: int, fw: int) -> str:
   return (f"const int xr{i} = ({e}) >= 256; const uint32_t *xlo{i} = V + (xr{i} ? ({e}) - 256 : 0) * MAXLANES, "
@@ -481,31 +479,16 @@ def _xbody(body: list[str]) -> list[str]:
 
 def _xvalu(h: str, e: tuple, sb: list, sf: list, db: int, dm: str, fmods: str, pre: list[str], body: list[str], modes: tuple[int, ...],
            wave: ArchSpec, vcc_w: bool, sd: bool, wb: list[str], zh: bool, lanebit: str = "", pure: bool = False) -> str:
-  n = _fast_lanes(wave)
-  full = _full(n)
-  xbody = _xbody(body)
-  res = f"s.D0.d[0]{' & 0xffff' if zh else ''}"
-  buf = [*xbody, f"outl[L] = {res};" + (" outh[L] = s.D0.d[1];" if db == 64 else "")]
-  direct = [*xbody, f"dd[L] = {res};" + (" dd2[L] = s.D0.d[1];" if dm != "32" else "")]
-  cond, loops = _mode_loops(modes, _lane_loop(n, buf, lanebit))
-  first = lambda inner: _mode_loops(modes[:1], _lane_loop(n, inner, lanebit))[1]   # f: the first fast mode only (XFAST)
-  L = [f"static inline __attribute__((always_inline)) int XV_{h}(Wave *w, uint32_t *V, const Inst *in, int f) {{",
-       f"  uint64_t ex = f ? {full} : rd_exec(w);",
-       f"  if (!((f || (ex && !(ex & ~{full}) && w->c->wave_size == {n} && {cond} && !w->c->poison)) && !in->dpp_kind && !{fmods})) return 0;",
-       "  PC_STATE_IF(s, w, 0);", *("  " + x for x in pre), *(f"  {_xsrc(i, e[i], sb[i], sf[i])}" for i in range(3) if sb[i]),
+  n, xbody, res = _fast_lanes(wave), _xbody(body), f"s.D0.d[0]{' & 0xffff' if zh else ''}"
+  loop = lambda out, hi: _mode_loops(modes[:1], _lane_loop(n, [*xbody, f"{out}[L] = {res};" + (f" {hi}[L] = s.D0.d[1];" if hi else "")], lanebit))[1]
+  L = [f"static inline __attribute__((always_inline)) int XV_{h}(Wave *w, uint32_t *V, const Inst *in) {{",
+       f"  if (in->dpp_kind || {fmods}) return 0;", "  PC_STATE_IF(s, w, 0);", *("  " + x for x in pre), *(f"  {_xsrc(i, e[i], sb[i], sf[i])}" for i in range(3) if sb[i]),
        "  uint32_t *dd = V + (in->vdst - 256) * MAXLANES, *dd2 = V + ((in->vdst - 255) & (NVREG - 1)) * MAXLANES; (void)dd2;",
-       *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i] and sb[i] <= 32), *(["  s.D0.d[1] = 0;"] if any("dd[L]" in b for b in xbody) and dm == "32" else []),
-       f"  uint32_t outl[{n}], outh[{n}]; (void)outh;"]
-  if pure:   # no lane can fault: with every lane active the loop writes the destination rows itself (lane by lane, as the
-    # pseudocode reads each lane's sources before its write), no buffer and no copy
-    L.append(f"  if (f) {{ {first(direct)} }}")
-    L.append(f"  else if (LIKELY(ex == {full})) {{ {_mode_loops(modes, _lane_loop(n, direct, lanebit))[1]} }}")
-    L.append(f"  else {{ {loops}")
-  else: L.append(f"  {{ if (f) {{ {first(buf)} }} else {{ {loops} }}")
-  L += ["  if (UNLIKELY(s.fault)) return 0;",
-        f"  if (LIKELY(ex == {full})) {{ memcpy(dd, outl, {4 * n});{f' memcpy(dd2, outh, {4 * n});' if dm != '32' else ''} }}",
-        f"  else for (int L = 0; L < {n}; L++) if (ex >> L & 1) {{ dd[L] = outl[L];{' dd2[L] = outh[L];' if dm != '32' else ''} }} }}"]
-  if vcc_w: L.append("  sdst_write(w, in->sdst, s.VCC & ex & w->c->wave_mask, w->c->wave_size);" if sd else "  wr_vcc(w, s.VCC & ex);")
+       *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i] and sb[i] <= 32), *(["  s.D0.d[1] = 0;"] if any("dd[L]" in b for b in xbody) and dm == "32" else [])]
+  if pure: L.append(f"  {loop('dd', 'dd2' if dm != '32' else '')}")
+  else: L += [f"  uint32_t outl[{n}], outh[{n}]; (void)outh; {loop('outl', 'outh' if db == 64 else '')}", "  if (UNLIKELY(s.fault)) return 0;",
+              f"  memcpy(dd, outl, {4 * n});{f' memcpy(dd2, outh, {4 * n});' if dm != '32' else ''}"]
+  if vcc_w: L.append("  sdst_write(w, in->sdst, s.VCC & w->c->wave_mask, w->c->wave_size);" if sd else "  wr_vcc(w, s.VCC);")
   return "\n".join(L + ["  " + x for x in wb] + ["  return 1;", "}"]) + "\n"
 
 def _vgpr_in(var: str, reg: str, bits: int) -> str:
@@ -682,18 +665,15 @@ def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int
   L.append(f"  if (LIKELY(exec == 0xffffffffull && w->c->wave_size == 32 && {cond})) {{ {loops} memcpy(out, tmp, 128); }}")
   L.append("  else { uint64_t ex = exec; while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L; " + " ".join(body) + " out[L] = tmp[L]; } }")
   L.append(f"  {_CHECK}")
-  # the translator's variant (as XV_ of _valu), for a wave32 VOPD with any lane active: every lane is computed (the caller writes
-  # back the active ones), so the caller checks the wave size and runs the interpreter's handler (both halves) when this returns 0:
-  # a float mode without a fast loop, a fault (the handler's rerun reports it) or a poisoned dispatch; 1: done. f: as XV_'s.
-  # The loop writes `out` lane by lane: the caller's buffer, or with f the destination row itself when XP_<h> (the op cannot
-  # fault) and the other half does not read it
+  # the translator's variant (as XV_ of _valu, under XFAST): 0 for a fault (the handler's rerun reports it), else 1. The loop
+  # writes `out` lane by lane: the caller's buffer, or the destination row itself when XP_<h> (the op cannot fault) and the other
+  # half does not read it (translate.py D)
   xbody = [b.replace("tmp[L]", "out[L]") for b in _xbody(body)]
-  xloops, x1 = _mode_loops(modes, _lane_loop(32, xbody, _vcc_lanes(u)))[1], _mode_loops(modes[:1], _lane_loop(32, xbody, _vcc_lanes(u)))[1]
-  X = [f"enum {{ XP_{h} = {int(pure)} }};", f"static inline __attribute__((always_inline)) int X{h}(Wave *w, uint32_t *V, const Inst *in, int y, uint32_t *out, int f) {{",
-       f"  if (!f && (!{cond} || w->c->poison)) return 0;", "  PC_STATE_IF(s, w, 0);", ops_of, *("  " + x for x in pre),
+  X = [f"enum {{ XP_{h} = {int(pure)} }};", f"static inline __attribute__((always_inline)) int X{h}(Wave *w, uint32_t *V, const Inst *in, int y, uint32_t *out) {{",
+       "  PC_STATE_IF(s, w, 0);", ops_of, *("  " + x for x in pre),
        *(f"  {_xsrc(i, f'e{i}', sb[i], sf[i])}" for i in range(2) if sb[i]), "  uint32_t *dd = V + (ed - 256) * MAXLANES;",
-       *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i]), *(["  s.D0.d[1] = 0;"] * ("D0" in u.reads)), f"  if (f) {{ {x1} }} else {{ {xloops} }}",
-       "  if (UNLIKELY(s.fault)) return 0;", "  return 1;"]
+       *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i]), *(["  s.D0.d[1] = 0;"] * ("D0" in u.reads)),
+       f"  {_mode_loops(modes[:1], _lane_loop(32, xbody, _vcc_lanes(u)))[1]}", "  return !s.fault;"]
   return "\n".join(L) + "\n}\n", "\n".join(X) + "\n}\n"
 
 def _vopd_target(fam: str, name: str, ents: dict) -> str | None:

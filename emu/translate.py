@@ -26,7 +26,7 @@ from mockgpu.emu.arch import ArchSpec
 __all__ = ["TIER", "mode", "Kernel", "Parts", "parts", "write_parts", "Translator", "translator", "kernel_source"]
 
 TIER = float(os.environ.get("MOCKGPU_EMU_XLAT_TIER", "1"))   # a kernel is translated once its interpreted seconds reach TIER x its estimated compile seconds
-COMPILE_S_PER_INST = 0.035   # the first estimate of gcc's seconds per instruction (tinygrad's matmul kernel, 137: 4.8 s; elementwise, 28: 1.4 s); each build refines it
+COMPILE_S_PER_INST = 0.03   # the first estimate of gcc's seconds per instruction (tinygrad's matmul kernel, 137: 4.1 s; elementwise, 28: 0.9 s); each build refines it
 TRACE_CAP = 1 << 16    # most instructions of one kernel the translator takes
 INLINE_PROSE = ("h_nop", "h_endpgm", "h_barrier", "h_sleep")   # hand-written handlers (csrc/emu_prose.h) inlined like generated ones
 KEEP = 200             # translated kernels kept in the library cache per arch
@@ -131,9 +131,11 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
   entered when the whole block fits the watchdog budget and the next time check (counted once), else the interpreter's
   handlers run them one XSTEP at a time, as they do for an entry into the middle of a block (op counts, run(op_counts=True), are
   kept per step and per block as the interpreter keeps them: `xcount`); every other step is a function
-  of its own, or the interpreter's handler. VALU and VOPD steps inline only their translator variants' fast paths (any lane
-  active, no modifiers, a fast float mode); the rest runs the interpreter's compiled handler (XHANDLER), which keeps the C a
-  kernel compiles small (tinygrad's 256 matmul kernel: about 5 s of gcc instead of 25 s with the handlers inlined too)."""
+  of its own, or the interpreter's handler. A block's VALU and VOPD steps inline only their translator variants' fast paths,
+  which run while XFAST holds (csrc/emu_xlat.h: every lane active, the first fast float mode; checked at the block's start and
+  after each step that may change EXEC or MODE; no modifiers); every other case runs the interpreter's compiled handler
+  (XHANDLER), which keeps the C a kernel compiles small (tinygrad's 256 matmul kernel: 4.7 s of gcc; 25 s with the handlers
+  inlined too, 8.6 s with the variants' other cases: partial EXEC, the other fast mode)."""
   from mockgpu.emu.gen_c import FLOW
   used, xused, steps, consts, fns, straight, nop, direct, exec_w = [], [], [], [], [], [], set(), {}, set()
   for k, (pc, nxt, vals) in enumerate(insts):
@@ -142,30 +144,26 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
     consts.append(f"static const Inst X{k} = {{0, {', '.join(map(str, vals[:7]))}, {{{', '.join(map(str, vals[7:11]))}}}, {', '.join(map(str, vals[11:]))}}};")
     vh = _vopd_halves(p, hid, vals) if cn == "h_vopd" else ()
     plain = 0 <= hid < len(p.flows) and p.flows[hid] == FLOW["PLAIN"]
-    if vh:   # csrc/emu_sched.c h_vopd: both halves' translator variants (any lane active) into buffers, else the interpreter's handler
-      fast = all(h in p.xlat_src for h in vh)
-      if fast:   # D: both halves into buffers, then the active lanes written back; with f (XFAST) a half that cannot fault writes
-        # its row from its loop: Y always (it runs last), X when Y cannot fault either and reads no row X writes
-        xused += [h for h in dict.fromkeys(vh) if h not in xused]   # both halves may be the same op (V_DUAL_FMAC_F32 twice)
-        direct[k] = f"D{k}(w, V, {{}})"
-        fx, fy = (vals[11 + p.fields.index(n)] for n in ("vdstx", "vdsty"))
-        xok, yok = (f"f && XP_{vh[0]} && XP_{vh[1]}", f"f && XP_{vh[1]}") if fx != fy else ("0", "0")
-        if fx in (vals[11 + p.fields.index("srcy0")], vals[11 + p.fields.index("vsrcy1")]): xok = "0"
-        fns.append(f"static inline __attribute__((always_inline)) int D{k}(Wave *w, uint32_t *V, int f) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES];"
-                   " uint32_t *dx = V + (in->vdstx - 256) * MAXLANES, *dy = V + (in->vdsty - 256) * MAXLANES;"
-                   f" const int px = {xok}, py = {yok}; uint64_t ex = f ? 0xffffffffull : rd_exec(w);"
-                   f" if (!((f || (ex && w->c->wave_size == 32)) && X{vh[0]}(w, V, in, 0, px ? dx : ox, f) && X{vh[1]}(w, V, in, 1, py ? dy : oy, f))) return 0;"
-                   " if (LIKELY(ex == 0xffffffffull)) { if (!px) memcpy(dx, ox, 128); if (!py) memcpy(dy, oy, 128); }"
-                   " else for (int L = 0; L < 32; L++) if (ex >> L & 1) { dx[L] = ox[L]; dy[L] = oy[L]; } return 1; }\n"
-                   f"static inline __attribute__((always_inline)) void S{k}(Wave *w) {{ if (!D{k}(w, w->v, 0)) XHANDLER(w); }}")
-      else: fns.append(f"static inline __attribute__((always_inline)) void S{k}(Wave *w) {{ XHANDLER(w); }}")
+    if vh and all(h in p.xlat_src for h in vh):   # csrc/emu_sched.c h_vopd, as D: both halves' translator variants under XFAST
+      # into buffers, then the rows written; a half that cannot fault writes its row from its loop: Y always (it runs last), X
+      # when Y cannot fault either and reads no row X writes
+      xused += [h for h in dict.fromkeys(vh) if h not in xused]   # both halves may be the same op (V_DUAL_FMAC_F32 twice)
+      direct[k] = f"D{k}(w, V)"
+      fx, fy = (vals[11 + p.fields.index(n)] for n in ("vdstx", "vdsty"))
+      xok, yok = (f"XP_{vh[0]} && XP_{vh[1]}", f"XP_{vh[1]}") if fx != fy else ("0", "0")
+      if fx in (vals[11 + p.fields.index("srcy0")], vals[11 + p.fields.index("vsrcy1")]): xok = "0"
+      fns.append(f"static inline __attribute__((always_inline)) int D{k}(Wave *w, uint32_t *V) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES];"
+                 f" uint32_t *dx = V + (in->vdstx - 256) * MAXLANES, *dy = V + (in->vdsty - 256) * MAXLANES; const int px = {xok}, py = {yok};"
+                 f" if (!(X{vh[0]}(w, V, in, 0, px ? dx : ox) && X{vh[1]}(w, V, in, 1, py ? dy : oy))) return 0;"
+                 " if (!px) memcpy(dx, ox, 128); if (!py) memcpy(dy, oy, 128); return 1; }")
       straight.append(plain)
     elif cn == "h_nop": fns.append(""); straight.append(True); nop.add(k)   # S_WAITCNT, ...: counting only
-    elif cn in p.xlat_src:   # its fast path inlined, the rest the interpreter's handler (gen_c._xvalu XHANDLER)
+    elif cn == "h_vopd": fns.append(""); straight.append(plain)   # a half without a variant: the interpreter's handler (XHANDLER)
+    elif cn in p.xlat_src:   # in a block its fast path under XFAST, else the interpreter's handler
       if cn not in xused: xused.append(cn)
-      direct[k] = f"XV_{cn}(w, V, &X{k}, {{}})"
+      direct[k] = f"XV_{cn}(w, V, &X{k})"
       if _SCALAR_WRITE.search(p.xlat_src[cn]): exec_w.add(k)
-      fns.append(f"static {'inline __attribute__((always_inline))' if plain else '__attribute__((noinline))'} void S{k}(Wave *w) {{ if (!XV_{cn}(w, w->v, &X{k}, 0)) XHANDLER(w); }}")
+      fns.append("")
       straight.append(plain)
     elif cn in p.handler_src or cn in INLINE_PROSE:
       if cn in p.handler_src and cn not in used: used.append(cn)
@@ -177,16 +175,16 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
   blocks, blk_fns = _blocks(p, insts, straight), []
   for k, (pc, nxt, vals) in enumerate(insts):
     icall = f"{{ const Inst *ic = &c->icache[{pc >> 2}]; ic->fn(w, ic); }}"   # the interpreter's handler (decoded before the dispatch)
-    call = "(void)0" if k in nop else icall if straight[k] or not fns[k] else f"S{k}(w)"
+    call = "(void)0" if k in nop else icall if straight[k] or not fns[k] or k in direct else f"S{k}(w)"
     if k in blocks:   # a block's fast path: counted once, each step inlined with its status check
       n, body = blocks[k], []
       for j in range(k, k + n):
         pj, nj, _ = insts[j]
         if j in nop: continue
-        run = (f"w->pc0 = {pj}u; w->pc = {nj}u; {'XHANDLER(w)' if j in direct else f'S{j}(w)'};\n  if (UNLIKELY(c->status)) {{ c->icount -= {k + n - 1 - j}u; "
+        run = (f"w->pc0 = {pj}u; w->pc = {nj}u; {'XHANDLER(w)' if j in direct or not fns[j] else f'S{j}(w)'};\n  if (UNLIKELY(c->status)) {{ c->icount -= {k + n - 1 - j}u; "
                f"xcount(c, H{k}, {j - k + 1}); record_inst(c, w, {pj}u, X{j}.raw, X{j}.size, X{j}.fmt, X{j}.opx ? X{j}.opx : X{j}.op); return 1; }}")
         again = " d = XFAST(w);" if any(i in direct for i in range(j + 1, k + n)) else ""   # EXEC or MODE may have changed
-        body.append(f"  if (UNLIKELY(!(d ? {direct[j].format(1)} : {direct[j].format(0)}))) {{ {run}{again} }}" + (again if j in exec_w else "") if j in direct else f"  {run}" + again)
+        body.append(f"  if (UNLIKELY(!(d && {direct[j]}))) {{ {run}{again} }}" + (again if j in exec_w else "") if j in direct else f"  {run}" + again)
       if any(j in direct for j in range(k, k + n)): body.insert(0, "  int d = XFAST(w); uint32_t *const V = w->v;")
       blk_fns.append(f"static const uint32_t H{k}[] = {{{', '.join(str(insts[j][2][1]) for j in range(k, k + n))}}};\n"   # its handlers, for op counts
                      f"static __attribute__((noinline)) int B{k}(Ctx *c, Wave *w) {{\n" + "\n".join(body) +

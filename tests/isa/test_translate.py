@@ -146,10 +146,10 @@ def test_jump_into_the_middle_of_a_block(xlat):
   _same_stats(rs, gs)
   assert rs.instructions == 9 and (ro == 5).all() and (go == 5).all()
 
-# the translated fast paths (gen_c XV_ / VOPD X variants) run wherever the instruction has no modifiers and the float mode is a
-# fast one, the handler elsewhere; 8 lanes: with 24 inactive lanes (every lane computed, the 8 active ones written back); 32: a full
-# wave, in the arch's default float mode (f32 denormals flushed) and in XFAST's (LOOP_RSRC1: blocks run their direct steps unchecked
-# until the program changes the mode)
+# the translated fast paths (gen_c XV_ / VOPD X variants) run in blocks while XFAST holds (every lane active, the first fast float
+# mode) for instructions without modifiers, the interpreter's handlers elsewhere: 8 lanes (24 inactive) and a full wave in the
+# arch's default float mode (f32 denormals flushed) run the handlers; in XFAST's mode (LOOP_RSRC1) the variants, until the
+# program changes the mode
 @pytest.mark.parametrize("seed,lanes,rsrc1", [(s, n, r) for s in range(4) for n, r in ((8, None), (32, None), (32, LOOP_RSRC1))])
 def test_random_programs(xlat, seed, lanes, rsrc1):
   prog = program(seed)
