@@ -19,7 +19,7 @@ import fcntl, functools, hashlib, json, os, pathlib, platform, re, shlex, shutil
 from typing import Callable, Sequence
 from mockgpu.errors import BuildError
 
-__all__ = ["cache_dir", "compiler", "key", "run", "run_all", "compile_c", "library", "shared_library", "verify", "prune", "module_files", "CC_ENV"]
+__all__ = ["cache_dir", "compiler", "key", "run", "run_all", "compile_c", "library", "shared_library", "verify", "prune", "module_files", "atomic_write", "CC_ENV"]
 
 CC_ENV = "MOCKGPU_CC"   # the one variable that selects the C compiler
 STALE_S = 6 * 3600      # a temporary, object or library-less source file this old in the cache belongs to a build that died
@@ -136,7 +136,7 @@ def _touch(so:pathlib.Path) -> bool:
   except FileNotFoundError: return False
   return True
 
-def _atomic_write(p:pathlib.Path, text:str):
+def atomic_write(p:pathlib.Path, text:str):   # through a temporary file and a rename: readers see the old or the new file, whole
   fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=p.name + ".", suffix=".tmp")
   with os.fdopen(fd, "w") as f: f.write(text)
   os.replace(tmp, p)
@@ -164,7 +164,7 @@ def library(stem:str, produce:Callable[[pathlib.Path], dict], announce:str|None=
       os.replace(tmp, so)
     finally:
       if os.path.exists(tmp): os.unlink(tmp)
-    _atomic_write(meta, json.dumps(m))
+    atomic_write(meta, json.dumps(m))
   return so, m, True
 
 def prune(prefix:str, keep:int) -> list[pathlib.Path]:

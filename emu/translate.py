@@ -10,6 +10,10 @@ the interpreter. Handlers without generated C (matrix, image, ... ops) are calle
 Libraries are cached by the hash of the emulator library, this module and the decoded instructions in the library cache
 (`mockgpu.cbuild.shared_library`, stem `xk-<arch>-<hash>`).
 
+The tier counts the interpreted seconds of earlier processes too: at exit each process adds its own for the kernels it did not
+translate to `<cache>/xk-<arch>.hot.json` (by translation key), so a kernel hot across short runs (a test suite, a script run
+again and again) is translated once their sum reaches the tier, and from then on loaded from the library cache.
+
 A dispatch that runs on interpreted asks at its time checks (every 2^20 wave-instructions) whether its kernel's translation
 is ready, counting its seconds so far towards the tier, and adopts it mid-dispatch (`Translator.running`): a single long
 dispatch (a large GEMM) gets the translated speed for the rest of its run.
@@ -18,7 +22,7 @@ $MOCKGPU_EMU_XLAT: "auto" (default: tiered as above, compiled in the background)
 kernel is translated after its first dispatch, or at the first time check of one still running, compiled before the call
 returns: tests)."""
 from __future__ import annotations
-import ctypes, json, os, pathlib, re, subprocess, sys, threading, time
+import atexit, ctypes, json, os, pathlib, re, subprocess, sys, threading, time
 from dataclasses import dataclass, field
 from mockgpu import cbuild
 from mockgpu.emu.arch import ArchSpec
@@ -31,6 +35,7 @@ TRACE_CAP = 1 << 16    # most instructions of one kernel the translator takes
 INLINE_PROSE = ("h_nop", "h_endpgm", "h_barrier", "h_sleep")   # hand-written handlers (csrc/emu_prose.h) inlined like generated ones
 KEEP = 200             # translated kernels kept in the library cache per arch
 CANDIDATES, ADDRS = 16, 4096   # kernels remembered per 64-byte code prefix and code addresses remembered (the most recent): lookups stay cheap
+HOT_KEEP = 4096         # kernels whose interpreted seconds the hot file keeps per arch (the most recently updated)
 BLOCK_MAX = 12          # most steps per block: in longer block functions gcc stops inlining the handlers' helpers (measured: 6, 12, 24)
 
 def mode() -> str:
@@ -49,7 +54,9 @@ class Kernel:
   code: bytes = b""                 # the code bytes from offset 0 to the end of the last known instruction
   pcs: tuple[int, ...] = ()
   decoded: list = field(default_factory=list)   # Translator._decode
-  seconds: float = 0.0              # wall seconds of its interpreted dispatches
+  seconds: float = 0.0              # wall seconds of its interpreted dispatches in this process
+  key: str = ""                     # its translation's cache key (cbuild.key of Translator._parts), once decoded
+  prior: float = 0.0                # interpreted seconds earlier processes left for that key (Translator.hot)
   state: str = "cold"               # cold -> compiling -> ready | failed
   fn: int = 0                       # address of xk_run
   pcs_arr: object = None
@@ -212,6 +219,30 @@ class Translator:
     self.rate = COMPILE_S_PER_INST   # gcc seconds per instruction: measured by each build in this process
     dll.emu_decode_inst.argtypes = [ctypes.POINTER(ctypes.c_uint32), ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
     self.isize = dll.emu_inst_size()
+    self.hot_path, self._hot = cbuild.cache_dir() / f"xk-{arch.name}.hot.json", None
+    atexit.register(self.save_hot)
+
+  def hot(self) -> dict[str, float]:
+    """Interpreted seconds per translation key that earlier processes spent on kernels they did not translate (read once; a
+    missing or unreadable file is none): the tier counts them, so a kernel hot across short runs is translated, and from then
+    on loaded from the library cache. Advisory: a lost update (processes ending together) only delays a translation."""
+    if self._hot is None:
+      try: d = json.loads(self.hot_path.read_text())
+      except (OSError, ValueError): d = {}
+      self._hot = {k: float(v) for k, v in d.items() if isinstance(v, (int, float))} if isinstance(d, dict) else {}
+    return self._hot
+
+  def save_hot(self):
+    """At exit: add this process's interpreted seconds of the kernels it did not translate to the hot file, drop the ones it
+    translated (the library cache has them), keep the HOT_KEEP most recently updated."""
+    with self.lock: ks = [k for c in self.kernels.values() for k in c if k.key]
+    upd, done = {k.key: k.prior + k.seconds for k in ks if k.state != "ready" and k.seconds > 0}, {k.key for k in ks if k.state == "ready"}
+    if not upd and not done & set(self.hot()): return
+    try:
+      self._hot = None
+      cur = {k: v for k, v in self.hot().items() if k not in upd and k not in done} | upd
+      cbuild.atomic_write(self.hot_path, json.dumps(dict(list(cur.items())[-HOT_KEEP:])))
+    except OSError: pass   # a read-only or vanished cache: the next process starts counting anew
 
   def _find(self, code_addr: int, code_end: int, new: bool = False) -> Kernel | None:
     """Kernels are known by their code, wherever it is loaded: the one last seen at `code_addr` if its code is still there,
@@ -243,11 +274,16 @@ class Translator:
       new = sorted(set(k.pcs) | set(pcs))
       if new and new[-1] + 16 > len(k.code):
         k.code = ctypes.string_at(code_addr, min(new[-1] + 16, code_end - code_addr))
-      grew, k.pcs, spent = tuple(new) != k.pcs, tuple(new), k.seconds + seconds
-      if keep: k.seconds = spent
-      if grew: k.decoded = self._decode(k, acc_off)
+      grew, k.pcs = tuple(new) != k.pcs, tuple(new)
+      if keep: k.seconds += seconds
+      if grew:
+        from mockgpu.emu.build import CFLAGS
+        k.decoded = self._decode(k, acc_off)
+        k.key = cbuild.key(self._parts(k.decoded), CFLAGS) if k.decoded else ""
+        k.prior = self.hot().get(k.key, 0.0)
       if not k.decoded: return
-      cached = grew and self._cached(k.decoded)
+      cached = grew and cbuild.verify(f"xk-{self.arch.name}-{k.key}")[0] is not None
+      spent = k.prior + k.seconds + (0.0 if keep else seconds)
       if not (sync or cached or spent >= TIER * self.rate * len(k.decoded)): return
       k.state = "compiling"
     if sync or cached: self._compile(k)
@@ -274,10 +310,6 @@ class Translator:
     """What a translation's library is keyed by: the emulator library (its generator and headers), this module's source
     (kernel_source) and the decoded instructions, so a cached translation is found before any C is generated."""
     return [self.stem, _SOURCE, *(f"{pc}:{b.hex()}" for pc, b in decoded)]
-
-  def _cached(self, decoded: list[tuple[int, bytes]]) -> bool:
-    from mockgpu.emu.build import CFLAGS
-    return cbuild.verify(f"xk-{self.arch.name}-" + cbuild.key(self._parts(decoded), CFLAGS))[0] is not None
 
   def _compile(self, k: Kernel):
     try:

@@ -305,3 +305,31 @@ def test_many_kernels_with_one_prologue_keep_lookups_bounded(monkeypatch):
   assert k is not None and k.seconds == 0.5 and tr._find(first.ctypes.data, first.ctypes.data + first.nbytes) is None
   tr.observe(moved.ctypes.data, moved.ctypes.data + moved.nbytes, [0, 64, 68], 0.5, 0, False)
   assert k.seconds == 1.0
+
+def test_interpreted_seconds_add_up_across_processes(tmp_path, monkeypatch):
+  # each process leaves the interpreted seconds of the kernels it did not translate in the hot file (at exit: save_hot); a
+  # later process's tier counts them, so two runs of 0.6 x the tier translate the kernel in the second, and the translated
+  # kernel leaves the file (the library cache holds it). Translators stand in for processes: a fresh one reads the file anew
+  import ctypes, json, time
+  from mockgpu.emu import translate, cbackend
+  from mockgpu.emu.arch import get_arch
+  arch = get_arch("gfx1100")
+  dll, lib = cbackend.load(arch)
+  buf = ctypes.create_string_buffer(_unseen_loop())
+  addr, end = ctypes.addressof(buf), ctypes.addressof(buf) + len(buf.raw)
+  monkeypatch.setattr(translate, "TIER", 1.0)
+  def process():
+    t = translate.Translator(arch, dll, lib.path.stem)
+    t.hot_path, t.rate, compiled = tmp_path / "hot.json", 1.0, []
+    t._compile = lambda k: (compiled.append(k), setattr(k, "state", "ready"))   # the compile is not what this test is about
+    return t, compiled
+  for n in range(2):
+    t, compiled = process()
+    t.observe(addr, end, [0], 0.6, 0, sync=False)   # one decoded instruction: the tier is 1.0 x its 1 s estimate
+    for _ in range(100):
+      if compiled or n == 0: break
+      time.sleep(0.05)   # the background thread that calls _compile
+    (k,) = [k for c in t.kernels.values() for k in c]
+    assert (k.prior, k.seconds, bool(compiled)) == (0.6 * n, 0.6, n == 1)
+    t.save_hot()
+    assert json.loads((tmp_path / "hot.json").read_text()) == ({k.key: 0.6} if n == 0 else {})
