@@ -100,6 +100,10 @@ static void init_wave(Ctx *c, Wave *w, int id) {
   uint32_t bx = a->block[0], by = a->block[1], nt = bx * by * a->block[2], t0 = id * c->wave_size;
   uint32_t x = t0 % bx, y = t0 / bx % by, z = t0 / (bx * by);   /* lane 0's thread ids; the others count on (no divisions per lane) */
   uint64_t exec = 0;
+  if (x + c->wave_size <= bx && t0 + c->wave_size <= nt) {   /* the whole wave in one row of x: a vectorised loop */
+    for (uint32_t L = 0; L < c->wave_size; L++) w->v[L] = (x + L) | y << 10 | z << 20;
+    wr_exec(w, c->wave_mask); return;
+  }
   for (uint32_t L = 0; L < c->wave_size; L++) {
     if (t0 + L >= nt) { w->v[L] = 0; continue; }
     exec |= 1ull << L;
