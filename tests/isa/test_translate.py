@@ -169,11 +169,11 @@ def test_poisoned_dispatch_runs_the_handlers(xlat, monkeypatch):
   _same_stats(rs, gs)
   assert r == rp == g
 
-@pytest.mark.parametrize("seed", range(3))
-def test_random_cdna_programs_full_wave64(xlat, seed):
-  prog = cdna_program(seed)
+@pytest.mark.parametrize("seed,rsrc1", [(s, r) for s in range(3) for r in (None, LOOP_RSRC1)])
+def test_random_cdna_programs_full_wave64(xlat, seed, rsrc1):
+  prog = cdna_program(seed)   # LOOP_RSRC1: XFAST's float mode, so blocks run the 64-lane translator variants
   def fn():
-    st = run_code(prog, arch="gfx950", wave64=True, block=(64, 1, 1), lds_bytes=1024, rsrc3=0, capture=True)
+    st = run_code(prog, arch="gfx950", wave64=True, block=(64, 1, 1), lds_bytes=1024, rsrc3=0, capture=True, **({"rsrc1": rsrc1} if rsrc1 else {}))
     return st, st.state
   (rs, r), (gs, g) = _twice(fn, xlat)
   _same_stats(rs, gs)
