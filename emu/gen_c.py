@@ -318,16 +318,21 @@ def _full(n: int) -> str: return "0xffffffffull" if n == 32 else "~0ull"
 # one, and with no shift by the lane number in the loop (both kept it scalar).
 # zero: the members a compare writes only as its own lane's bit (D0, CDNA's and RDNA's CMPX EXEC), all bits 0 before the loop: each
 # lane runs as lane 0 from 0 and the bits are packed after the loop.
-def _lane_loop(n: int, inner: list[str], vcc: str = "", zero: tuple[str, ...] = ()) -> str:
+def _lane_loop(n: int, inner: list[str], vcc: str = "", zero: tuple[str, ...] = (), nl: str = "") -> str:
+  """The loop over lanes 0..n-1 (nl: over the first `nl` of them, a runtime count; the lanes after keep their values and their
+  mask bits are 0. gcc's -O2 cost model leaves such a loop scalar: translated kernels compile with -fvect-cost-model=cheap)."""
+  part = bool(nl)
+  head = f"for (int L = 0; L < {nl or n}; L++)"
   if zero:
     mem = {m: "s.D0.q[0]" if m == "D0" else f"s.{m}" for m in zero}
     return (f"{{ {' '.join(f'uint32_t bo{m}[{n}];' for m in zero)} for (int L = 0; L < {n}; L++) {{ s.laneId = 0; "
             f"{' '.join(f'{x} = 0;' for x in mem.values())} {' '.join(inner)} {' '.join(f'bo{m}[L] = (uint32_t){x};' for m, x in mem.items())} }} "
             f"{' '.join(f'{x} = lanes_pack(bo{m}, {n});' for m, x in mem.items())} }}")
-  if not vcc: return f"for (int L = 0; L < {n}; L++) {{ s.laneId = (uint64_t)L; {' '.join(inner)} }}"
+  if not vcc: return f"{head} {{ s.laneId = (uint64_t)L; {' '.join(inner)} }}"
   w = vcc == "rw"
-  return (f"{{ const uint64_t vin = s.VCC; uint64_t cin[{n}]; {f'uint32_t vout[{n}]; ' if w else ''}lanes_unpack(vin, cin, {n}); "
-          f"for (int L = 0; L < {n}; L++) {{ s.laneId = 0; s.VCC = cin[L]; {' '.join(inner)}{' vout[L] = (uint32_t)s.VCC;' if w else ''} }} "
+  vdecl = f"uint32_t vout[{n}]{' = {0}' if part else ''}; " if w else ""
+  return (f"{{ const uint64_t vin = s.VCC; uint64_t cin[{n}]; {vdecl}lanes_unpack(vin, cin, {n}); "
+          f"{head} {{ s.laneId = 0; s.VCC = cin[L]; {' '.join(inner)}{' vout[L] = (uint32_t)s.VCC;' if w else ''} }} "
           f"s.VCC = {f'(vin & ~{_full(n)}) | lanes_pack(vout, {n})' if w else 'vin'}; }}")
 
 def _vcc_lanes(u: Usage) -> str:   # _lane_loop's vcc for an entry of usage `u`
@@ -458,8 +463,8 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   return oi + "\n".join(L) + "\n}\n", xv
 
 # The translator's variant of a VALU handler's fast path (translate.py's blocks call XV_<handler> for a step while XFAST holds:
-# csrc/emu_xlat.h, every lane of an EMU_FAST_LANES wave active, the first of FAST_MODES, no poisoning): the handler's lane loop
-# in that mode, with each source read straight from its VGPR row or as one scalar value (decided by the instruction's operand
+# csrc/emu_xlat.h, the active lanes of an EMU_FAST_LANES wave are lanes 0..nl-1, the first of FAST_MODES, no poisoning): the
+# handler's lane loop in that mode over those lanes, with each source read straight from its VGPR row or as one scalar value (decided by the instruction's operand
 # fields, constants in a translated kernel, so the compiler keeps a scalar in a register and drops valu_fast's operand set-up).
 # It returns 0 for modifiers and DPP/SDWA (constants: folded away) and for a fault (nothing was written: the interpreter's
 # handler, XHANDLER, reruns the instruction and reports it), so its state never has its address taken and lives in registers;
@@ -480,15 +485,17 @@ def _xbody(body: list[str]) -> list[str]:
 def _xvalu(h: str, e: tuple, sb: list, sf: list, db: int, dm: str, fmods: str, pre: list[str], body: list[str], modes: tuple[int, ...],
            wave: ArchSpec, vcc_w: bool, sd: bool, wb: list[str], zh: bool, lanebit: str = "", pure: bool = False) -> str:
   n, xbody, res = _fast_lanes(wave), _xbody(body), f"s.D0.d[0]{' & 0xffff' if zh else ''}"
-  loop = lambda out, hi: _mode_loops(modes[:1], _lane_loop(n, [*xbody, f"{out}[L] = {res};" + (f" {hi}[L] = s.D0.d[1];" if hi else "")], lanebit))[1]
-  L = [f"static inline __attribute__((always_inline)) int XV_{h}(Wave *w, uint32_t *V, const Inst *in) {{",
-       f"  if (in->dpp_kind || {fmods}) return 0;", "  PC_STATE_IF(s, w, 0);", *("  " + x for x in pre), *(f"  {_xsrc(i, e[i], sb[i], sf[i])}" for i in range(3) if sb[i]),
+  loop = lambda out, hi: _mode_loops(modes[:1], _lane_loop(n, [*xbody, f"{out}[L] = {res};" + (f" {hi}[L] = s.D0.d[1];" if hi else "")], lanebit, nl="nl"))[1]
+  L = [f"static inline __attribute__((always_inline)) int XV_{h}(Wave *w, uint32_t *V, const Inst *in, int nl) {{",
+       f"  if (in->dpp_kind || {fmods}) return 0;", f"  if (nl > {n}) __builtin_unreachable();   /* XFAST: so the compiler knows the rows do not overlap within the loop */",
+       "  PC_STATE_IF(s, w, 0);", *("  " + x for x in pre), *(f"  {_xsrc(i, e[i], sb[i], sf[i])}" for i in range(3) if sb[i]),
        "  uint32_t *dd = V + (in->vdst - 256) * MAXLANES, *dd2 = V + ((in->vdst - 255) & (NVREG - 1)) * MAXLANES; (void)dd2;",
        *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i] and sb[i] <= 32), *(["  s.D0.d[1] = 0;"] if any("dd[L]" in b for b in xbody) and dm == "32" else [])]
   if pure: L.append(f"  {loop('dd', 'dd2' if dm != '32' else '')}")
   else: L += [f"  uint32_t outl[{n}], outh[{n}]; (void)outh; {loop('outl', 'outh' if db == 64 else '')}", "  if (UNLIKELY(s.fault)) return 0;",
-              f"  memcpy(dd, outl, {4 * n});{f' memcpy(dd2, outh, {4 * n});' if dm != '32' else ''}"]
-  if vcc_w: L.append("  sdst_write(w, in->sdst, s.VCC & w->c->wave_mask, w->c->wave_size);" if sd else "  wr_vcc(w, s.VCC);")
+              f"  memcpy(dd, outl, 4 * nl);{' memcpy(dd2, outh, 4 * nl);' if dm != '32' else ''}"]
+  if vcc_w: L.append("  const uint64_t xm = nl >= 64 ? ~0ull : (1ull << nl) - 1;   /* the active lanes' bits */\n" +
+                     ("  sdst_write(w, in->sdst, s.VCC & xm & w->c->wave_mask, w->c->wave_size);" if sd else "  wr_vcc(w, s.VCC & xm);"))
   return "\n".join(L + ["  " + x for x in wb] + ["  return 1;", "}"]) + "\n"
 
 def _vgpr_in(var: str, reg: str, bits: int) -> str:
@@ -669,11 +676,11 @@ def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int
   # writes `out` lane by lane: the caller's buffer, or the destination row itself when XP_<h> (the op cannot fault) and the other
   # half does not read it (translate.py D)
   xbody = [b.replace("tmp[L]", "out[L]") for b in _xbody(body)]
-  X = [f"enum {{ XP_{h} = {int(pure)} }};", f"static inline __attribute__((always_inline)) int X{h}(Wave *w, uint32_t *V, const Inst *in, int y, uint32_t *out) {{",
-       "  PC_STATE_IF(s, w, 0);", ops_of, *("  " + x for x in pre),
+  X = [f"enum {{ XP_{h} = {int(pure)} }};", f"static inline __attribute__((always_inline)) int X{h}(Wave *w, uint32_t *V, const Inst *in, int y, uint32_t *out, int nl) {{",
+       "  if (nl > 32) __builtin_unreachable();", "  PC_STATE_IF(s, w, 0);", ops_of, *("  " + x for x in pre),
        *(f"  {_xsrc(i, f'e{i}', sb[i], sf[i])}" for i in range(2) if sb[i]), "  uint32_t *dd = V + (ed - 256) * MAXLANES;",
        *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i]), *(["  s.D0.d[1] = 0;"] * ("D0" in u.reads)),
-       f"  {_mode_loops(modes[:1], _lane_loop(32, xbody, _vcc_lanes(u)))[1]}", "  return !s.fault;"]
+       f"  {_mode_loops(modes[:1], _lane_loop(32, xbody, _vcc_lanes(u), nl='nl'))[1]}", "  return !s.fault;"]
   return "\n".join(L) + "\n}\n", "\n".join(X) + "\n}\n"
 
 def _vopd_target(fam: str, name: str, ents: dict) -> str | None:

@@ -30,13 +30,19 @@ from mockgpu.emu.arch import ArchSpec
 __all__ = ["TIER", "mode", "Kernel", "Parts", "parts", "write_parts", "Translator", "translator", "kernel_source"]
 
 TIER = float(os.environ.get("MOCKGPU_EMU_XLAT_TIER", "1"))   # a kernel is translated once its interpreted seconds reach TIER x its estimated compile seconds
-COMPILE_S_PER_INST = 0.03   # the first estimate of gcc's seconds per instruction (tinygrad's matmul kernel, 137: 4.1 s; elementwise, 28: 0.9 s); each build refines it
+COMPILE_S_PER_INST = 0.04   # the first estimate of gcc's seconds per instruction (tinygrad's matmul kernel, 137: 5.9 s); each build refines it
 TRACE_CAP = 1 << 16    # most instructions of one kernel the translator takes
 INLINE_PROSE = ("h_nop", "h_endpgm", "h_barrier", "h_sleep")   # hand-written handlers (csrc/emu_prose.h) inlined like generated ones
 KEEP = 200             # translated kernels kept in the library cache per arch
 CANDIDATES, ADDRS = 16, 4096   # kernels remembered per 64-byte code prefix and code addresses remembered (the most recent): lookups stay cheap
 HOT_KEEP = 4096         # kernels whose interpreted seconds the hot file keeps per arch (the most recently updated)
 BLOCK_MAX = 12          # most steps per block: in longer block functions gcc stops inlining the handlers' helpers (measured: 6, 12, 24)
+
+def XCFLAGS() -> tuple[str, ...]:
+  """A translated kernel's compiler flags: the emulator library's, and the cheap vectoriser cost model, whose -O2 default
+  leaves the direct steps' loops over a runtime count of lanes (XFAST) scalar."""
+  from mockgpu.emu.build import CFLAGS
+  return (*CFLAGS, "-fvect-cost-model=cheap")
 
 def mode() -> str:
   m = os.environ.get("MOCKGPU_EMU_XLAT", "auto") or "auto"
@@ -139,10 +145,10 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
   handlers run them one XSTEP at a time, as they do for an entry into the middle of a block (op counts, run(op_counts=True), are
   kept per step and per block as the interpreter keeps them: `xcount`); every other step is a function
   of its own, or the interpreter's handler. A block's VALU and VOPD steps inline only their translator variants' fast paths,
-  which run while XFAST holds (csrc/emu_xlat.h: every lane active, the first fast float mode; checked at the block's start and
+  which run while XFAST holds (csrc/emu_xlat.h: the active lanes are lanes 0..n-1, the first fast float mode; checked at the block's start and
   after each step that may change EXEC or MODE; no modifiers); every other case runs the interpreter's compiled handler
-  (XHANDLER), which keeps the C a kernel compiles small (tinygrad's 256 matmul kernel: 4.1 s of gcc; 25 s with the handlers
-  inlined too, 8.6 s with the variants' other cases: partial EXEC, the other fast mode)."""
+  (XHANDLER), which keeps the C a kernel compiles small (tinygrad's 256 matmul kernel: 5.9 s of gcc; 25 s with the handlers
+  inlined too, 8.6 s with the variants' other cases: any EXEC, the other fast mode)."""
   from mockgpu.emu.gen_c import FLOW
   used, xused, steps, consts, fns, straight, nop, direct, exec_w = [], [], [], [], [], [], set(), {}, set()
   for k, (pc, nxt, vals) in enumerate(insts):
@@ -155,20 +161,20 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
       # into buffers, then the rows written; a half that cannot fault writes its row from its loop: Y always (it runs last), X
       # when Y cannot fault either and reads no row X writes
       xused += [h for h in dict.fromkeys(vh) if h not in xused]   # both halves may be the same op (V_DUAL_FMAC_F32 twice)
-      direct[k] = f"D{k}(w, V)"
+      direct[k] = f"D{k}(w, V, d)"
       fx, fy = (vals[11 + p.fields.index(n)] for n in ("vdstx", "vdsty"))
       xok, yok = (f"XP_{vh[0]} && XP_{vh[1]}", f"XP_{vh[1]}") if fx != fy else ("0", "0")
       if fx in (vals[11 + p.fields.index("srcy0")], vals[11 + p.fields.index("vsrcy1")]): xok = "0"
-      fns.append(f"static inline __attribute__((always_inline)) int D{k}(Wave *w, uint32_t *V) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES];"
+      fns.append(f"static inline __attribute__((always_inline)) int D{k}(Wave *w, uint32_t *V, int nl) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES];"
                  f" uint32_t *dx = V + (in->vdstx - 256) * MAXLANES, *dy = V + (in->vdsty - 256) * MAXLANES; const int px = {xok}, py = {yok};"
-                 f" if (!(X{vh[0]}(w, V, in, 0, px ? dx : ox) && X{vh[1]}(w, V, in, 1, py ? dy : oy))) return 0;"
-                 " if (!px) memcpy(dx, ox, 128); if (!py) memcpy(dy, oy, 128); return 1; }")
+                 f" if (!(X{vh[0]}(w, V, in, 0, px ? dx : ox, nl) && X{vh[1]}(w, V, in, 1, py ? dy : oy, nl))) return 0;"
+                 " if (!px) memcpy(dx, ox, 4 * nl); if (!py) memcpy(dy, oy, 4 * nl); return 1; }")
       straight.append(plain)
     elif cn == "h_nop": fns.append(""); straight.append(True); nop.add(k)   # S_WAITCNT, ...: counting only
     elif cn == "h_vopd": fns.append(""); straight.append(plain)   # a half without a variant: the interpreter's handler (XHANDLER)
     elif cn in p.xlat_src:   # in a block its fast path under XFAST, else the interpreter's handler
       if cn not in xused: xused.append(cn)
-      direct[k] = f"XV_{cn}(w, V, &X{k})"
+      direct[k] = f"XV_{cn}(w, V, &X{k}, d)"
       if _SCALAR_WRITE.search(p.xlat_src[cn]): exec_w.add(k)
       fns.append("")
       straight.append(plain)
@@ -277,9 +283,8 @@ class Translator:
       grew, k.pcs = tuple(new) != k.pcs, tuple(new)
       if keep: k.seconds += seconds
       if grew:
-        from mockgpu.emu.build import CFLAGS
         k.decoded = self._decode(k, acc_off)
-        k.key = cbuild.key(self._parts(k.decoded), CFLAGS) if k.decoded else ""
+        k.key = cbuild.key(self._parts(k.decoded), XCFLAGS()) if k.decoded else ""
         k.prior = self.hot().get(k.key, 0.0)
       if not k.decoded: return
       cached = grew and cbuild.verify(f"xk-{self.arch.name}-{k.key}")[0] is not None
@@ -313,7 +318,7 @@ class Translator:
 
   def _compile(self, k: Kernel):
     try:
-      from mockgpu.emu.build import CFLAGS, CSRC, PCODE_DIR
+      from mockgpu.emu.build import CSRC, PCODE_DIR
       t0 = []
       def generate():   # Inst: 6 int32, lit, raw[4], then the decoded fields (csrc/emu_core.h); signed but lit and raw
         p = parts(self.arch, self.stem)   # the first time per library: a child interpreter runs the generator (seconds)
@@ -322,7 +327,7 @@ class Translator:
         src = kernel_source(p, insts)
         t0.append(time.perf_counter())
         return [src], {"arch": self.arch.name, "instructions": len(insts)}
-      path, _, built = cbuild.shared_library(f"xk-{self.arch.name}-", self._parts(k.decoded), CFLAGS, generate, KEEP, include=(CSRC, PCODE_DIR),
+      path, _, built = cbuild.shared_library(f"xk-{self.arch.name}-", self._parts(k.decoded), XCFLAGS(), generate, KEEP, include=(CSRC, PCODE_DIR),
                                              what=f"a translated {self.arch.name} kernel")
       if built: self.rate = (time.perf_counter() - t0[0]) / len(k.decoded)   # gcc's time: the next kernels' estimate
       lib = ctypes.CDLL(str(path))

@@ -80,8 +80,11 @@ static inline __attribute__((always_inline)) void xcount(Ctx *c, const uint32_t 
 /* the interpreter's compiled handler of the instruction at w->pc0 (its decode-cache entry, filled before the dispatch): what a
  * translator variant runs for every case but its fast path, out of line, so a translated kernel compiles only the fast paths */
 #define XHANDLER(W) do { const Inst *ic_ = &(W)->c->icache[(W)->pc0 >> 2]; ic_->fn((W), ic_); } while (0)
-/* while this holds a block's direct steps (translate.py kernel_source) run their first-mode fast loops unchecked (gen_c._xvalu f) */
-#define XFAST(W) (!(W)->c->poison && ((W)->mode & 0xff) == EMU_FAST_MODE && (W)->c->wave_size == EMU_FAST_LANES && rd_exec(W) == (W)->c->wave_mask)
+/* while this is non-zero a block's direct steps (translate.py kernel_source) run their first-mode fast loops over its lanes unchecked (gen_c._xvalu) */
+static inline __attribute__((always_inline)) int XFAST(Wave *w) {   /* the active lanes when they are lanes 0..n-1 (n > 0), else 0 */
+  uint64_t e = rd_exec(w);
+  return w->c->poison || (w->mode & 0xff) != EMU_FAST_MODE || w->c->wave_size != EMU_FAST_LANES || !e || (e & (e + 1)) ? 0 : __builtin_popcountll(e);
+}
 /* source i of a translator variant (mockgpu.emu.gen_c._xvalu): lane L of its VGPR row (xr) or the one scalar value */
 #define XSRC32(i, L) (xr##i ? xlo##i[L] : (uint32_t)xv##i)
 #define XSRC64(i, L) (xr##i ? ((uint64_t)xhi##i[L] << 32 | xlo##i[L]) : xv##i)

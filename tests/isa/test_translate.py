@@ -117,12 +117,13 @@ def test_float_mode_without_a_fast_loop(xlat, rmode, want, rsrc1):
   _same_stats(rs, gs)
   assert (ro == np.float32(want)).all() and (go == ro).all()
 
-@pytest.mark.parametrize("rsrc1", [None, LOOP_RSRC1])
-def test_exec_change_inside_a_block(xlat, rsrc1):
+@pytest.mark.parametrize("rsrc1,exec_lo", [(None, 0xffff), (LOOP_RSRC1, 0xffff), (LOOP_RSRC1, 0x0ff0)])
+def test_exec_change_inside_a_block(xlat, rsrc1, exec_lo):
   # S_MOV_B32 EXEC_LO is a straight step: the block checks XFAST again after it, so the VOPD and VOP2 after it leave the
-  # inactive lanes alone (run unchecked on every lane they would write 2.0 there too)
+  # inactive lanes alone (run unchecked on every lane they would write 3.0 there too): lanes 0-15 active run the variants'
+  # loops over 16 lanes, lanes 4-11 (not from lane 0) the handlers
   out = np.zeros(32, np.float32)
-  prog = code(v_mov_b32_e32(v[2], 1.0), v_lshlrev_b32_e32(v[1], 2, v[0]), s_mov_b32(EXEC_LO, 0xffff),
+  prog = code(v_mov_b32_e32(v[2], 1.0), v_lshlrev_b32_e32(v[1], 2, v[0]), s_mov_b32(EXEC_LO, exec_lo),
               VOPD(VOPDOp.V_DUAL_ADD_F32, VOPDOp.V_DUAL_MOV_B32, vdstx=v[2], vdsty=v[3], srcx0=v[2], vsrcx1=v[2], srcy0=v[2], vsrcy1=v[2]),
               v_mul_f32_e32(v[2], 1.5, v[2]), s_mov_b32(EXEC_LO, -1), global_store_b32(addr=v[1], data=v[2], saddr=s[0:1]))
   def fn():
@@ -130,7 +131,7 @@ def test_exec_change_inside_a_block(xlat, rsrc1):
     return run_code(prog, bf.mem, user_sgprs=bf.sgprs(), rsrc2=2 << 1, **({"rsrc1": rsrc1} if rsrc1 else {})), out.copy()
   (rs, ro), (gs, go) = _twice(fn, xlat)
   _same_stats(rs, gs)
-  assert (ro == np.where(np.arange(32) < 16, 3.0, 1.0).astype(np.float32)).all() and (go == ro).all()
+  assert (ro == np.where(exec_lo >> np.arange(32) & 1, 3.0, 1.0).astype(np.float32)).all() and (go == ro).all()
 
 def test_jump_into_the_middle_of_a_block(xlat):
   # S_SETPC lands on the second of three straight VALU steps (one block): that entry runs them one at a time through the
@@ -146,11 +147,11 @@ def test_jump_into_the_middle_of_a_block(xlat):
   _same_stats(rs, gs)
   assert rs.instructions == 9 and (ro == 5).all() and (go == 5).all()
 
-# the translated fast paths (gen_c XV_ / VOPD X variants) run in blocks while XFAST holds (every lane active, the first fast float
-# mode) for instructions without modifiers, the interpreter's handlers elsewhere: 8 lanes (24 inactive) and a full wave in the
-# arch's default float mode (f32 denormals flushed) run the handlers; in XFAST's mode (LOOP_RSRC1) the variants, until the
-# program changes the mode
-@pytest.mark.parametrize("seed,lanes,rsrc1", [(s, n, r) for s in range(4) for n, r in ((8, None), (32, None), (32, LOOP_RSRC1))])
+# the translated fast paths (gen_c XV_ / VOPD X variants) run in blocks while XFAST holds (the active lanes are lanes 0..n-1, the
+# first fast float mode) for instructions without modifiers, the interpreter's handlers elsewhere: in the arch's default float
+# mode (f32 denormals flushed) the handlers; in XFAST's (LOOP_RSRC1) the variants over 8 lanes (24 inactive) or the full wave,
+# until the program changes the mode or EXEC
+@pytest.mark.parametrize("seed,lanes,rsrc1", [(s, n, r) for s in range(4) for n in (8, 32) for r in (None, LOOP_RSRC1)])
 def test_random_programs(xlat, seed, lanes, rsrc1):
   prog = program(seed)
   def fn(): st = run_code(prog, block=(lanes, 1, 1), lds_bytes=512, capture=True, **({"rsrc1": rsrc1} if rsrc1 else {})); return st, st.state
