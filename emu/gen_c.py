@@ -345,7 +345,7 @@ def _cmp_lanes(u: Usage) -> tuple[str, ...]:   # _lane_loop's zero for a compare
 def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: ArchSpec, text: str,
           modes: tuple[int, ...] = FAST_MODES, wide: frozenset = frozenset(), pure: bool = False) -> tuple[str, str | None]:
   """(the handler's C, its translator variant's C or None: _xvalu). wide: the members `fn` reads as 64 bits (_wide_reads);
-  pure: `fn` cannot fault (no memory, register file or hook access, no bounded loop: _PURE)."""
+  pure: `fn` cannot fault (no memory, register file or hook access, no bounded loop: _FAULTS)."""
   sb, sf, db, dfw = _opinfo(ops, f.name, name)
   fmt = f.name
   enc32 = fmt in ("VOP1", "VOP2", "VOPC")
@@ -469,7 +469,8 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
 # It returns 0 for modifiers and DPP/SDWA (constants: folded away) and for a fault (nothing was written: the interpreter's
 # handler, XHANDLER, reruns the instruction and reports it), so its state never has its address taken and lives in registers;
 # the block runs the handler then, and for every step while XFAST does not hold. An op that cannot fault (pure) writes its
-# destination rows from the loop (lane by lane: each lane's sources are read before its write). V is the wave's VGPR file
+# destination rows from the loop (lane by lane: each lane's sources are read before its write); XE_<handler> says whether it may
+# write EXEC (the block then checks XFAST again). V is the wave's VGPR file
 # (w->v), which a block reads once, so every row address has one base the compiler sees through. Kept apart from the handlers
 # (Generated.xlat_src): only translated kernels compile them, after csrc/emu_xlat.h (XSRC32/64).
 
@@ -486,7 +487,8 @@ def _xvalu(h: str, e: tuple, sb: list, sf: list, db: int, dm: str, fmods: str, p
            wave: ArchSpec, vcc_w: bool, sd: bool, wb: list[str], zh: bool, lanebit: str = "", pure: bool = False) -> str:
   n, xbody, res = _fast_lanes(wave), _xbody(body), f"s.D0.d[0]{' & 0xffff' if zh else ''}"
   loop = lambda out, hi: _mode_loops(modes[:1], _lane_loop(n, [*xbody, f"{out}[L] = {res};" + (f" {hi}[L] = s.D0.d[1];" if hi else "")], lanebit, nl="nl"))[1]
-  L = [f"static inline __attribute__((always_inline)) int XV_{h}(Wave *w, uint32_t *V, const Inst *in, int nl) {{",
+  ew = (vcc_w and sd) or any("EXEC" in x for x in wb)   # may write EXEC (an SDST naming it, the entry's own EXEC): XE_<h>
+  L = [f"enum {{ XE_{h} = {int(ew)} }};", f"static inline __attribute__((always_inline)) int XV_{h}(Wave *w, uint32_t *V, const Inst *in, int nl) {{",
        f"  if (in->dpp_kind || {fmods}) return 0;", f"  if (nl > {n}) __builtin_unreachable();   /* XFAST: so the compiler knows the rows do not overlap within the loop */",
        "  PC_STATE_IF(s, w, 0);", *("  " + x for x in pre), *(f"  {_xsrc(i, e[i], sb[i], sf[i])}" for i in range(3) if sb[i]),
        "  uint32_t *dd = V + (in->vdst - 256) * MAXLANES, *dd2 = V + ((in->vdst - 255) & (NVREG - 1)) * MAXLANES; (void)dd2;",

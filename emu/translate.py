@@ -38,7 +38,7 @@ CANDIDATES, ADDRS = 16, 4096   # kernels remembered per 64-byte code prefix and 
 HOT_KEEP = 4096         # kernels whose interpreted seconds the hot file keeps per arch (the most recently updated)
 BLOCK_MAX = 12          # most steps per block: in longer block functions gcc stops inlining the handlers' helpers (measured: 6, 12, 24)
 
-def XCFLAGS() -> tuple[str, ...]:
+def _xcflags() -> tuple[str, ...]:
   """A translated kernel's compiler flags: the emulator library's, and the cheap vectoriser cost model, whose -O2 default
   leaves the direct steps' loops over a runtime count of lanes (XFAST) scalar."""
   from mockgpu.emu.build import CFLAGS
@@ -115,8 +115,6 @@ def parts(arch: ArchSpec, lib_stem: str) -> Parts:
   _PARTS[lib_stem] = p
   return p
 
-_SCALAR_WRITE = re.compile(r"sdst_write|wr_exec|SREG_EXEC")   # a translator variant that may write EXEC (gen_c._xvalu): XFAST again after it
-
 def _vopd_halves(p: Parts, hid: int, vals: tuple[int, ...]) -> tuple[str, str]:
   """The generated half handlers (VH_*) of a VOPD instruction: X from its hid (HBASE + opx), Y from opy."""
   opx, opy = vals[11 + p.fields.index("opx")], vals[11 + p.fields.index("opy")]
@@ -150,7 +148,7 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
   (XHANDLER), which keeps the C a kernel compiles small (tinygrad's 256 matmul kernel: 5.9 s of gcc; 25 s with the handlers
   inlined too, 8.6 s with the variants' other cases: any EXEC, the other fast mode)."""
   from mockgpu.emu.gen_c import FLOW
-  used, xused, steps, consts, fns, straight, nop, direct, exec_w = [], [], [], [], [], [], set(), {}, set()
+  used, xused, steps, consts, fns, straight, nop, direct, exec_w = [], [], [], [], [], [], set(), {}, {}
   for k, (pc, nxt, vals) in enumerate(insts):
     hid = vals[1]
     cn = p.cnames[hid] if 0 <= hid < len(p.cnames) else "0"
@@ -175,7 +173,7 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
     elif cn in p.xlat_src:   # in a block its fast path under XFAST, else the interpreter's handler
       if cn not in xused: xused.append(cn)
       direct[k] = f"XV_{cn}(w, V, &X{k}, d)"
-      if _SCALAR_WRITE.search(p.xlat_src[cn]): exec_w.add(k)
+      exec_w[k] = f"XE_{cn}"   # gen_c._xvalu: 1 if the variant may write EXEC
       fns.append("")
       straight.append(plain)
     elif cn in p.handler_src or cn in INLINE_PROSE:
@@ -197,7 +195,8 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
         run = (f"w->pc0 = {pj}u; w->pc = {nj}u; {'XHANDLER(w)' if j in direct or not fns[j] else f'S{j}(w)'};\n  if (UNLIKELY(c->status)) {{ c->icount -= {k + n - 1 - j}u; "
                f"xcount(c, H{k}, {j - k + 1}); record_inst(c, w, {pj}u, X{j}.raw, X{j}.size, X{j}.fmt, X{j}.opx ? X{j}.opx : X{j}.op); return 1; }}")
         again = " d = XFAST(w);" if any(i in direct for i in range(j + 1, k + n)) else ""   # EXEC or MODE may have changed
-        body.append(f"  if (UNLIKELY(!(d && {direct[j]}))) {{ {run}{again} }}" + (again if j in exec_w else "") if j in direct else f"  {run}" + again)
+        body.append(f"  if (UNLIKELY(!(d && {direct[j]}))) {{ {run}{again} }}" + (f" if ({exec_w[j]}){again}" if j in exec_w and again else "")
+                    if j in direct else f"  {run}" + again)
       if any(j in direct for j in range(k, k + n)): body.insert(0, "  int d = XFAST(w); uint32_t *const V = w->v;")
       blk_fns.append(f"static const uint32_t H{k}[] = {{{', '.join(str(insts[j][2][1]) for j in range(k, k + n))}}};\n"   # its handlers, for op counts
                      f"static __attribute__((noinline)) int B{k}(Ctx *c, Wave *w) {{\n" + "\n".join(body) +
@@ -284,7 +283,7 @@ class Translator:
       if keep: k.seconds += seconds
       if grew:
         k.decoded = self._decode(k, acc_off)
-        k.key = cbuild.key(self._parts(k.decoded), XCFLAGS()) if k.decoded else ""
+        k.key = cbuild.key(self._parts(k.decoded), _xcflags()) if k.decoded else ""
         k.prior = self.hot().get(k.key, 0.0)
       if not k.decoded: return
       cached = grew and cbuild.verify(f"xk-{self.arch.name}-{k.key}")[0] is not None
@@ -327,7 +326,7 @@ class Translator:
         src = kernel_source(p, insts)
         t0.append(time.perf_counter())
         return [src], {"arch": self.arch.name, "instructions": len(insts)}
-      path, _, built = cbuild.shared_library(f"xk-{self.arch.name}-", self._parts(k.decoded), XCFLAGS(), generate, KEEP, include=(CSRC, PCODE_DIR),
+      path, _, built = cbuild.shared_library(f"xk-{self.arch.name}-", self._parts(k.decoded), _xcflags(), generate, KEEP, include=(CSRC, PCODE_DIR),
                                              what=f"a translated {self.arch.name} kernel")
       if built: self.rate = (time.perf_counter() - t0[0]) / len(k.decoded)   # gcc's time: the next kernels' estimate
       lib = ctypes.CDLL(str(path))
