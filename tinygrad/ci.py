@@ -167,7 +167,8 @@ _live: set[subprocess.Popen] = set()   # running steps' processes (main kills th
 _live_lock = threading.Lock()
 
 def _tail(log:Path) -> str:
-  """Why a step died, from its output: the first exception (the line that ends a Python traceback) and the last line."""
+  """Why a step died, from its output: the first exception (the line that ends a Python traceback) and the last line; for a
+  crash, faulthandler's frames of the thread that crashed too (innermost first), so a crash seen only in CI can be placed."""
   lines = [l.rstrip() for l in log.read_text(errors="replace").splitlines() if l.strip()] if log.exists() else []
   last, first, in_tb = (lines[-1].strip()[:200] if lines else "(no output)"), "", False
   for l in lines:
@@ -175,7 +176,9 @@ def _tail(log:Path) -> str:
       first = l[max(at, 0):].strip()[:200]
       break
     in_tb |= l.startswith("Traceback (most recent call last):")
-  return f"{first} | output ends: {last}" if first and first != last else last
+  cur = next((i for i, l in enumerate(lines) if l.startswith("Current thread")), None)
+  frames = [] if cur is None else [l.strip().removeprefix("File ") for l in lines[cur + 1:cur + 9] if l.lstrip().startswith("File ")]
+  return (f"{first} | output ends: {last}" if first and first != last else last) + (f" | crashed in: {' < '.join(frames)}" if frames else "")
 
 def _with_k(args:tuple[str, ...], k:str|None) -> list[str]:
   a = list(args)

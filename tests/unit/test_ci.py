@@ -78,6 +78,11 @@ def test_step_failure_reason_names_the_first_exception(tmp_path):
   assert ci._tail(log) == "ModuleNotFoundError: No module named 'nope' | output ends: FAILED (errors=2)"
   (log := tmp_path / "t.log").write_text("bad.py: the device said no\n\n")
   assert ci._tail(log) == "bad.py: the device said no" and ci._tail(tmp_path / "none.log") == "(no output)"
+  (log := tmp_path / "c.log").write_text("..Fatal Python error: Segmentation fault\n\nThread 0x7f01 (most recent call first):\n  File \"a.py\", line 3 in idle\n"
+                                         "\nCurrent thread 0x7f00 (most recent call first):\n  File \"b.py\", line 9 in run\n  File \"c.py\", line 2 in main\n"
+                                         "\nExtension modules: numpy (total: 1)\n")
+  assert ci._tail(log) == ('Fatal Python error: Segmentation fault | output ends: Extension modules: numpy (total: 1) | crashed in: '
+                           '"b.py", line 9 in run < "c.py", line 2 in main')
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" tests="8">
 <testcase classname="test.test_x.TestA.TestInner" name="test_n" file="test/test_x.py" line="3" time="0.5" />
