@@ -9,6 +9,7 @@ from mockgpu.mock import uaccess
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mmap.restype, libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 
 def anon(size, prot): return libc.mmap(None, size, prot, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
 
@@ -35,6 +36,32 @@ def test_copies_and_probes(pages):
     with pytest.raises(OSError) as e: call(addr)
     assert e.value.errno == errno.EFAULT and "T: field=" in str(e.value)
 
+def test_writable_file_pages_past_the_end(tmp_path):
+  # maps grants rw on all of a file mapping, but its pages past the file's end fault (SIGBUS): only those make it not writable
+  (f := tmp_path / "one-page").write_bytes(b"x" * 0x1000)
+  fd = os.open(f, os.O_RDWR)
+  try:
+    m = libc.mmap(None, 0x2000, 3, mmap.MAP_SHARED, fd, 0)
+    assert [uaccess.writable(m, 0x1000), uaccess.writable(m, 0x2000), uaccess.writable(m + 0x1000, 8)] == [True, False, False]
+    assert [uaccess.readable(m, 0x1000), uaccess.readable(m, 0x2000)] == [True, False]
+    libc.munmap(m, 0x2000)
+  finally: os.close(fd)
+  a = anon(0x2000, 3)   # two anonymous mappings back to back (different permissions keep them apart), then one read-only
+  assert libc.mprotect(a + 0x1000, 0x1000, 7) == 0 and uaccess.writable(a, 0x2000) and uaccess.writable(a, 0)
+  assert libc.mprotect(a + 0x1000, 0x1000, 1) == 0 and not uaccess.writable(a, 0x2000) and uaccess.writable(a, 0x1000)
+  libc.munmap(a, 0x2000)
+
+def test_large_ranges_are_checked_on_the_maps():
+  # more than PROBE_PAGES pages: /proc/self/maps answers; a PROT_NONE or unmapped page anywhere in the range fails it
+  n = (uaccess.PROBE_PAGES + 8) * 0x1000
+  a = anon(n, 3)
+  assert uaccess.readable(a, n) and uaccess.writable(a, n) and uaccess.readable(a + 5, n - 10)
+  assert libc.mprotect(a + n // 2, 0x1000, 1) == 0 and uaccess.readable(a, n) and not uaccess.writable(a, n)
+  assert libc.mprotect(a + n // 2, 0x1000, 0) == 0 and not uaccess.readable(a, n)
+  libc.munmap(a + n // 2, 0x1000)
+  assert not uaccess.readable(a, n) and not uaccess.writable(a, n) and uaccess.readable(a + n // 2 + 0x1000, n // 2 - 0x1000)
+  libc.munmap(a, n)
+
 def _segv_handler() -> int:
   """The address of this process's SIGSEGV handler (sigaction's first member; pytest's faulthandler has installed one)."""
   sa = ctypes.create_string_buffer(256)
@@ -51,7 +78,6 @@ def test_bulk_moves_run_in_c_survive_faults_and_count_like_the_syscalls():
   try:
     assert uaccess.move(dst, src, n) == n and ctypes.string_at(dst, n) == ctypes.string_at(src, n)
     ctypes.memset(dst, 0, n)
-    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     assert libc.mprotect(dst + 0x10000, 0x1000, 1) == 0   # read-only from 64 KiB on
     assert uaccess.move(dst, src, n) == 0x10000 and ctypes.string_at(dst, 0x10000) == ctypes.string_at(src, 0x10000)
     assert libc.mprotect(dst + 0x10000, 0x1000, 3) == 0
