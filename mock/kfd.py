@@ -183,6 +183,7 @@ class KFD:
     if f & kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR:   # the kernel pins the user pages here: EFAULT unless they are memory of the process
       access = "writable" if f & kfd.KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE else "readable"
       if not getattr(uaccess, access)(a.va_addr, a.size): raise uaccess.efault("ALLOC_MEMORY_OF_GPU: USERPTR va_addr", a.va_addr, a.size, access)
+      uaccess.pin(a.va_addr, a.size, access == "writable")
     if f & kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM:
       used = sum(x.size for x in self.allocs.values() if x.gpu_id == gpu.gpu_id and x.flags & kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
       if used + a.size > self.profile.vram_bytes:

@@ -151,6 +151,7 @@ class NVDriver(DeviceMemory):
     if not uaccess.writable(va:=p.pMemory or 0, size:=p.limit + 1):   # the driver pins the pages: they must be memory of the process
       p.status = self._status(f"RM_ALLOC_MEMORY OS descriptor: pMemory={va:#x} limit={p.limit:#x} is not writable memory of this process",
                               nv.NV_ERR_INVALID_ADDRESS); return
+    uaccess.pin(va, size, True)
     self._new(p.hClass, {"size": size, "va": va}, handle=p.hObjectNew)
     self.backed[va], p.status = size, 0
 
