@@ -1,7 +1,8 @@
 """`mockgpu bench`: full-stack benchmarks of tinygrad on the mock AMD GPU, measured in one run against DEV=CPU.
 
 For each workload: the warm time (median of `--reps` runs after one warm-up run that compiles the kernels) of the whole
-tinygrad stack on the mock AMD GPU and on tinygrad's CPU backend, and their ratio, with the median mock run split into its
+tinygrad stack on the mock AMD GPU and on tinygrad's CPU backend, the runs alternating, and the median of the per-pair
+ratios (a shared machine's speed drifts within a minute), with the median mock run split into its
 kernels (the emulator's calls, `mockgpu.emu.api.DISPATCH_HOOKS`), its SDMA copies (`mockgpu.mock.sdma.COPY_HOOKS`) and the
 rest (tinygrad's Python, the mock's packet processing, waits and hand-overs between tinygrad's thread and the device
 thread); then, per kernel of one more warm run, the
@@ -34,20 +35,25 @@ def _workloads(np):
           ("elementwise 1M f32 (x*y+1)", lambda T, d: (T(x, device=d) * T(y, device=d) + 1).realize(), x * y + 1),
           ("sum 1M f32", lambda T, d: T(x, device=d).sum().realize(), x.astype(np.float64).sum())]
 
-def _time(fn, reps:int, spent=lambda: (0.0, 0.0)) -> tuple[tuple[float, float, float], object]:
-  """((wall, kernel, copy) seconds of the run with the median wall time, the last result) of `reps` runs of fn after a
-  warm-up; `spent()` gives the kernel and copy seconds so far (DISPATCH_HOOKS, COPY_HOOKS)."""
-  out = fn()   # warm-up: compiles and caches the kernels
-  runs = []
-  for _ in range(reps):
-    k0, c0 = spent()
+def _time(fg, fc, reps:int, spent=lambda: (0.0, 0.0)) -> tuple[tuple[float, float, float], float, float, object]:
+  """Runs of the mock (fg) and of the CPU (fc) alternating, `reps` of each after one warm-up of each (it compiles and caches
+  the kernels), so both see the same machine: a shared one drifts by 1.5x within a minute. Returns ((wall, kernel, copy)
+  seconds of the mock run with the median wall time, the CPU's median wall, the median of the per-pair ratios, the last
+  mock result); `spent()` gives the kernel and copy seconds so far (DISPATCH_HOOKS, COPY_HOOKS)."""
+  def one(fn):
     t0 = time.perf_counter()
     out = fn()
     out.numpy()
-    t = time.perf_counter() - t0
+    return time.perf_counter() - t0, out
+  out, _ = fg(), fc()
+  runs, cpu = [], []
+  for _ in range(reps):
+    k0, c0 = spent()
+    t, out = one(fg)
     k1, c1 = spent()
     runs.append((t, k1 - k0, c1 - c0))
-  return sorted(runs)[len(runs) // 2], out
+    cpu.append(one(fc)[0])
+  return sorted(runs)[len(runs) // 2], statistics.median(cpu), statistics.median(g[0] / c for g, c in zip(runs, cpu)), out
 
 def round_trip(reps:int=200, idle:float=0.0) -> float:
   """Median seconds from submitting an empty kernel to the CPU seeing its completion signal, each after `idle` seconds of sleep."""
@@ -150,11 +156,10 @@ def main(argv: list[str] | None = None) -> int:
   api.DISPATCH_HOOKS.append(on_dispatch)
   COPY_HOOKS.append(on_copy)
   for name, fn, want in _workloads(np):
-    (tg, tk, tcp), og = _time(lambda: fn(Tensor, gpu), args.reps, lambda: tuple(spent))
-    (tc, _, _), _ = _time(lambda: fn(Tensor, "CPU"), args.reps)
+    (tg, tk, tcp), tc, ratio, og = _time(lambda: fn(Tensor, gpu), lambda: fn(Tensor, "CPU"), args.reps, lambda: tuple(spent))
     ok = bool(np.allclose(og.numpy(), want, rtol=1e-3, atol=1e-2))
     bad += not ok
-    print(f"{name:30s} {tg:9.4f} {tc:9.4f} {tg / tc:6.1f}x  {'ok   ' if ok else 'WRONG'}                {tk:8.4f} {tcp:8.4f} {tg - tk - tcp:8.4f}")
+    print(f"{name:30s} {tg:9.4f} {tc:9.4f} {ratio:6.1f}x  {'ok   ' if ok else 'WRONG'}                {tk:8.4f} {tcp:8.4f} {tg - tk - tcp:8.4f}")
     for how in ("off", args.xlat):   # per kernel: one warm run interpreted, one as the table ran (sync: translated; auto: once hot or cached)
       os.environ["MOCKGPU_EMU_XLAT"] = how
       rec.clear()
