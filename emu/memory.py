@@ -9,7 +9,7 @@ the mock GPUs print it) and the kernel goes on, a write or atomic there faults. 
 MAP_MEMORY_TO_GPU and removes it on UNMAP; the emulator snapshots the ranges at the start of each dispatch and checks
 every global access against them before touching host memory."""
 from __future__ import annotations
-import bisect, ctypes, os, threading
+import bisect, collections, ctypes, itertools, os, threading
 from typing import NamedTuple
 from mockgpu.emu.errors import EmuError
 
@@ -77,6 +77,7 @@ class MemoryMap:
     self._ranges: list[Range] = []
     self.version, self.strict = 0, strict_default() if strict is None else strict
     self._spans: tuple[int, Spans, Spans] | None = None
+    self._granules: collections.Counter[int] = collections.Counter()   # granule -> ranges with it (`mapped` walks when one)
 
   def add(self, start: int, size: int, name: str = "", granule: int = 1) -> Range:
     """Register the allocation `[start, start+size)`, mapped as whole `granule`s.
@@ -98,6 +99,7 @@ class MemoryMap:
                        "remove the old range first")
       self._starts.insert(i, start)
       self._ranges.insert(i, r)
+      self._granules[granule] += 1
       self.version += 1
     return r
 
@@ -111,7 +113,10 @@ class MemoryMap:
         raise EmuError(f"MemoryMap.remove: no range starts at {start:#x}; registered: {len(self._ranges)} ranges")
       del self._starts[i]
       self.version += 1
-      return self._ranges.pop(i)
+      r = self._ranges.pop(i)
+      if not (n := self._granules[r.granule] - 1): del self._granules[r.granule]
+      else: self._granules[r.granule] = n
+      return r
 
   def ranges(self) -> tuple[Range, ...]:
     """A consistent sorted snapshot of all allocations."""
@@ -119,10 +124,12 @@ class MemoryMap:
 
   def spans(self) -> tuple[Spans, Spans]:
     """(exact, mapped): the allocations' bytes and the granules mapped for them, merged; cached per `version`."""
-    with self._lock:
-      if self._spans is None or self._spans[0] != self.version:
-        self._spans = (self.version, Spans((r.start, r.end) for r in self._ranges), Spans((r.map_start, r.map_end) for r in self._ranges))
-      return self._spans[1], self._spans[2]
+    with self._lock: return self._spans_locked()
+
+  def _spans_locked(self) -> tuple[Spans, Spans]:
+    if self._spans is None or self._spans[0] != self.version:
+      self._spans = (self.version, Spans((r.start, r.end) for r in self._ranges), Spans((r.map_start, r.map_end) for r in self._ranges))
+    return self._spans[1], self._spans[2]
 
   def find(self, addr: int, size: int = 1) -> Range | None:
     """The allocation that fully contains `[addr, addr+size)`, or None."""
@@ -133,9 +140,26 @@ class MemoryMap:
 
   def mapped(self, addr: int, size: int = 1) -> bool:
     """Whether the hardware may access `[addr, addr+size)` without a fault: inside the mapped granules (byte-exact
-    inside one allocation in strict mode)."""
-    exact, mapped = self.spans()
-    return (exact if self.strict else mapped).find(addr, max(size, 1)) is not None
+    inside one allocation in strict mode). Between changes it asks the cached `spans`; right after one it walks the
+    allocations from `addr` instead (a driver model checks packet addresses between allocations: rebuilding the spans for
+    each check cost O(n log n) with thousands of live buffers)."""
+    size = max(size, 1)
+    with self._lock:
+      fresh = self._spans is not None and self._spans[0] == self.version
+      if not fresh and not self.strict and len(self._granules) > 1: self._spans_locked(); fresh = True   # the walk needs one granule
+      if fresh: return self._spans[1 if self.strict else 2].find(addr, size) is not None
+      if addr < 0 or addr + size > M64 + 1: return False
+      lo, hi = (lambda r: r.start, lambda r: r.end) if self.strict else (lambda r: r.map_start, lambda r: r.map_end)
+      j, cur = max(0, bisect.bisect_right(self._starts, addr) - 1), None   # the range before addr, or one whose granule starts before it
+      for r in itertools.islice(self._ranges, j, None):
+        if cur is None:
+          if hi(r) <= addr: continue
+          if lo(r) > addr: return False
+          cur = hi(r)
+        elif lo(r) > cur: break
+        else: cur = max(cur, hi(r))
+        if cur >= addr + size: return True
+      return cur is not None and cur >= addr + size
 
   def nearest(self, addr: int) -> Range | None:
     """The allocation closest to `addr` (containing it, or the nearest by distance to either end), None if empty."""

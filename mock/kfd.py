@@ -4,7 +4,7 @@
 Failures are what the kernel would return: `OSError(errno, message naming the ioctl and the bad field)`; an unknown request
 is ENOTTY. One `KFD` instance per process (`system()`), shared by all GPUs, like the real `/dev/kfd`."""
 from __future__ import annotations
-import ctypes, errno, itertools, os, threading
+import collections, ctypes, errno, itertools, os, threading
 from dataclasses import dataclass, field
 from tinygrad.runtime.autogen import kfd, amdgpu_drm
 from mockgpu.emu.errors import EmuError, GPUFault
@@ -73,6 +73,7 @@ class KFD:
     self.tree, self.roots = build_tree(profile, self.nodes), virtual_roots(self.nodes)
     self.gpus: dict[int, GPU] = {}
     self.allocs: dict[int, Allocation] = {}
+    self.vram_used: collections.Counter[int] = collections.Counter()   # gpu_id -> bytes of its live VRAM objects
     self.bo_offsets: dict[int, Allocation] = {}
     self.events: dict[int, Event] = {}
     self.open_files: dict[int, Device] = {}
@@ -185,12 +186,12 @@ class KFD:
       if not getattr(uaccess, access)(a.va_addr, a.size): raise uaccess.efault("ALLOC_MEMORY_OF_GPU: USERPTR va_addr", a.va_addr, a.size, access)
       uaccess.pin(a.va_addr, a.size, access == "writable")
     if f & kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM:
-      used = sum(x.size for x in self.allocs.values() if x.gpu_id == gpu.gpu_id and x.flags & kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
-      if used + a.size > self.profile.vram_bytes:
+      if (used:=self.vram_used[gpu.gpu_id]) + a.size > self.profile.vram_bytes:
         raise OSError(errno.ENOMEM, f"ALLOC_MEMORY_OF_GPU: {a.size:#x} bytes of VRAM requested, {self.profile.vram_bytes - used:#x} free")
     handle = gpu.gpu_id << 32 | next(self._handles)
     offset = a.mmap_offset if f & kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR else BO_MMAP_BASE + (next(self._bo) << 24)
     self.allocs[handle] = alloc = Allocation(handle, gpu.gpu_id, a.va_addr, a.size, f, offset, backed=bool(f & kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR))
+    if f & kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM: self.vram_used[gpu.gpu_id] += a.size
     if not f & kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR: self.bo_offsets[offset] = alloc
     a.handle, a.mmap_offset = handle, offset
 
@@ -202,6 +203,7 @@ class KFD:
     alloc = self._alloc(a.handle, "FREE_MEMORY_OF_GPU")
     for gpu_id in list(alloc.mapped): self._unmap(alloc, self.gpus[gpu_id])
     del self.allocs[alloc.handle]
+    if alloc.flags & kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM: self.vram_used[alloc.gpu_id] -= alloc.size
     self.bo_offsets.pop(alloc.mmap_offset, None)
     if self.event_page is alloc: self.event_page = None
 

@@ -85,3 +85,29 @@ def test_strict_mode_counts_every_lane(pages, backend):
   st = run([v_lshlrev_b32_e32(v[1], 2, v[0]), global_load_b32(vdst=v[2], addr=v[1], saddr=s[0:1]), s_waitcnt(simm16=0),
             v_mov_b32_e32(v[1], 0), global_store_b32(addr=v[1], data=v[2], saddr=s[2:3])], bufs, sgprs=_sgprs(base, out), backend=backend)
   assert st.oob_reads == 16 and (st.oob_report.address, st.oob_report.lane) == (base + 64, 16)
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_mapped_right_after_a_change(strict):
+  # MemoryMap.mapped walks the allocations while its cached spans are stale (one granule, or strict) and asks the spans
+  # otherwise: both answer what a byte map of the registered ranges says (mapped granules merged; exact bytes in strict mode)
+  import random
+  def oracle(m):
+    covered = bytearray(0x60000)
+    for r in m.ranges():
+      lo, hi = (r.start, r.end) if strict else (r.map_start, r.map_end)
+      covered[lo:hi] = b"\1" * (hi - lo)
+    return covered
+  for seed in range(120):
+    rng, m, addr = random.Random(seed), MemoryMap(strict=strict), 0x10000
+    grans = [1, PAGE] if seed % 3 == 0 else [rng.choice([1, PAGE])]
+    for _ in range(rng.randint(0, 12)):
+      addr += rng.choice([0, 1, 5, 0x800, PAGE, 3 * PAGE])
+      m.add(addr, size := rng.choice([1, 7, 0x100, PAGE, 0x1800, 2 * PAGE]), granule=rng.choice(grans))
+      addr += size
+      if rng.random() < 0.3: m.mapped(addr)   # the spans are current again now and then
+    for _ in range(3):
+      covered = oracle(m)
+      for _ in range(40):
+        a, n = rng.randint(0xF000, addr + 0x2000), rng.choice([0, 1, 4, 0x100, PAGE, 0x3000])
+        assert m.mapped(a, n) == all(covered[a:a + max(n, 1)]), (seed, hex(a), n, m.ranges())
+      if len(m): m.remove(rng.choice(m.ranges()).start)   # stale again

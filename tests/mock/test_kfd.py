@@ -82,6 +82,18 @@ def test_alloc_errors(drv, kw, code):
   with pytest.raises(OSError, match="ALLOC_MEMORY_OF_GPU") as e: drv.io(kfd.AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, **args)
   assert e.value.errno == code
 
+def test_vram_budget_is_per_gpu_and_freed_bytes_return(drv):
+  # ENOMEM once a GPU's live VRAM objects would exceed its size; another GPU's budget is its own; FREE gives the bytes back
+  vram, budget = kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM, drv.kfd.profile.vram_bytes
+  big = lambda va, gpu: drv.io(kfd.AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, va_addr=va, size=budget * 3 // 4, gpu_id=drv.gpu_ids[gpu], flags=vram)
+  first = big(0x100000000000, 0)
+  with pytest.raises(OSError, match="ALLOC_MEMORY_OF_GPU") as e: big(0x200000000000, 0)
+  assert e.value.errno == errno.ENOMEM
+  other = big(0x300000000000, 1)
+  drv.io(kfd.AMDKFD_IOC_FREE_MEMORY_OF_GPU, handle=first.handle)
+  second = big(0x200000000000, 0)
+  for h in (second.handle, other.handle): drv.io(kfd.AMDKFD_IOC_FREE_MEMORY_OF_GPU, handle=h)
+
 def test_handles_are_unique_across_gpus_and_mapping_is_per_gpu(drv):
   a, ha = drv.userptr(0x1000, (0,))
   b, hb = drv.userptr(0x1000, (1,))
