@@ -52,8 +52,8 @@ def compiler() -> tuple[list[str], str]:
 def key(parts:Sequence[str], cflags:Sequence[str], n:int=20) -> str:
   """A cache key: sha256 of `parts` (every input the caller's library depends on: sources, generator versions), the
   compiler's identity, `cflags` and this module's source, `n` hex digits."""
-  own = pathlib.Path(__file__).read_text()
-  return hashlib.sha256("\0".join([*parts, compiler()[1], " ".join(cflags), own]).encode()).hexdigest()[:n]
+  return hashlib.sha256("\0".join([*parts, compiler()[1], " ".join(cflags), _OWN]).encode()).hexdigest()[:n]
+_OWN = pathlib.Path(__file__).read_text()   # read once: key() runs at every new kernel's first dispatch
 
 def run(argv:list[str]) -> tuple[int, str]:
   """Run a compiler command, reading its output while it runs (a chatty compiler never blocks on a full pipe). Returns

@@ -7,7 +7,7 @@ every instruction its dispatches decoded becomes one step of `xk_run` (csrc/emu_
 the lane loops; runs of straight steps form blocks counted once (`_blocks`, `kernel_source`); jumps re-enter a switch on
 the pc (branches as gotos), barriers, S_ENDPGM and waits return to the scheduler, and a pc the kernel does not hold is run by
 the interpreter. Handlers without generated C (matrix, image, ... ops) are called through the interpreter's decode cache. Counting, the watchdog, the timeout and fault records are the interpreter's.
-Libraries are cached by the hash of the emulator library, this module and the decoded instructions in the library cache
+Libraries are cached by the hash of the emulator library, this module and the instructions' bytes in the library cache
 (`mockgpu.cbuild.shared_library`, stem `xk-<arch>-<hash>`).
 
 The tier counts the interpreted seconds of earlier processes too: at exit each process adds its own for the kernels it did not
@@ -56,12 +56,14 @@ _SOURCE = pathlib.Path(__file__).read_text()   # part of every translation's cac
 @dataclass
 class Kernel:
   """What the translator knows of the code at one address: the instructions its dispatches decoded (pcs, with the code bytes
-  they were read from, and their decoded Insts), the interpreter's time on them, and the translated function once compiled."""
+  they were read from; their decoded Insts once it compiles), the interpreter's time on them, and the translated function
+  once compiled."""
   code: bytes = b""                 # the code bytes from offset 0 to the end of the last known instruction
   pcs: tuple[int, ...] = ()
-  decoded: list = field(default_factory=list)   # Translator._decode
+  acc_off: int = 0                  # the AccVGPR offset its dispatches decoded with (CDNA: from RSRC3)
+  decoded: list = field(default_factory=list)   # Translator._decode, when it compiles
   seconds: float = 0.0              # wall seconds of its interpreted dispatches in this process
-  key: str = ""                     # its translation's cache key (cbuild.key of Translator._parts), once decoded
+  key: str = ""                     # its translation's cache key (cbuild.key of Translator._parts)
   prior: float = 0.0                # interpreted seconds earlier processes left for that key (Translator.hot)
   state: str = "cold"               # cold -> compiling -> ready | failed
   fn: int = 0                       # address of xk_run
@@ -279,16 +281,15 @@ class Translator:
       new = sorted(set(k.pcs) | set(pcs))
       if new and new[-1] + 16 > len(k.code):
         k.code = ctypes.string_at(code_addr, min(new[-1] + 16, code_end - code_addr))
-      grew, k.pcs = tuple(new) != k.pcs, tuple(new)
+      grew, k.pcs = tuple(new) != k.pcs or acc_off != k.acc_off, tuple(new)
       if keep: k.seconds += seconds
-      if grew:
-        k.decoded = self._decode(k, acc_off)
-        k.key = cbuild.key(self._parts(k.decoded), _xcflags()) if k.decoded else ""
+      if grew:   # keyed by the bytes, not the decode (a ctypes call per instruction): the decode is a function of them
+        k.acc_off, k.key = acc_off, cbuild.key(self._parts(k), _xcflags())
         k.prior = self.hot().get(k.key, 0.0)
-      if not k.decoded: return
+      if not k.pcs: return
       cached = grew and cbuild.verify(f"xk-{self.arch.name}-{k.key}")[0] is not None
       spent = k.prior + k.seconds + (0.0 if keep else seconds)
-      if not (sync or cached or spent >= TIER * self.rate * len(k.decoded)): return
+      if not (sync or cached or spent >= TIER * self.rate * len(k.pcs)): return
       k.state = "compiling"
     if sync or cached: self._compile(k)
     else: threading.Thread(target=self._compile, args=(k,), daemon=True, name="mockgpu-xlat").start()
@@ -310,14 +311,17 @@ class Translator:
       if self.dll.emu_decode_inst(words, min(4, (len(k.code) - pc) // 4), acc_off, buf) > 0: out.append((pc, buf.raw[8:]))
     return out
 
-  def _parts(self, decoded: list[tuple[int, bytes]]) -> list[str]:
-    """What a translation's library is keyed by: the emulator library (its generator and headers), this module's source
-    (kernel_source) and the decoded instructions, so a cached translation is found before any C is generated."""
-    return [self.stem, _SOURCE, *(f"{pc}:{b.hex()}" for pc, b in decoded)]
+  def _parts(self, k: Kernel) -> list[str]:
+    """What a translation's library is keyed by: the emulator library (its generator and headers, so its decoder), this
+    module's source (kernel_source), the AccVGPR offset and each instruction's bytes (the up to 16 its decode reads): what
+    the decoded instructions are a function of, so a cached translation is found before anything is decoded."""
+    return [self.stem, _SOURCE, f"acc_off={k.acc_off}", *(f"{pc}:{k.code[pc:pc + 16].hex()}" for pc in k.pcs)]
 
   def _compile(self, k: Kernel):
     try:
       from mockgpu.emu.build import CSRC, PCODE_DIR
+      k.decoded = self._decode(k, k.acc_off)
+      if not k.decoded: raise ValueError("none of its instructions decodes")
       t0 = []
       def generate():   # Inst: 6 int32, lit, raw[4], then the decoded fields (csrc/emu_core.h); signed but lit and raw
         p = parts(self.arch, self.stem)   # the first time per library: a child interpreter runs the generator (seconds)
@@ -326,7 +330,7 @@ class Translator:
         src = kernel_source(p, insts)
         t0.append(time.perf_counter())
         return [src], {"arch": self.arch.name, "instructions": len(insts)}
-      path, _, built = cbuild.shared_library(f"xk-{self.arch.name}-", self._parts(k.decoded), _xcflags(), generate, KEEP, include=(CSRC, PCODE_DIR),
+      path, _, built = cbuild.shared_library(f"xk-{self.arch.name}-", self._parts(k), _xcflags(), generate, KEEP, include=(CSRC, PCODE_DIR),
                                              what=f"a translated {self.arch.name} kernel")
       if built: self.rate = (time.perf_counter() - t0[0]) / len(k.decoded)   # gcc's time: the next kernels' estimate
       lib = ctypes.CDLL(str(path))
