@@ -525,8 +525,8 @@ def plain_dwords(text: str) -> tuple[str, int] | None:
 def _plain_fast(kind: str, n: int, r: str) -> list[str]:
   """The wave-level fast path of a plain dword load/store: all active lanes inside one registered range -> direct copies in lane
   order (what the per-lane pseudocode loop does when nothing faults); otherwise the per-lane loop below runs, with its exact checks.
-  With every lane active the addresses come from a straight loop of the wave's width (vectorised) and the copies move four lanes
-  at a time (csrc/emu_core.h plain_ld_full / plain_st_full)."""
+  With every lane active, or lanes 0..n-1 for n a multiple of four (tinygrad's workgroups of 16 threads), the addresses come
+  from a straight loop (vectorised) and the copies move four lanes at a time (csrc/emu_core.h plain_ld_full / plain_st_full)."""
   cp = (f"{{ uint32_t x; memcpy(&x, p + 4 * k, 4); VV[({r} + k) * MAXLANES + L] = x; }}" if kind == "load" else
         f"{{ uint32_t x = VV[({r} + k) * MAXLANES + L]; memcpy(p + 4 * k, &x, 4); }}")
   addr = "uint64_t a = A[L] = (sa ? sbase + va[L] : ((uint64_t)vah[L] << 32 | va[L])) + off; lo = a < lo ? a : lo; hi = a > hi ? a : hi;"
@@ -540,6 +540,8 @@ def _plain_fast(kind: str, n: int, r: str) -> list[str]:
   return ["  uint64_t A[MAXLANES], lo = ~0ull, hi = 0;",
           "  if (ex == w->c->wave_mask) {   /* every lane active */",
           f"    if (w->c->wave_size == 32) {{ {full(32)} }}", f"    else {{ {full(64)} }}",
+          "  } else if (ex && !(ex & (ex + 1)) && !(__builtin_popcountll(ex) & 3)) {   /* lanes 0..pn-1 (pn a multiple of four): a partial wave */",
+          f"    const int pn = __builtin_popcountll(ex); {full('pn')}",
           "  } else {",
           f"  for (uint64_t e = ex; e; e &= e - 1) {{ int L = __builtin_ctzll(e); {addr} }}",
           f"  if (ex && lanes_in_range(w, lo, hi, {4 * n})) {{",
