@@ -17,7 +17,7 @@ import ctypes, errno, functools, os, pathlib
 
 __all__ = ["copy_from_user", "copy_to_user", "move", "struct_in", "ioctl_arg", "readable", "writable", "pin", "efault", "PAGE"]
 
-PAGE, IOV_MAX, M64 = 0x1000, 1024, (1 << 64) - 1
+PAGE, M64 = 0x1000, (1 << 64) - 1
 
 class _Iovec(ctypes.Structure): _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
 
