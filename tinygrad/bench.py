@@ -3,9 +3,10 @@
 For each workload: the warm time (median of `--reps` runs after one warm-up run that compiles the kernels) of the whole
 tinygrad stack on the mock AMD GPU and on tinygrad's CPU backend, the runs alternating, and the median of the per-pair
 ratios (a shared machine's speed drifts within a minute), with the median mock run split into its
-kernels (the emulator's calls, `mockgpu.emu.api.DISPATCH_HOOKS`), its SDMA copies (`mockgpu.mock.sdma.COPY_HOOKS`) and the
-rest (tinygrad's Python, the mock's packet processing, waits and hand-overs between tinygrad's thread and the device
-thread); then, per kernel of one more warm run, the
+kernels (the emulator's calls, `mockgpu.emu.api.DISPATCH_HOOKS`), its SDMA copies (`mockgpu.mock.sdma.COPY_HOOKS`), the
+rest of the device thread's rounds (packets, signals, and waits for the GIL inside them: `mockgpu.usage` device seconds), the
+driver calls tinygrad made (`mockgpu.usage` driver seconds) and the rest (tinygrad's Python, and the device thread's wake-up
+and wait for the GIL before a round); then, per kernel of one more warm run, the
 emulator's wave-instructions and wave-instructions/s, translated or interpreted (`mockgpu.emu.api.DISPATCH_HOOKS`), and the
 emulator's own benchmark (`mockgpu emu bench`: the loop kernel and tinygrad's matmul kernel on the bare emulator, interpreted
 and translated). Then the median submit-to-signal round
@@ -35,11 +36,12 @@ def _workloads(np):
           ("elementwise 1M f32 (x*y+1)", lambda T, d: (T(x, device=d) * T(y, device=d) + 1).realize(), x * y + 1),
           ("sum 1M f32", lambda T, d: T(x, device=d).sum().realize(), x.astype(np.float64).sum())]
 
-def _time(fg, fc, reps:int, spent=lambda: (0.0, 0.0)) -> tuple[tuple[float, float, float], float, float, object]:
+def _time(fg, fc, reps:int, spent=lambda: (0.0,) * 4) -> tuple[tuple[float, ...], float, float, object]:
   """Runs of the mock (fg) and of the CPU (fc) alternating, `reps` of each after one warm-up of each (it compiles and caches
-  the kernels), so both see the same machine: a shared one drifts by 1.5x within a minute. Returns ((wall, kernel, copy)
-  seconds of the mock run with the median wall time, the CPU's median wall, the median of the per-pair ratios, the last
-  mock result); `spent()` gives the kernel and copy seconds so far (DISPATCH_HOOKS, COPY_HOOKS)."""
+  the kernels), so both see the same machine: a shared one drifts by 1.5x within a minute. Returns ((wall, kernel, copy,
+  device, driver) seconds of the mock run with the median wall time, the CPU's median wall, the median of the per-pair
+  ratios, the last mock result); `spent()` gives the kernel, copy, device-round and driver seconds so far (DISPATCH_HOOKS,
+  COPY_HOOKS, mockgpu.usage)."""
   def one(fn):
     t0 = time.perf_counter()
     out = fn()
@@ -48,10 +50,9 @@ def _time(fg, fc, reps:int, spent=lambda: (0.0, 0.0)) -> tuple[tuple[float, floa
   out, _ = fg(), fc()
   runs, cpu = [], []
   for _ in range(reps):
-    k0, c0 = spent()
+    s0 = spent()
     t, out = one(fg)
-    k1, c1 = spent()
-    runs.append((t, k1 - k0, c1 - c0))
+    runs.append((t, *(b - a for a, b in zip(s0, spent()))))
     cpu.append(one(fc)[0])
   return sorted(runs)[len(runs) // 2], statistics.median(cpu), statistics.median(g[0] / c for g, c in zip(runs, cpu)), out
 
@@ -145,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
   from tinygrad import Tensor, Device
   gpu, py_before = Device.DEFAULT, python_unit()   # no device thread yet: it starts with the first queue
   print(f"mockgpu bench: {args.dev} ({Device[gpu].arch}) vs CPU, warm medians of {args.reps} runs, emulator translator {args.xlat}\n")
-  print(f"{'workload':30s} {'mock s':>9s} {'CPU s':>9s} {'ratio':>7s}  result   of the mock s: {'kernels':>8s} {'copies':>8s} {'rest':>8s}")
+  print(f"{'workload':30s} {'mock s':>9s} {'CPU s':>9s} {'ratio':>7s}  result   of the mock s: {'kernels':>8s} {'copies':>8s} {'rounds':>8s} "
+        f"{'driver':>8s} {'rest':>8s}")
+  from mockgpu import usage
   from mockgpu.emu import api
   from mockgpu.mock.sdma import COPY_HOOKS
   bad, per_kernel, rec, spent = 0, [], [], [0.0, 0.0]   # spent: kernel and copy seconds so far
@@ -156,10 +159,13 @@ def main(argv: list[str] | None = None) -> int:
   api.DISPATCH_HOOKS.append(on_dispatch)
   COPY_HOOKS.append(on_copy)
   for name, fn, want in _workloads(np):
-    (tg, tk, tcp), tc, ratio, og = _time(lambda: fn(Tensor, gpu), lambda: fn(Tensor, "CPU"), args.reps, lambda: tuple(spent))
+    (tg, tk, tcp, tdev, tdrv), tc, ratio, og = _time(lambda: fn(Tensor, gpu), lambda: fn(Tensor, "CPU"), args.reps,
+                                                   lambda: (*spent, usage.totals["device_s"], usage.totals["driver_s"]))
+    trd = max(0.0, tdev - tk - tcp)   # the device thread's rounds without their kernels and copies: packets, signals, GIL waits
     ok = bool(np.allclose(og.numpy(), want, rtol=1e-3, atol=1e-2))
     bad += not ok
-    print(f"{name:30s} {tg:9.4f} {tc:9.4f} {ratio:6.1f}x  {'ok   ' if ok else 'WRONG'}                {tk:8.4f} {tcp:8.4f} {tg - tk - tcp:8.4f}")
+    print(f"{name:30s} {tg:9.4f} {tc:9.4f} {ratio:6.1f}x  {'ok   ' if ok else 'WRONG'}                {tk:8.4f} {tcp:8.4f} {trd:8.4f} "
+          f"{tdrv:8.4f} {tg - tk - tcp - trd - tdrv:8.4f}")
     for how in ("off", args.xlat):   # per kernel: one warm run interpreted, one as the table ran (sync: translated; auto: once hot or cached)
       os.environ["MOCKGPU_EMU_XLAT"] = how
       rec.clear()
