@@ -36,7 +36,7 @@ def _workloads(np):
           ("elementwise 1M f32 (x*y+1)", lambda T, d: (T(x, device=d) * T(y, device=d) + 1).realize(), x * y + 1),
           ("sum 1M f32", lambda T, d: T(x, device=d).sum().realize(), x.astype(np.float64).sum())]
 
-def _time(fg, fc, reps:int, spent=lambda: (0.0,) * 4) -> tuple[tuple[float, ...], float, float, object]:
+def _time(fg, fc, reps:int, spent) -> tuple[tuple[float, ...], float, float, object]:
   """Runs of the mock (fg) and of the CPU (fc) alternating, `reps` of each after one warm-up of each (it compiles and caches
   the kernels), so both see the same machine: a shared one drifts by 1.5x within a minute. Returns ((wall, kernel, copy,
   device, driver) seconds of the mock run with the median wall time, the CPU's median wall, the median of the per-pair

@@ -211,10 +211,11 @@ def test_full_wave_loads_and_stores(width, wave64, addr64, backend):
   np.testing.assert_array_equal(dst, _want(src, ldo, sto, width, np.ones(n, bool), dst.size))
 
 @pytest.mark.parametrize("backend", ["c", "python"])
-@pytest.mark.parametrize("width", [2, 4])
-def test_partial_exec_loads_and_stores(width, backend):
-  """Inactive lanes neither load nor store (their addresses point nowhere) and keep their registers."""
-  exec_lo = 0x5f3c_a0f7
+@pytest.mark.parametrize("exec_lo", [0x5f3c_a0f7, 0xffff, 0xfff, 0x3f])
+@pytest.mark.parametrize("width", [1, 2, 3, 4])
+def test_partial_exec_loads_and_stores(width, exec_lo, backend):
+  """Inactive lanes neither load nor store (their addresses point nowhere) and keep their registers: scattered lanes, and
+  lanes 0..n-1 (a workgroup of n threads; the wave-level copy takes n a multiple of four, 0x3f the per-lane one)."""
   active = np.array([(exec_lo >> l) & 1 for l in range(32)], bool)
   ldo, sto = _lane_tables(32, width, seed=3)
   ldo[~active] = 0xfff00000; sto[~active] = 0xfff00000
@@ -226,59 +227,25 @@ def test_partial_exec_loads_and_stores(width, backend):
   np.testing.assert_array_equal(got[~active], ldo[~active])   # v2 (the first destination dword) keeps the load offset
 
 @pytest.mark.parametrize("backend", ["c", "python"])
-@pytest.mark.parametrize("exec_lo", [0xffff, 0xfff, 0x3f])
-@pytest.mark.parametrize("width", [1, 3, 4])
-def test_prefix_exec_loads_and_stores(width, exec_lo, backend):
-  """Lanes 0..n-1 active (a workgroup of n threads; the wave-level copy takes n a multiple of four, 0x3f the per-lane one):
-  they load and store, the others neither, keeping their registers."""
-  active = np.array([(exec_lo >> l) & 1 for l in range(32)], bool)
-  ldo, sto = _lane_tables(32, width, seed=5)
-  ldo[~active] = 0xfff00000; sto[~active] = 0xfff00000
-  src, dst = np.arange(32 * 256 + 256, dtype=np.uint32) * 3 + 2, np.zeros(4 * 32 + 8, np.uint32)
-  bufs = Bufs(src, dst, ldo, sto)
-  st = run(_plain_prog(width, False, exec_lo), bufs, backend=backend)
-  np.testing.assert_array_equal(dst, _want(src, ldo, sto, width, active, dst.size))
-  got = np.array([st.state.vgprs[2][l] for l in range(32)], np.uint32)
-  np.testing.assert_array_equal(got[~active], ldo[~active])
-
-@pytest.mark.parametrize("backend", ["c", "python"])
 @pytest.mark.parametrize("store", [False, True])
-def test_prefix_exec_lane_faulting(store, backend):
-  """A workgroup of 16 threads (lanes 0..15 of a wave32), lane 9's b128 access crosses the end of the buffer: the fault
-  names lane 9 and the first missing dword; lanes 0..8 did their accesses, lane 9 none of its store."""
-  lim = 9 * 16 + 8
-  buf, out = np.arange(16 * 4, dtype=np.uint32) + 100, np.zeros(16 * 4, np.uint32)
+@pytest.mark.parametrize("lanes,bad", [(64, 40), (16, 9)])
+def test_lane_faulting_in_the_middle(lanes, bad, store, backend):
+  """Every lane of a wave64, or a workgroup of 16 threads (lanes 0..15 of a wave32), active; lane `bad`'s b128 access crosses
+  the end of the buffer: the fault names that lane and the first missing dword; the lanes before it did their accesses,
+  it none of its store."""
+  lim = bad * 16 + 8
+  buf, out = np.arange(lanes * 4, dtype=np.uint32) + 100, np.zeros(lanes * 4, np.uint32)
   bufs = Bufs(out); bufs.mem.add(buf.ctypes.data, lim, "short")
   us = (buf.ctypes.data & 0xffffffff, buf.ctypes.data >> 32, out.ctypes.data & 0xffffffff, out.ctypes.data >> 32)
   p = [v_lshlrev_b32_e32(v[1], 4, v[0])]
   if store: p += [*(v_add_nc_u32_e32(v[4 + k], 1000 * (k + 1), v[0]) for k in range(4)), global_store_b128(addr=v[1], data=v[4:7], saddr=s[0:1])]
   else: p += [global_load_b128(vdst=v[4:7], addr=v[1], saddr=s[0:1])]
-  with pytest.raises(GPUFault) as ei: run(p, bufs, sgprs=us, block=(16, 1, 1), backend=backend)
+  with pytest.raises(GPUFault) as ei: run(p, bufs, sgprs=us, block=(lanes, 1, 1), wave64=lanes == 64, backend=backend)
   r = ei.value.report
-  assert (r.kind, r.lane, r.size, r.offset) == ("write" if store else "read", 9, 4, lim)
+  assert (r.kind, r.lane, r.size, r.offset) == ("write" if store else "read", bad, 4, lim)
   if store:
-    want = np.arange(16 * 4, dtype=np.uint32) + 100
-    want[:36] = (np.arange(9)[:, None] + 1000 * np.arange(1, 5)[None, :]).reshape(-1)
-    np.testing.assert_array_equal(buf, want)
-
-@pytest.mark.parametrize("backend", ["c", "python"])
-@pytest.mark.parametrize("store", [False, True])
-def test_wave64_lane_faulting_in_the_middle(store, backend):
-  """Every lane of a wave64 active, lane 40's b128 access crosses the end of the buffer: the fault names lane 40 and the
-  first missing dword; lanes 0..39 did their accesses, lane 40 none of its store."""
-  lim = 40 * 16 + 8
-  buf, out = np.arange(64 * 4, dtype=np.uint32) + 100, np.zeros(64 * 4, np.uint32)
-  bufs = Bufs(out); bufs.mem.add(buf.ctypes.data, lim, "short")
-  us = (buf.ctypes.data & 0xffffffff, buf.ctypes.data >> 32, out.ctypes.data & 0xffffffff, out.ctypes.data >> 32)
-  p = [v_lshlrev_b32_e32(v[1], 4, v[0])]
-  if store: p += [*(v_add_nc_u32_e32(v[4 + k], 1000 * (k + 1), v[0]) for k in range(4)), global_store_b128(addr=v[1], data=v[4:7], saddr=s[0:1])]
-  else: p += [global_load_b128(vdst=v[4:7], addr=v[1], saddr=s[0:1])]
-  with pytest.raises(GPUFault) as ei: run(p, bufs, sgprs=us, block=(64, 1, 1), wave64=True, backend=backend)
-  r = ei.value.report
-  assert (r.kind, r.lane, r.size, r.offset) == ("write" if store else "read", 40, 4, lim)
-  if store:
-    want = np.arange(64 * 4, dtype=np.uint32) + 100
-    want[:160] = (np.arange(40)[:, None] + 1000 * np.arange(1, 5)[None, :]).reshape(-1)
+    want = np.arange(lanes * 4, dtype=np.uint32) + 100
+    want[:4 * bad] = (np.arange(bad)[:, None] + 1000 * np.arange(1, 5)[None, :]).reshape(-1)
     np.testing.assert_array_equal(buf, want)
 
 @pytest.mark.parametrize("backend", ["c", "python"])
