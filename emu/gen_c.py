@@ -330,10 +330,10 @@ def _lane_loop(n: int, inner: list[str], vcc: str = "", zero: tuple[str, ...] = 
             f"{' '.join(f'{x} = lanes_pack(bo{m}, {n});' for m, x in mem.items())} }}")
   if not vcc: return f"{head} {{ s.laneId = (uint64_t)L; {' '.join(inner)} }}"
   w = vcc == "rw"
-  vdecl = f"uint32_t vout[{n}]{' = {0}' if part else ''}; " if w else ""
+  vdecl, pack = (f"uint32_t vout[{n}]; ", f"lanes_pack_n(vout, {nl})" if part else f"lanes_pack(vout, {n})") if w else ("", "")
   return (f"{{ const uint64_t vin = s.VCC; uint64_t cin[{n}]; {vdecl}lanes_unpack(vin, cin, {n}); "
           f"{head} {{ s.laneId = 0; s.VCC = cin[L]; {' '.join(inner)}{' vout[L] = (uint32_t)s.VCC;' if w else ''} }} "
-          f"s.VCC = {f'(vin & ~{_full(n)}) | lanes_pack(vout, {n})' if w else 'vin'}; }}")
+          f"s.VCC = {f'(vin & ~{_full(n)}) | {pack}' if w else 'vin'}; }}")
 
 def _vcc_lanes(u: Usage) -> str:   # _lane_loop's vcc for an entry of usage `u`
   return ("rw" if "VCC" in u.writes else "r") if u.lane_index_only and u.lane_bits == {"VCC"} else ""

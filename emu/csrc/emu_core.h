@@ -94,10 +94,14 @@ typedef struct {
   Wave *waves;
 } WgMem;
 
-/* multi-core dispatch (emu_sched.c run_parallel): threads claim workgroups in index order from `next`; `stop` is the lowest
- * index of a workgroup that stopped the dispatch (UINT64_MAX: none): no thread claims past it, one running a higher one leaves it */
-typedef struct Par { uint64_t next, stop, total; uint32_t started, nmax; void *ks; void *xlat; } Par;   /* ks, started of nmax: run_parallel's
-   workers; xlat: the translated kernel they run (adopted mid-dispatch by the calling thread) */
+/* multi-core dispatch (emu_sched.c run_parallel): threads claim runs of `chunk` workgroups in index order from `next` (alone in
+ * its cache line: every claim writes it, while every wave reads `xlat` and every workgroup `stop`); `stop` is the lowest index of
+ * a workgroup that stopped the dispatch (UINT64_MAX: none): no thread runs past it, one running a higher one leaves it */
+typedef struct Par {
+  _Alignas(64) uint64_t next;
+  _Alignas(64) uint64_t stop, total, chunk; uint32_t started, nmax; void *ks;
+  void *xlat;   /* ks, started of nmax: run_parallel's workers; xlat: the translated kernel they run (adopted mid-dispatch by the calling thread) */
+} Par;
 /* the calling thread's hold on the GIL during a dispatch with a GIL policy (emu_xlat.h) */
 typedef struct Gil { void *ts; int held; double next, period; } Gil;
 

@@ -100,8 +100,9 @@ static void init_wave(Ctx *c, Wave *w, int id) {
   uint32_t bx = a->block[0], by = a->block[1], nt = bx * by * a->block[2], t0 = id * c->wave_size;
   uint32_t x = t0 % bx, y = t0 / bx % by, z = t0 / (bx * by);   /* lane 0's thread ids; the others count on (no divisions per lane) */
   uint64_t exec = 0;
-  if (x + c->wave_size <= bx && t0 + c->wave_size <= nt) {   /* the whole wave in one row of x: a vectorised loop */
-    for (uint32_t L = 0; L < c->wave_size; L++) w->v[L] = (x + L) | y << 10 | z << 20;
+  if (x + c->wave_size <= bx && t0 + c->wave_size <= nt) {   /* the whole wave in one row of x: a vectorised loop (locals: no aliasing) */
+    uint32_t *v = w->v, yz = y << 10 | z << 20;
+    for (uint32_t L = 0, n = c->wave_size; L < n; L++) v[L] = (x + L) | yz;
     wr_exec(w, c->wave_mask); return;
   }
   for (uint32_t L = 0; L < c->wave_size; L++) {
@@ -239,7 +240,7 @@ static void run_grid(Ctx *c) {
 /* ---------------- multi-core dispatch ----------------
  * Without dispatch-wide state (GWS, the ordered count, the emulated clock) one workgroup cannot see another except through
  * memory, and the scheduler above runs them one after another in index order. run_parallel gives the workgroups to threads in
- * the same order (each thread one at a time, its own Ctx, decode cache and wave state) and makes every result the one-thread
+ * the same order (each thread a run of them at a time, one after another, with its own Ctx, decode cache and wave state) and makes every result the one-thread
  * run would give: the dispatch stops at the lowest workgroup that stopped (its fault record), and the counts are those of the
  * workgroups below it plus its own. prescan decides: every instruction the code can reach (fall-through and SIMM16 branches,
  * gen_c.FLOW) is decoded first, and a reachable dispatch-wide op or a jump no scan can follow (S_SETPC_B64, ...) keeps the
@@ -284,9 +285,10 @@ static int prescan(Ctx *c) {
 
 typedef struct { uint64_t idx, count; } WgCount;   /* a finished workgroup and the wave-instructions it executed */
 typedef struct {
-  Ctx c; EmuArgs a; pthread_t th;
+  _Alignas(64) Ctx c; EmuArgs a; pthread_t th;
   uint64_t fidx, fcount;        /* the workgroup that stopped this thread (UINT64_MAX: none) and what it executed until then */
   WgCount *done; uint64_t ndone, cap;
+  _Alignas(64) char end[1];     /* nothing of the next worker's shares a cache line with this one's */
 } Worker;
 
 static void *worker_run(void *arg);
@@ -298,12 +300,12 @@ static void par_grow(Par *p) {
 
 static void *worker_run(void *arg) {
   Worker *k = arg; Ctx *c = &k->c; Par *p = c->par;
-  for (;;) {
+  for (uint64_t idx = 0, end = 0;; idx++) {
     if (UNLIKELY(c->gil)) {
       if (c->icount >= c->gil_at) gil_poll(c);
       if (c->gil->held && p->started < p->nmax) par_grow(p);
     }
-    uint64_t idx = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+    if (idx == end) { idx = __atomic_fetch_add(&p->next, p->chunk, __ATOMIC_RELAXED); end = idx + p->chunk; }
     if (idx >= p->total || idx > __atomic_load_n(&p->stop, __ATOMIC_RELAXED)) break;
     uint64_t i0 = c->icount;
     c->wg_idx = idx;
@@ -344,7 +346,9 @@ static int run_parallel(Ctx *c, uint32_t nth, uint32_t nmax, uint64_t total) {
   EmuArgs *a = c->a;
   Worker *ks = calloc(nmax, sizeof(Worker));
   if (!ks) return 0;
-  Par par = {0, UINT64_MAX, total, 0, nmax, ks, a->xlat};
+  /* a claim per run of workgroups, short enough that the threads finish within a few workgroups of each other */
+  Par par = {.next = 0, .stop = UINT64_MAX, .total = total, .chunk = total / (16 * (uint64_t)nmax), .nmax = nmax, .ks = ks, .xlat = a->xlat};
+  par.chunk = par.chunk < 1 ? 1 : par.chunk > 16 ? 16 : par.chunk;
   uint32_t ready = 0;
   for (uint32_t i = 0; i < nmax; i++) {
     Worker *k = &ks[i]; Ctx *kc = &k->c;
