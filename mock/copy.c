@@ -45,18 +45,28 @@ static void leave(void) {
   pthread_mutex_unlock(&lock);
 }
 
-/* copy n bytes from src to dst (non-overlapping): 0, or -1 if a fault stopped it (some bytes may have been copied) */
-int mock_copy(void *dst, const void *src, size_t n) {
+/* fn(arg) with a fault inside it caught: 0, or -1 if a fault stopped it (what it did before the fault stays done). Also the
+ * SDMA fast path's guard (mock/sdma.c) */
+int mock_guard(void (*fn)(void *), void *arg) {
   sigjmp_buf here;
   volatile int r = 0;
   enter();
   if (!sigsetjmp(here, 0)) {
     jump = &here;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);   /* the handler sees `jump` before the copy starts, and until it ends */
-    memcpy(dst, src, n);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);   /* the handler sees `jump` before fn starts, and until it ends */
+    fn(arg);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
   } else r = -1;
   jump = 0;
   leave();
   return r;
+}
+
+typedef struct { void *dst; const void *src; size_t n; } Copy;
+static void copy(void *arg) { Copy *c = arg; memcpy(c->dst, c->src, c->n); }
+
+/* copy n bytes from src to dst (non-overlapping): 0, or -1 if a fault stopped it (some bytes may have been copied) */
+int mock_copy(void *dst, const void *src, size_t n) {
+  Copy c = {dst, src, n};
+  return mock_guard(copy, &c);
 }

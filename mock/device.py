@@ -8,11 +8,10 @@ round over its queues or channels). A queue error stops that queue and is report
 events, NV debugger controls); an error of the model outside any queue is printed once per message and the thread keeps
 polling (contract: docs/contracts/kfd.md section 8)."""
 from __future__ import annotations
-import contextlib, ctypes, errno, functools, gc, mmap, os, pathlib, sys, threading, time, traceback, weakref
+import contextlib, ctypes, errno, functools, gc, mmap, os, sys, threading, time, traceback, weakref
 from tinygrad.runtime.autogen import libc
-from mockgpu import cbuild
 from mockgpu.emu.memory import MemoryMap
-from mockgpu.errors import BuildError, MockGPUError
+from mockgpu.errors import MockGPUError
 from mockgpu.mock import uaccess
 from mockgpu.mock.errors import QueueFault
 from mockgpu.usage import timed
@@ -128,17 +127,13 @@ class WaitWatch:
             "fault for a waiting queue, so tinygrad raises RuntimeError with an empty message (its 'Wait timeout' error is the context)",
             file=sys.stderr)
 
-IDLE_C = pathlib.Path(__file__).with_name("idle.c")
-
 @functools.cache
 def idle_waiter():
-  """The C idle wait (`mock/idle.c`, compiled once into the library cache: `mock_idle_set`, `mock_idle_wait`; loaded once
-  per process), or None without a C compiler (the device thread then polls in Python)."""
-  src = IDLE_C.read_text()
-  try: path = cbuild.shared_library("mock-idle-", [src], ("-O2", "-fPIC", "-std=gnu11"), lambda: ([src], {}), 4, what="the device thread's idle wait")[0]
-  except BuildError: return None
-  lib = ctypes.CDLL(str(path))
-  lib.mock_idle_set.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32]
+  """The C idle wait (`mock/idle.c` in uaccess.dma_library: `mock_idle_set`, `mock_idle_wait`, called with the GIL released),
+  or None without a C compiler (the device thread then polls in Python)."""
+  if (dma:=uaccess.dma_library()) is None: return None
+  lib = ctypes.CDLL(dma._name)
+  lib.mock_idle_set.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32]
   lib.mock_idle_set.restype, lib.mock_idle_wait.argtypes, lib.mock_idle_wait.restype = None, [], ctypes.c_int
   return lib
 
@@ -185,9 +180,10 @@ class DeviceThread:
     try:
       with timed("device_s"): progress = model.run_once()
       if not progress and self.waiter is not None and (ws:=model.idle_words()) is not None:   # set up here, with the GC off
-        self.watched = ((ctypes.c_void_p * len(ws))(*[ctypes.addressof(w) for w, _ in ws]), (ctypes.c_uint64 * len(ws))(*[v for _, v in ws]),
-                           [w for w, _ in ws])   # the words are kept alive while the thread waits on them, the model need not be
-        self.waiter.mock_idle_set(self.watched[0], self.watched[1], len(ws), self.IDLE_NAP_MIN_US, self.IDLE_NAP_MAX_US,
+        self.watched = ((ctypes.c_void_p * len(ws))(*[ctypes.addressof(w) for w, _, _ in ws]), (ctypes.c_uint64 * len(ws))(*[v for _, v, _ in ws]),
+                        (ctypes.c_void_p * len(ws))(*[ctypes.addressof(f[0]) if f else None for _, _, f in ws]),
+                        ws)   # the words and a queue's C state are kept alive while the thread waits on them, the model need not be
+        self.waiter.mock_idle_set(self.watched[0], self.watched[1], self.watched[2], len(ws), self.IDLE_NAP_MIN_US, self.IDLE_NAP_MAX_US,
                                   self.IDLE_TIMEOUT_US)
         self.idle = True
       return progress

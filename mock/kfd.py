@@ -69,6 +69,9 @@ class KFD:
     self.profile, self.autorun, self.lock = profile, autorun, threading.RLock()
     self.cond = threading.Condition(self.lock)
     self.ioctls = ctypes.c_uint64(0)   # ioctls served (idle_words)
+    # the engines' C is mapped before any guest memory exists: loaded later, it could land in a range the CPU unmapped while the
+    # GPU still maps it, and an engine's write there (C or syscall alike) would overwrite the library
+    uaccess.dma_library()
     self.nodes = [GPUNode(n, GPU_ID_BASE + n, RENDER_MINOR_BASE + n - 1) for n in range(1, n_gpus + 1)]
     self.tree, self.roots = build_tree(profile, self.nodes), virtual_roots(self.nodes)
     self.gpus: dict[int, GPU] = {}
@@ -329,14 +332,15 @@ class KFD:
       if progress: self.cond.notify_all()
       return progress
 
-  def idle_words(self) -> list[tuple[ctypes.c_uint64, int]] | None:
-    """For the device thread's idle wait: (word, value seen) of the ioctl counter and of every live queue's doorbell (in the
-    GPUs' doorbell pages, which are never unmapped); None while a queue waits on guest memory or a packet's rest, which
+  def idle_words(self) -> list[tuple[ctypes.c_uint64, int, tuple|None]] | None:
+    """For the device thread's idle wait: (word, value seen, what C runs the queue with or None) of the ioctl counter and of
+    every live queue's doorbell (in the GPUs' doorbell pages, which are never unmapped); an SDMA queue's packets run in C
+    right when its doorbell moves (SDMAQueue.fast_words). None while a queue waits on guest memory or a packet's rest, which
     only a round in Python can re-check."""
     with self.lock:
       qs = [q for g in self.gpus.values() for q in g.queues if q.error is None]
       if any(q.blocked_on for q in qs): return None
-      return [(self.ioctls, self.ioctls.value), *[(q.doorbell, q.seen) for q in qs]]
+      return [(self.ioctls, self.ioctls.value, None), *[(q.doorbell, q.seen, q.fast_words() if isinstance(q, SDMAQueue) else None) for q in qs]]
 
   def run_until_idle(self, max_rounds:int=10000) -> int:
     """Run rounds until no queue makes progress (all done or blocked). Returns the number of rounds with progress."""

@@ -3,25 +3,58 @@ dwords); handlers are the `SDMAQueue` methods named after their packet and retur
 
 Pointers are in bytes. tinygrad never splits a packet across the ring end; it zero-fills the tail instead, so NOP (op 0)
 is a one-dword packet (longer with its count field). The read pointer is published after progress (tinygrad polls it
-for ring space)."""
+for ring space).
+
+Where GPU addresses are host addresses checked against the GPU's MemoryMap alone (the KFD model), the packets tinygrad's
+copies use run in C first (mock/sdma.c, `_Fast`): from the queue's step, and from the device thread's idle wait without the
+GIL as soon as the doorbell moves (`fast_words`), so a copy runs beside tinygrad's Python instead of waiting for the GIL. C
+stops at any packet it cannot complete (TRAP, a poll that must wait, a bad address or packet, a changed map) and the
+handlers below execute it: they are the reference semantics and report every error. Not with MOCKGPU_TRACE (every packet
+is printed from Python)."""
 from __future__ import annotations
-import importlib, struct, time
-from typing import Callable
+import ctypes, functools, importlib, struct, time
+from typing import NamedTuple
 from mockgpu.mock import uaccess
 from mockgpu.mock.errors import PacketError, QueueFault
-from mockgpu.mock.device import GONE
+from mockgpu.mock.device import GONE, DeviceMemory
 from mockgpu.mock.gpu import GPU, TRACE, Queue, gpu_clock
 from mockgpu.mock.pm4 import COMPARE, poll
+from mockgpu.emu.memory import Spans
 
-__all__ = ["SDMAQueue", "SDMA_PACKETS", "COPY_HOOKS"]
+__all__ = ["SDMAQueue", "SDMA_PACKETS", "CopyTotals", "copy_totals"]
 
-# called as hook(bytes, seconds) after every COPY_LINEAR that completed (`mockgpu bench` splits each workload's time with it);
-# costs nothing while empty (the default)
-COPY_HOOKS: list[Callable[[int, float], None]] = []
+M64 = (1 << 64) - 1
+
+_py_copies = [0, 0, 0.0]   # COPY_LINEAR copies, bytes, seconds of the Python handler
+
+class CopyTotals(NamedTuple):
+  copies: int; bytes: int; seconds: float
+  idle_seconds: float   # the part of `seconds` copied from the device thread's idle wait, outside its rounds (mockgpu.usage device_s)
+
+def copy_totals() -> CopyTotals:
+  """Every COPY_LINEAR completed so far in this process, by C and by Python (`mockgpu bench` splits each workload's time with it)."""
+  n, b, t = _py_copies
+  if (lib:=uaccess.dma_library()) is None: return CopyTotals(n, b, t, 0.0)
+  def c(name:str) -> int: return ctypes.c_uint64.in_dll(lib, name).value
+  return CopyTotals(n + c("mock_sdma_copies"), b + c("mock_sdma_bytes"), t + c("mock_sdma_ns") / 1e9, c("mock_idle_copy_ns") / 1e9)
+
+class _Fast(ctypes.Structure):   # mock/sdma.c SdmaQ
+  _fields_ = [*[(n, ctypes.c_uint64) for n in ("ring", "ring_size", "rptr_addr")], ("doorbell", ctypes.c_void_p), ("rptr", ctypes.c_uint64),
+              ("spans", ctypes.c_void_p), ("nspans", ctypes.c_uint64), ("version", ctypes.c_uint64), ("live", ctypes.c_void_p),
+              *[(n, ctypes.c_uint32) for n in ("op_nop", "op_copy", "op_fence", "op_poll", "op_timestamp", "op_write", "sub_copy", "sub_timestamp",
+                                               "count_mask", "budget")]]
+
+@functools.cache
+def fast_run():
+  """mock/sdma.c's `mock_sdma_run` (called holding the GIL), or None: no C library, or MOCKGPU_TRACE."""
+  if TRACE or (lib:=uaccess.dma_library()) is None: return None
+  (fn:=lib.mock_sdma_run).argtypes, fn.restype = [ctypes.c_void_p], ctypes.c_int
+  return fn
 
 class SDMAQueue(Queue):
   """An SDMA queue (KFD queue type SDMA). Packet formats come from tinygrad's `autogen.am.sdma_*` for the GPU's SDMA IP."""
   engine, put_unit = "SDMA", 4
+  fast: _Fast|None = None   # the C fast path's state (its rptr is the queue's), None where it does not run
 
   def __init__(self, gpu:GPU, *args):
     super().__init__(gpu, *args)
@@ -29,10 +62,43 @@ class SDMAQueue(Queue):
     self.sdma = importlib.import_module(f"tinygrad.runtime.autogen.am.sdma_{v[0]}_0_0")
     self.count_mask = self.sdma.SDMA_PKT_COPY_LINEAR_COUNT_count_mask
     self.handlers = {getattr(self.sdma, f"SDMA_OP_{name}"): (name, fn, n) for name, (fn, n) in SDMA_PACKETS.items()}
+    self.declined, self.spans = -1, None   # the read pointer C last stopped at; the Spans its snapshot reads (kept alive)
+    if type(gpu).accessible is DeviceMemory.accessible and fast_run() is not None:   # not behind the AM driver's page tables
+      sd = self.sdma
+      self.fast = _Fast(ring=self.ring, ring_size=self.ring_size, rptr_addr=self.rptr_addr, doorbell=ctypes.addressof(self.doorbell),
+                        rptr=self._rptr, version=M64, live=ctypes.addressof(gpu.memory.cversion), op_nop=sd.SDMA_OP_NOP, op_copy=sd.SDMA_OP_COPY,
+                        op_fence=sd.SDMA_OP_FENCE, op_poll=sd.SDMA_OP_POLL_REGMEM, op_timestamp=sd.SDMA_OP_TIMESTAMP, op_write=sd.SDMA_OP_WRITE,
+                        sub_copy=sd.SDMA_SUBOP_COPY_LINEAR, sub_timestamp=sd.SDMA_SUBOP_TIMESTAMP_GET_GLOBAL, count_mask=self.count_mask,
+                        budget=self.budget)
+
+  @property
+  def rptr(self) -> int: return self._rptr if self.fast is None else self.fast.rptr
+  @rptr.setter
+  def rptr(self, v:int):
+    if self.fast is None: self._rptr = v
+    else: self.fast.rptr = v
+
+  def fast_words(self) -> tuple[_Fast, Spans]|None:
+    """What the device thread's idle wait runs this queue's packets with (mock/idle.c; both kept alive meanwhile), or None."""
+    if self.fast is None or self.error is not None: return None
+    self._snapshot()
+    return self.fast, self.spans
+
+  def _snapshot(self):
+    """C's copy of the GPU's mapped ranges, at the map's version read before them (a newer one only makes C stop)."""
+    if self.fast.version != (v:=self.gpu.memory.version) or self.spans is None:
+      exact, mapped = self.gpu.memory.spans()
+      self.spans = exact if self.gpu.memory.strict else mapped
+      self.fast.spans, self.fast.nspans, self.fast.version = ctypes.addressof(self.spans.words()), len(self.spans), v
 
   def bad(self, msg:str) -> PacketError: return PacketError("SDMA", self.where, self.header, msg)
 
   def step(self) -> bool:
+    if self.fast is not None and self.rptr != self.declined:   # C first, from a packet it has not stopped at before
+      self._snapshot()
+      before = self.rptr
+      if fast_run()(ctypes.byref(self.fast)) == 1: self.declined = self.rptr
+      if self.rptr != before: return True
     pos, end = self.rptr, self.put
     if pos >= end: return False
     self.where, self.header = f"ring byte {pos:#x}", (header:=self.dword(pos // 4))
@@ -66,11 +132,11 @@ class SDMAQueue(Queue):
     self._subop(header, self.sdma.SDMA_SUBOP_COPY_LINEAR, "COPY")
     size = (count & self.count_mask) + 1
     dst, src = self._addr(dst_lo, dst_hi, size, "COPY_LINEAR destination"), self._addr(src_lo, src_hi, size, "COPY_LINEAR source")
-    t0 = time.perf_counter() if COPY_HOOKS else 0.0
+    t0 = time.perf_counter()
     if uaccess.move(dst, src, size) != size:   # mapped to the GPU but unmapped by the CPU since: a fault, never a SIGSEGV
       bad, what = (src, "COPY_LINEAR source") if not uaccess.readable(src, size) else (dst, "COPY_LINEAR destination")
       raise QueueFault("SDMA", bad, size, what, GONE)
-    for h in COPY_HOOKS: h(size, time.perf_counter() - t0)
+    _py_copies[0] += 1; _py_copies[1] += size; _py_copies[2] += time.perf_counter() - t0
     return True
 
   def write(self, header:int, lo:int, hi:int, count:int, *data:int) -> bool:

@@ -15,7 +15,7 @@ to the syscalls only when it faults: a 2 MB SDMA copy of tinygrad's took 0.8 ms 
 from __future__ import annotations
 import ctypes, errno, functools, os, pathlib
 
-__all__ = ["copy_from_user", "copy_to_user", "move", "struct_in", "ioctl_arg", "readable", "writable", "pin", "efault", "PAGE"]
+__all__ = ["copy_from_user", "copy_to_user", "move", "dma_library", "struct_in", "ioctl_arg", "readable", "writable", "pin", "efault", "PAGE"]
 
 PAGE, M64 = 0x1000, (1 << 64) - 1
 
@@ -85,14 +85,22 @@ def copy_to_user(addr:int, data, what:str):
 FAST_MIN = 1 << 16   # bytes from which `move` copies in C (mock/copy.c); below, one syscall costs less than its set-up
 
 @functools.cache
-def _copier():
-  """mock/copy.c's mock_copy (compiled once into the library cache, called holding the GIL), or None without a C compiler."""
+def dma_library() -> ctypes.PyDLL | None:
+  """The engines' C (mock/copy.c's guarded copy, mock/sdma.c's SDMA fast path, mock/idle.c's idle wait), compiled once into the
+  library cache, loaded to be called holding the GIL (the idle wait loads it again to release it), or None without a C compiler or
+  a usable cache directory."""
   from mockgpu import cbuild
   from mockgpu.errors import BuildError
-  src = pathlib.Path(__file__).with_name("copy.c").read_text()
-  try: path = cbuild.shared_library("mock-copy-", [src], ("-O2", "-fPIC", "-std=gnu11"), lambda: ([src], {}), 4, what="the DMA copy")[0]
-  except (BuildError, OSError): return None   # no C compiler or no usable cache directory: the syscalls copy everything
-  (fn := ctypes.PyDLL(str(path)).mock_copy).argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t], ctypes.c_int
+  srcs = [pathlib.Path(__file__).with_name(f).read_text() for f in ("copy.c", "sdma.c", "idle.c")]
+  try: path = cbuild.shared_library("mock-dma-", srcs, ("-O2", "-fPIC", "-std=gnu11"), lambda: (srcs, {}), 4, what="the DMA engines")[0]
+  except (BuildError, OSError): return None
+  return ctypes.PyDLL(str(path))
+
+@functools.cache
+def _copier():
+  """mock/copy.c's mock_copy, or None without the library (the syscalls then copy everything)."""
+  if (lib:=dma_library()) is None: return None
+  (fn := lib.mock_copy).argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t], ctypes.c_int
   return fn
 
 def move(dst:int, src:int, n:int) -> int:

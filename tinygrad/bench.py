@@ -3,7 +3,7 @@
 For each workload: the warm time (median of `--reps` runs after one warm-up run that compiles the kernels) of the whole
 tinygrad stack on the mock AMD GPU and on tinygrad's CPU backend, the runs alternating, and the median of the per-pair
 ratios (a shared machine's speed drifts within a minute), with the median mock run split into its
-kernels (the emulator's calls, `mockgpu.emu.api.DISPATCH_HOOKS`), its SDMA copies (`mockgpu.mock.sdma.COPY_HOOKS`), the
+kernels (the emulator's calls, `mockgpu.emu.api.DISPATCH_HOOKS`), its SDMA copies (`mockgpu.mock.sdma.copy_totals`), the
 rest of the device thread's rounds (packets, signals, and waits for the GIL inside them: `mockgpu.usage` device seconds), the
 driver calls tinygrad made (`mockgpu.usage` driver seconds) and the rest (tinygrad's Python, and the device thread's wake-up
 and wait for the GIL before a round); then, per kernel of one more warm run, the
@@ -38,10 +38,10 @@ def _workloads(np):
 
 def _time(fg, fc, reps:int, spent) -> tuple[tuple[float, ...], float, float, object]:
   """Runs of the mock (fg) and of the CPU (fc) alternating, `reps` of each after one warm-up of each (it compiles and caches
-  the kernels), so both see the same machine: a shared one drifts by 1.5x within a minute. Returns ((wall, kernel, copy,
-  device, driver) seconds of the mock run with the median wall time, the CPU's median wall, the median of the per-pair
-  ratios, the last mock result); `spent()` gives the kernel, copy, device-round and driver seconds so far (DISPATCH_HOOKS,
-  COPY_HOOKS, mockgpu.usage)."""
+  the kernels), so both see the same machine: a shared one drifts by 1.5x within a minute. Returns ((wall, *what `spent`
+  counts) seconds of the mock run with the median wall time, the CPU's median wall, the median of the per-pair ratios, the
+  last mock result); `spent()` gives the seconds so far of what the mock's time is split into (here: kernels, copies and
+  their part outside the device rounds, device rounds, driver calls: DISPATCH_HOOKS, copy_totals, mockgpu.usage)."""
   def one(fn):
     t0 = time.perf_counter()
     out = fn()
@@ -150,18 +150,16 @@ def main(argv: list[str] | None = None) -> int:
         f"{'driver':>8s} {'rest':>8s}")
   from mockgpu import usage
   from mockgpu.emu import api
-  from mockgpu.mock.sdma import COPY_HOOKS
-  bad, per_kernel, rec, spent = 0, [], [], [0.0, 0.0]   # spent: kernel and copy seconds so far
+  from mockgpu.mock.sdma import copy_totals
+  bad, per_kernel, rec, spent = 0, [], [], [0.0]   # spent: kernel seconds so far
   def on_dispatch(d, st):
     rec.append((d, st))
     spent[0] += st.seconds
-  def on_copy(n, s): spent[1] += s
   api.DISPATCH_HOOKS.append(on_dispatch)
-  COPY_HOOKS.append(on_copy)
   for name, fn, want in _workloads(np):
-    (tg, tk, tcp, tdev, tdrv), tc, ratio, og = _time(lambda: fn(Tensor, gpu), lambda: fn(Tensor, "CPU"), args.reps,
-                                                   lambda: (*spent, usage.totals["device_s"], usage.totals["driver_s"]))
-    trd = max(0.0, tdev - tk - tcp)   # the device thread's rounds without their kernels and copies: packets, signals, GIL waits
+    (tg, tk, tcp, tci, tdev, tdrv), tc, ratio, og = _time(lambda: fn(Tensor, gpu), lambda: fn(Tensor, "CPU"), args.reps,
+                                                        lambda: (*spent, *copy_totals()[2:], usage.totals["device_s"], usage.totals["driver_s"]))
+    trd = max(0.0, tdev - tk - (tcp - tci))   # the device thread's rounds without their kernels and copies: packets, signals, GIL waits
     ok = bool(np.allclose(og.numpy(), want, rtol=1e-3, atol=1e-2))
     bad += not ok
     print(f"{name:30s} {tg:9.4f} {tc:9.4f} {ratio:6.1f}x  {'ok   ' if ok else 'WRONG'}                {tk:8.4f} {tcp:8.4f} {trd:8.4f} "

@@ -21,19 +21,21 @@ def test_roundtrip_all_dtypes(run, dev):
   assert r.pop("arch") == "gfx1100" and r.pop("small") == [1, 2, 3]
   assert all(r.values()), r
 
-def test_copy_hooks_see_every_sdma_copy(run):
-  # mockgpu.mock.sdma.COPY_HOOKS (what `mockgpu bench` splits its workloads with): 12 MiB in and out through the 2 MiB bounce
-  # buffers are six 2 MiB copies each way, every one seen with its size and a time
+def test_copy_totals_count_every_sdma_copy(run):
+  # mockgpu.mock.sdma.copy_totals (what `mockgpu bench` splits its workloads with): 12 MiB in and out through the 2 MiB bounce
+  # buffers are six 2 MiB copies each way, counted with their bytes and time when tinygrad's copy returns (most ran in C,
+  # from the device thread's idle wait: mock/sdma.c)
   r = run("""
     import numpy as np
-    from mockgpu.mock.sdma import COPY_HOOKS
+    from mockgpu.mock.sdma import copy_totals
     from tinygrad import Tensor
-    seen = []
-    COPY_HOOKS.append(lambda n, s: seen.append((n, s)))
     big = np.random.default_rng(1).standard_normal(3 << 20).astype("float32")
+    t0 = copy_totals()
     ok = bool((Tensor(big, device="AMD").numpy() == big).all())
-    out({"ok": ok, "sizes": [n for n, _ in seen], "timed": all(s > 0 for _, s in seen)})""").result
-  assert r == {"ok": True, "sizes": [2 << 20] * 12, "timed": True}, r
+    t1 = copy_totals()
+    out({"ok": ok, "copies": t1.copies - t0.copies, "bytes": t1.bytes - t0.bytes, "timed": t1.seconds > t0.seconds,
+         "idle": t1.idle_seconds > t0.idle_seconds})""").result
+  assert r == {"ok": True, "copies": 12, "bytes": 24 << 20, "timed": True, "idle": True}, r
 
 def test_copy_between_gpus(run):
   r = run("""

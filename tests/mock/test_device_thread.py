@@ -78,7 +78,7 @@ def test_an_idle_gpu_is_waited_for_in_c_and_a_doorbell_or_an_ioctl_wakes_it(drv)
   q.pm4(*release(sig, 1))
   wait_for(lambda: drv.u32(sig) == 1, "the first queue's packet")
   q2 = drv.queue(0)   # an ioctl while idle: the next wait watches the new queue's doorbell too
-  words = {ctypes.addressof(w): v for w, v in drv.kfd.idle_words()}
+  words = {ctypes.addressof(w): v for w, v, _ in drv.kfd.idle_words()}
   assert words[ctypes.addressof(q2.q.doorbell)] == 0 and words[ctypes.addressof(drv.kfd.ioctls)] == drv.kfd.ioctls.value
   q2.pm4(*release(sig + 8, 2))
   wait_for(lambda: drv.u32(sig + 8) == 2, "the new queue's packet")
@@ -94,3 +94,21 @@ def test_a_queue_waiting_on_guest_memory_is_polled_in_python(drv):
   ctypes.c_uint32.from_address(sig).value = 1
   drv.run()
   assert drv.u32(sig + 8) == 5 and drv.kfd.idle_words() is not None
+
+def test_an_sdma_submission_runs_in_the_idle_wait_without_a_python_round(drv):
+  """An SDMA queue's packets run in C inside the idle wait as soon as its doorbell moves (mock/sdma.c through mock/idle.c), so
+  a copy does not wait for the GIL that tinygrad's Python holds: a copy and a fence complete with no Python round, and the
+  copied bytes are counted as copied outside the rounds."""
+  from mockgpu.mock.sdma import copy_totals
+  from test_sdma import SDMA, copy, fence
+  q, (buf, _) = drv.queue(0, SDMA), drv.userptr(0x3000)
+  ctypes.memmove(buf, bytes(range(256)) * 16, 0x1000)
+  m = Counting(drv.kfd)
+  t = DeviceThread(m)
+  wait_for(lambda: t.waiter is not None and t.idle, "the idle wait")
+  r0, c0 = m.rounds, copy_totals()
+  q.write(*copy(0x1000, buf, buf + 0x1000), *fence(buf + 0x2000, 7))
+  wait_for(lambda: drv.u32(buf + 0x2000) == 7, "the fence")
+  c1 = copy_totals()
+  assert ctypes.string_at(buf + 0x1000, 0x1000) == bytes(range(256)) * 16 and drv.u64(q.q.rptr_addr) == q.put
+  assert m.rounds == r0 and (c1.copies - c0.copies, c1.bytes - c0.bytes) == (1, 0x1000) and c1.idle_seconds > c0.idle_seconds

@@ -1,6 +1,7 @@
 """SDMA engine: every packet tinygrad 0.14.0 emits (COPY_LINEAR, FENCE, TRAP, POLL_REGMEM, TIMESTAMP, NOP padding), the
 byte read pointer, and what happens on bad packets and unmapped memory."""
 import ctypes, time
+import pytest
 from tinygrad.runtime.autogen import kfd
 from tinygrad.runtime.autogen.am import sdma_6_0_0 as sd
 
@@ -125,3 +126,59 @@ def test_ioctls_run_concurrently_with_the_device_thread(make_driver):
   deadline = time.time() + 20
   while d.u32(sig) != 128 and time.time() < deadline: time.sleep(0.001)
   assert d.u32(sig) == 128 and ctypes.string_at(dst, 0x8000) == bytes(range(256)) * 128 and q.q.error is None
+
+def _c_copies() -> int:
+  from mockgpu.mock.uaccess import dma_library
+  return ctypes.c_uint64.in_dll(dma_library(), "mock_sdma_copies").value
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_the_c_fast_path_runs_a_ring_as_the_python_handlers_do(drv, fast):
+  """mock/sdma.c runs NOP, COPY_LINEAR, FENCE, WRITE, a satisfied POLL_REGMEM and TIMESTAMP itself (the queue's step calls it
+  first); with it switched off the Python handlers run them: the same memory, read pointer and counts, the timestamp from the
+  same 100 MHz clock. With it on, C stopped at no packet (`declined`) and counted the copy."""
+  from mockgpu.mock.gpu import gpu_clock
+  from mockgpu.mock.sdma import copy_totals
+  q, (buf, _) = drv.queue(0, SDMA), drv.userptr(0x3000)
+  assert (q.q.fast is not None) and q.q.rptr == 0
+  if not fast: q.q.fast = None
+  ctypes.memmove(buf, bytes(range(256)) * 16, 0x1000)
+  ctypes.c_uint32.from_address(buf + 0x2100).value = 9
+  t0, c0, n0 = gpu_clock(), _c_copies(), copy_totals().copies
+  q.write(sd.SDMA_OP_NOP | 2 << 16, 0xAAAA, 0xBBBB, *copy(0x1000, buf, buf + 0x1000), *poll_geq(buf + 0x2100, 9),
+          sd.SDMA_OP_WRITE, (buf + 0x2000) & 0xFFFFFFFF, (buf + 0x2000) >> 32, 2, 0x11, 0x22, 0x33,
+          sd.SDMA_OP_TIMESTAMP | sd.SDMA_SUBOP_TIMESTAMP_GET_GLOBAL << 8, (buf + 0x2010) & 0xFFFFFFFF, (buf + 0x2010) >> 32, *fence(buf + 0x2020, 7))
+  drv.run()
+  t1 = gpu_clock()
+  assert q.q.error is None and ctypes.string_at(buf + 0x1000, 0x1000) == bytes(range(256)) * 16
+  assert [drv.u32(buf + 0x2000 + 4 * i) for i in range(3)] == [0x11, 0x22, 0x33] and t0 <= drv.u64(buf + 0x2010) <= t1 and drv.u32(buf + 0x2020) == 7
+  assert drv.u64(q.q.rptr_addr) == q.put == 4 * (3 + 7 + 6 + 7 + 3 + 4) and q.q.rptr == q.put
+  assert copy_totals().copies - n0 == 1 and (_c_copies() - c0, q.q.declined) == ((1, -1) if fast else (0, -1))
+
+def test_the_c_fast_path_leaves_a_trap_and_a_waiting_poll_to_python(drv):
+  """TRAP raises a KFD event and a poll that must wait needs the blocked-queue report: C stops at them, the packets before are
+  done, and the Python handlers run them."""
+  sig_ev, _, _ = drv.events()
+  q, (buf, _) = drv.queue(0, SDMA), drv.userptr(0x1000)
+  q.write(*fence(buf, 1), sd.SDMA_OP_TRAP, sig_ev.event_id, *poll_geq(buf + 8, 1), *fence(buf + 4, 2))
+  drv.run()
+  assert drv.u32(buf) == 1 and drv.wait([sig_ev])[0].wait_result == kfd.KFD_IOC_WAIT_RESULT_COMPLETE
+  assert drv.u32(buf + 4) == 0 and q.q.blocked_on.startswith("POLL_REGMEM at ring byte 0x18") and q.q.declined == 0x18
+  ctypes.c_uint32.from_address(buf + 8).value = 1
+  drv.run()
+  assert drv.u32(buf + 4) == 2 and q.q.blocked_on == "" and q.q.rptr == q.put
+
+def test_the_c_fast_path_sees_a_range_unmapped_since_its_snapshot(drv):
+  """C checks addresses against its copy of the GPU's mapped ranges, renewed when the map's version changed (and it stops if
+  the version moves while it runs): a copy into memory the GPU no longer maps is the Python handler's MMU fault, not a write
+  through a stale snapshot."""
+  q, (src, _), (dst, h) = drv.queue(0, SDMA), drv.userptr(0x1000), drv.userptr(0x1000)
+  q.write(*copy(0x100, src, dst))
+  drv.run()
+  assert q.q.error is None and q.q.fast.version == drv.kfd.gpus[drv.gpu_ids[0]].memory.version
+  ids = (ctypes.c_uint32 * 1)(drv.gpu_ids[0])
+  drv.io(kfd.AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle=h, device_ids_array_ptr=ctypes.addressof(ids), n_devices=1)
+  ctypes.memset(src, 0x5A, 0x100)
+  q.write(*copy(0x100, src, dst))
+  drv.run()
+  assert str(q.q.error) == f"SDMA: COPY_LINEAR destination addr={dst:#X} size=256 is not mapped to this GPU (MMU fault)".replace("0X", "0x")
+  assert ctypes.string_at(dst, 0x100) == bytes(0x100)
