@@ -43,12 +43,12 @@ static void run(void *arg) {
   Run *r = arg; SdmaQ *q = r->q;
   uint64_t start = q->rptr;
   r->stop = 1;
-  if (__atomic_load_n(q->live, __ATOMIC_ACQUIRE) != q->version || !in_spans(q, q->ring, q->ring_size) || !in_spans(q, q->rptr_addr, 8)) return;
+  if (!in_spans(q, q->ring, q->ring_size) || !in_spans(q, q->rptr_addr, 8)) return;
   for (uint32_t k = 0;; k++) {
     uint64_t pos = q->rptr, end = __atomic_load_n(q->doorbell, __ATOMIC_ACQUIRE);
     if (pos >= end) { r->stop = 0; break; }
     if (k == q->budget) { r->stop = 2; break; }
-    if ((pos | end) & 3 || end - pos > q->ring_size) break;
+    if (__atomic_load_n(q->live, __ATOMIC_ACQUIRE) != q->version || (pos | end) & 3 || end - pos > q->ring_size) break;
     uint32_t h = ring_dw(q, pos), op = h & 0xff, sub = h >> 8 & 0xff, n, d[8] = {0};
     if (op == q->op_nop) n = 1 + (h >> 16 & 0x3fff);
     else if (op == q->op_copy) n = 7;

@@ -63,7 +63,9 @@ class SDMAQueue(Queue):
     self.count_mask = self.sdma.SDMA_PKT_COPY_LINEAR_COUNT_count_mask
     self.handlers = {getattr(self.sdma, f"SDMA_OP_{name}"): (name, fn, n) for name, (fn, n) in SDMA_PACKETS.items()}
     self.declined, self.spans = -1, None   # the read pointer C last stopped at; the Spans its snapshot reads (kept alive)
-    if type(gpu).accessible is DeviceMemory.accessible and fast_run() is not None:   # not behind the AM driver's page tables
+    # C reads the doorbell as the write pointer (Queue.put: not the AM model's latched one) and addresses as host addresses
+    # checked against the map alone (DeviceMemory.accessible)
+    if type(self).put is Queue.put and type(gpu).accessible is DeviceMemory.accessible and fast_run() is not None:
       sd = self.sdma
       self.fast = _Fast(ring=self.ring, ring_size=self.ring_size, rptr_addr=self.rptr_addr, doorbell=ctypes.addressof(self.doorbell),
                         rptr=self._rptr, version=M64, live=ctypes.addressof(gpu.memory.cversion), op_nop=sd.SDMA_OP_NOP, op_copy=sd.SDMA_OP_COPY,
