@@ -4,7 +4,7 @@
 Failures are what the kernel would return: `OSError(errno, message naming the ioctl and the bad field)`; an unknown request
 is ENOTTY. One `KFD` instance per process (`system()`), shared by all GPUs, like the real `/dev/kfd`."""
 from __future__ import annotations
-import collections, ctypes, errno, itertools, os, threading
+import collections, ctypes, errno, itertools, os, threading, time
 from dataclasses import dataclass, field
 from tinygrad.runtime.autogen import kfd, amdgpu_drm
 from mockgpu.emu.errors import EmuError, GPUFault
@@ -26,6 +26,7 @@ GPU_ID_BASE, RENDER_MINOR_BASE = 0xA000, 128
 # mmap offset encoding of the kernel's kfd_priv.h: type in bits 62-63, gpu_id in bits 46-61
 MMAP_TYPE_DOORBELL, MMAP_GPU_ID_SHIFT, BO_MMAP_BASE = 3 << 62, 46, 1 << 40
 MAX_QUEUES_PER_GPU, MAX_WAIT_EVENTS = DOORBELL_PAGE // 8, 4096
+TRAP_POLL_S = 0.001   # how often WAIT_EVENTS looks for TRAPs the SDMA fast path ran (tinygrad sleeps in it only after 200 ms of spinning)
 _MEM_TYPES = kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM | kfd.KFD_IOC_ALLOC_MEM_FLAGS_GTT | kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR \
            | kfd.KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | kfd.KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP
 
@@ -279,7 +280,11 @@ class KFD:
       if (inj:=self.injected.pop(dst:=a.events_ptr + i * size + mo, None)) is not None and bytes(m:=d.memory_exception_data) == inj:
         uaccess.copy_to_user(dst, bytes(ctypes.sizeof(m)), what)
     done = (all if a.wait_for_all else any)
-    self.cond.wait_for(lambda: done(e.signaled for e in evs), timeout=a.timeout / 1000)
+    def fired() -> bool:
+      self._take_traps()
+      return done(e.signaled for e in evs)
+    end = time.monotonic() + a.timeout / 1000   # a TRAP run in C (mock/sdma.c) notifies no one: look every TRAP_POLL_S
+    while not fired() and (left:=end - time.monotonic()) > 0: self.cond.wait(min(left, TRAP_POLL_S))
     a.wait_result = kfd.KFD_IOC_WAIT_RESULT_COMPLETE if done(e.signaled for e in evs) else kfd.KFD_IOC_WAIT_RESULT_TIMEOUT
     out = [(i, bytes(e.data)[:32]) for i, e in enumerate(evs) if e.data is not None and e.signaled]
     for e in evs:
@@ -328,9 +333,15 @@ class KFD:
     """One scheduling round over every queue of every GPU (round-robin). Returns True if any queue made progress."""
     with self.lock:
       progress = False
+      self._take_traps()
       for q in [q for g in self.gpus.values() for q in g.queues]: progress |= q.run()
       if progress: self.cond.notify_all()
       return progress
+
+  def _take_traps(self):
+    for g in self.gpus.values():
+      for q in g.queues:
+        if isinstance(q, SDMAQueue): q.take_traps()
 
   def idle_words(self) -> list[tuple[ctypes.c_uint64, int, tuple|None]] | None:
     """For the device thread's idle wait: (word, value seen, what C runs the queue with or None) of the ioctl counter and of

@@ -1,11 +1,12 @@
 /* The SDMA engine's fast path (mock/sdma.py SDMAQueue): the packets tinygrad's copies use, executed in C, by the queue's Python
  * step holding the GIL and by the device thread's idle wait without it (mock/idle.c), so a copy submitted while tinygrad's
  * Python runs starts at once and runs beside it. A packet runs here only when it completes here: NOP, COPY_LINEAR between
- * ranges that do not overlap, FENCE, WRITE, TIMESTAMP and a POLL_REGMEM whose compare holds, each address inside the GPU's
- * mapped ranges (the snapshot `spans`, taken at map version `version`). Anything else stops the run at that packet, and the
- * Python queue executes it: TRAP (it raises a KFD event), a poll that must wait, an unknown or malformed packet, an address
- * outside the ranges, memory that faults (mock/copy.c's guard: the packet is run again by Python, which reports it), a map
- * changed since the snapshot. The Python handlers are the reference and the only place errors are reported. */
+ * ranges that do not overlap, FENCE, WRITE, TIMESTAMP, a POLL_REGMEM whose compare holds, each address inside the GPU's
+ * mapped ranges (the snapshot `spans`, taken at map version `version`), and TRAP, whose context goes to `trap_ctx` for Python
+ * to raise the KFD event (SDMAQueue.take_traps, from each round and from WAIT_EVENTS). Anything else stops the run at that
+ * packet, and the Python queue executes it: a poll that must wait, an unknown or malformed packet, an address outside the
+ * ranges, memory that faults (mock/copy.c's guard: the packet is run again by Python, which reports it), a map changed since
+ * the snapshot, a TRAP while 16 are untaken. The Python handlers are the reference and the only place errors are reported. */
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -18,7 +19,8 @@ typedef struct {   /* one queue; layout mirrored in mock/sdma.py (_Fast) */
   uint64_t rptr;                                /* the next byte to execute: the queue's read pointer, Python's too */
   const uint64_t *spans; uint64_t nspans;       /* the GPU's mapped ranges as sorted start, end pairs */
   uint64_t version; const uint64_t *live;       /* the map version of `spans`, and where the map's current version is */
-  uint32_t op_nop, op_copy, op_fence, op_poll, op_timestamp, op_write, sub_copy, sub_timestamp, count_mask, budget;
+  uint32_t op_nop, op_copy, op_fence, op_poll, op_timestamp, op_write, op_trap, sub_copy, sub_timestamp, count_mask, budget;
+  uint32_t trap_ctx[16]; uint64_t traps, traps_taken;   /* the contexts of the TRAPs run (the last 16), how many; taken by Python */
 } SdmaQ;
 
 /* COPY_LINEAR totals of every queue's C copies (mock/sdma.py copy_totals adds the Python ones) */
@@ -55,6 +57,7 @@ static void run(void *arg) {
     else if (op == q->op_fence) n = 4;
     else if (op == q->op_poll) n = 6;
     else if (op == q->op_timestamp) n = 3;
+    else if (op == q->op_trap) n = 2;
     else if (op == q->op_write && pos + 16 <= end) n = 5 + (ring_dw(q, pos + 12) & 0xfffff);
     else break;
     if (4ull * n >= q->ring_size || end - pos < 4ull * n) break;
@@ -76,6 +79,10 @@ static void run(void *arg) {
     } else if (op == q->op_timestamp) {
       if (sub != q->sub_timestamp || !in_spans(q, a, 8)) break;
       __atomic_store_n((uint64_t *)(uintptr_t)a, now_ns() / 10, __ATOMIC_RELEASE);   /* mock/gpu.py gpu_clock: 100 MHz */
+    } else if (op == q->op_trap) {
+      if (q->traps - __atomic_load_n(&q->traps_taken, __ATOMIC_ACQUIRE) >= 16) break;
+      q->trap_ctx[q->traps % 16] = d[1] & 0xfffffff;
+      __atomic_store_n(&q->traps, q->traps + 1, __ATOMIC_RELEASE);
     } else if (op == q->op_write) {
       if (!in_spans(q, a, 4ull * (n - 4))) break;
       for (uint32_t i = 4; i < n; i++) ((volatile uint32_t *)(uintptr_t)a)[i - 4] = ring_dw(q, pos + 4 * i);

@@ -7,8 +7,9 @@ for ring space).
 
 Where GPU addresses are host addresses checked against the GPU's MemoryMap alone (the KFD model), the packets tinygrad's
 copies use run in C first (mock/sdma.c, `_Fast`): from the queue's step, and from the device thread's idle wait without the
-GIL as soon as the doorbell moves (`fast_words`), so a copy runs beside tinygrad's Python instead of waiting for the GIL. C
-stops at any packet it cannot complete (TRAP, a poll that must wait, a bad address or packet, a changed map) and the
+GIL as soon as the doorbell moves (`fast_words`), so a copy runs beside tinygrad's Python instead of waiting for the GIL (a
+TRAP's KFD event is raised by the next round or WAIT_EVENTS: `take_traps`). C stops at any packet it cannot complete (a poll
+that must wait, a bad address or packet, a changed map) and the
 handlers below execute it: they are the reference semantics and report every error. Not with MOCKGPU_TRACE (every packet
 is printed from Python)."""
 from __future__ import annotations
@@ -41,8 +42,9 @@ def copy_totals() -> CopyTotals:
 class _Fast(ctypes.Structure):   # mock/sdma.c SdmaQ
   _fields_ = [*[(n, ctypes.c_uint64) for n in ("ring", "ring_size", "rptr_addr")], ("doorbell", ctypes.c_void_p), ("rptr", ctypes.c_uint64),
               ("spans", ctypes.c_void_p), ("nspans", ctypes.c_uint64), ("version", ctypes.c_uint64), ("live", ctypes.c_void_p),
-              *[(n, ctypes.c_uint32) for n in ("op_nop", "op_copy", "op_fence", "op_poll", "op_timestamp", "op_write", "sub_copy", "sub_timestamp",
-                                               "count_mask", "budget")]]
+              *[(n, ctypes.c_uint32) for n in ("op_nop", "op_copy", "op_fence", "op_poll", "op_timestamp", "op_write", "op_trap", "sub_copy",
+                                               "sub_timestamp", "count_mask", "budget")],
+              ("trap_ctx", ctypes.c_uint32 * 16), ("traps", ctypes.c_uint64), ("traps_taken", ctypes.c_uint64)]
 
 @functools.cache
 def fast_run():
@@ -70,6 +72,7 @@ class SDMAQueue(Queue):
       self.fast = _Fast(ring=self.ring, ring_size=self.ring_size, rptr_addr=self.rptr_addr, doorbell=ctypes.addressof(self.doorbell),
                         rptr=self._rptr, version=M64, live=ctypes.addressof(gpu.memory.cversion), op_nop=sd.SDMA_OP_NOP, op_copy=sd.SDMA_OP_COPY,
                         op_fence=sd.SDMA_OP_FENCE, op_poll=sd.SDMA_OP_POLL_REGMEM, op_timestamp=sd.SDMA_OP_TIMESTAMP, op_write=sd.SDMA_OP_WRITE,
+                        op_trap=sd.SDMA_OP_TRAP,
                         sub_copy=sd.SDMA_SUBOP_COPY_LINEAR, sub_timestamp=sd.SDMA_SUBOP_TIMESTAMP_GET_GLOBAL, count_mask=self.count_mask,
                         budget=self.budget)
 
@@ -79,6 +82,14 @@ class SDMAQueue(Queue):
   def rptr(self, v:int):
     if self.fast is None: self._rptr = v
     else: self.fast.rptr = v
+
+  def take_traps(self):
+    """Raise the KFD events of the TRAPs C ran (it records their contexts), in the order they ran: called under the KFD lock
+    by every round and by WAIT_EVENTS."""
+    f = self.fast
+    while f is not None and f.traps_taken != f.traps:
+      self.gpu.kfd.interrupt(self.gpu, f.trap_ctx[f.traps_taken % 16])
+      f.traps_taken += 1
 
   def fast_words(self) -> tuple[_Fast, Spans]|None:
     """What the device thread's idle wait runs this queue's packets with (mock/idle.c; both kept alive meanwhile), or None."""
@@ -101,6 +112,7 @@ class SDMAQueue(Queue):
       before = self.rptr
       if fast_run()(ctypes.byref(self.fast)) == 1: self.declined = self.rptr
       if self.rptr != before: return True
+    self.take_traps()   # the events of the TRAPs C ran come before anything of the packet Python runs now
     pos, end = self.rptr, self.put
     if pos >= end: return False
     self.where, self.header = f"ring byte {pos:#x}", (header:=self.dword(pos // 4))

@@ -112,3 +112,24 @@ def test_an_sdma_submission_runs_in_the_idle_wait_without_a_python_round(drv):
   c1 = copy_totals()
   assert ctypes.string_at(buf + 0x1000, 0x1000) == bytes(range(256)) * 16 and drv.u64(q.q.rptr_addr) == q.put
   assert m.rounds == r0 and (c1.copies - c0.copies, c1.bytes - c0.bytes) == (1, 0x1000) and c1.idle_seconds > c0.idle_seconds
+
+def test_a_trap_run_in_the_idle_wait_wakes_a_wait_events_sleeper(drv):
+  """tinygrad sleeps in WAIT_EVENTS once a wait passes 200 ms; a TRAP the SDMA fast path ran from the idle wait notifies no
+  condition, and WAIT_EVENTS looks for such TRAPs every TRAP_POLL_S: the sleeper returns COMPLETE within a few ms, not at its
+  timeout."""
+  from test_sdma import SDMA, fence
+  from tinygrad.runtime.autogen import kfd
+  from tinygrad.runtime.autogen.am import sdma_6_0_0 as sd
+  sig_ev, _, _ = drv.events()
+  q, (buf, _) = drv.queue(0, SDMA), drv.userptr(0x1000)
+  m = Counting(drv.kfd)   # the thread holds its model weakly
+  t = DeviceThread(m)
+  wait_for(lambda: t.waiter is not None and t.idle, "the idle wait")
+  got = []
+  def sleeper():
+    t0 = time.monotonic(); r = drv.wait([sig_ev], timeout=5000)[0].wait_result; got.append((r, time.monotonic() - t0))
+  th = threading.Thread(target=sleeper); th.start()
+  time.sleep(0.05)
+  q.write(*fence(buf, 1), sd.SDMA_OP_TRAP, sig_ev.event_id)
+  th.join(10)
+  assert drv.u32(buf) == 1 and q.q.fast.traps == 1 and got[0][0] == kfd.KFD_IOC_WAIT_RESULT_COMPLETE and got[0][1] < 1.0, got

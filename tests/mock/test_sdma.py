@@ -154,13 +154,14 @@ def test_the_c_fast_path_runs_a_ring_as_the_python_handlers_do(drv, fast):
   assert drv.u64(q.q.rptr_addr) == q.put == 4 * (3 + 7 + 6 + 7 + 3 + 4) and q.q.rptr == q.put
   assert copy_totals().copies - n0 == 1 and (_c_copies() - c0, q.q.declined) == ((1, -1) if fast else (0, -1))
 
-def test_the_c_fast_path_leaves_a_trap_and_a_waiting_poll_to_python(drv):
-  """TRAP raises a KFD event and a poll that must wait needs the blocked-queue report: C stops at them, the packets before are
-  done, and the Python handlers run them."""
+def test_the_c_fast_path_records_a_trap_and_leaves_a_waiting_poll_to_python(drv):
+  """C runs a TRAP by recording its context, whose KFD event Python raises (the next round, or WAIT_EVENTS); a poll that must
+  wait needs the blocked-queue report: C stops there, the packets before are done, and the Python handler runs it."""
   sig_ev, _, _ = drv.events()
   q, (buf, _) = drv.queue(0, SDMA), drv.userptr(0x1000)
   q.write(*fence(buf, 1), sd.SDMA_OP_TRAP, sig_ev.event_id, *poll_geq(buf + 8, 1), *fence(buf + 4, 2))
   drv.run()
+  assert (q.q.fast.traps, q.q.fast.trap_ctx[0]) == (1, sig_ev.event_id)
   assert drv.u32(buf) == 1 and drv.wait([sig_ev])[0].wait_result == kfd.KFD_IOC_WAIT_RESULT_COMPLETE
   assert drv.u32(buf + 4) == 0 and q.q.blocked_on.startswith("POLL_REGMEM at ring byte 0x18") and q.q.declined == 0x18
   ctypes.c_uint32.from_address(buf + 8).value = 1
@@ -182,3 +183,13 @@ def test_the_c_fast_path_sees_a_range_unmapped_since_its_snapshot(drv):
   drv.run()
   assert str(q.q.error) == f"SDMA: COPY_LINEAR destination addr={dst:#X} size=256 is not mapped to this GPU (MMU fault)".replace("0X", "0x")
   assert ctypes.string_at(dst, 0x100) == bytes(0x100)
+
+def test_more_traps_than_c_records_raise_every_event_in_order(drv):
+  """C records at most 16 TRAPs that Python has not taken; the 17th is left to the Python handler, which first raises the
+  recorded ones: 20 TRAPs in one submission fire 20 interrupts with their contexts in ring order."""
+  q = drv.queue(0, SDMA, ring_size=0x2000)
+  seen, orig = [], drv.kfd.interrupt
+  drv.kfd.interrupt = lambda gpu, ctx: (seen.append(ctx), orig(gpu, ctx))
+  q.write(*[v for i in range(20) for v in (sd.SDMA_OP_TRAP, 100 + i)])
+  drv.run()
+  assert seen == list(range(100, 120)) and q.q.rptr == q.put and q.q.fast.traps == 19   # the 17th ran in Python
