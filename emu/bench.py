@@ -74,7 +74,9 @@ def _bench_fixture(stem: str, shape: tuple[int, ...], expect, reps: int, backend
 
 def bench_matmul(reps: int = 3, backend: str = "c", xlat: str = "off", threads: int = 1) -> tuple[Stats, float, float, float]:
   """tinygrad's 256x256 f32 matmul kernel (fixture)."""
-  return _bench_fixture("matmul256_f32_gfx1100_k0", (256, 256), lambda x, y: x @ y, reps, backend, xlat, threads)
+  # the reference without BLAS: OpenBLAS's threads spin on the other cores for a while after a call, and took the next
+  # benchmark's second emulator thread's core (and doubled its process CPU time)
+  return _bench_fixture("matmul256_f32_gfx1100_k0", (256, 256), lambda x, y: np.einsum("ij,jk->ik", x, y), reps, backend, xlat, threads)
 
 def bench_tinygrad_elementwise(reps: int = 3, backend: str = "c", xlat: str = "off", threads: int = 1) -> tuple[Stats, float, float, float]:
   """tinygrad's own kernel for x * y + 1 over 1M f32 (fixture E_8192_32_4: 8192 one-wave workgroups, four elements per lane

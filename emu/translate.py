@@ -337,6 +337,9 @@ class Translator:
       k.lib, k.fn = lib, ctypes.cast(lib.xk_run, ctypes.c_void_p).value
       k.pcs = tuple(pc for pc, _ in k.decoded)
       k.pcs_arr = (ctypes.c_uint32 * len(k.pcs))(*k.pcs)
+      # known by its instructions' bytes from now on: the 16 bytes read after the last pc may be another buffer's, which
+      # differs from one load of the same code to the next (a kernel's arguments), and found no match
+      k.code = k.code[:max(pc + int.from_bytes(b[8:12], "little") for pc, b in k.decoded)]
       k.state = "ready"
     except Exception as e:   # the interpreter keeps running the kernel; the reason is kept for `mockgpu emu bench` and tests
       k.state, k.error = "failed", f"{type(e).__name__}: {e}"

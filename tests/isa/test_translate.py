@@ -335,3 +335,23 @@ def test_interpreted_seconds_add_up_across_processes(tmp_path, monkeypatch):
     assert (k.prior, k.seconds, bool(compiled)) == (0.6 * n, 0.6, n == 1)
     t.save_hot()
     assert json.loads((tmp_path / "hot.json").read_text()) == ({k.key: 0.6} if n == 0 else {})
+
+def test_a_translation_is_found_again_whatever_follows_its_code(xlat):
+  """The translator keeps the 16 bytes from each pc it saw; after the last instruction those may belong to another buffer in
+  the same mapped span (a kernel's arguments: tinygrad's, or a GEMM harness's), which differ from one load of the same code to
+  the next. A ready translation is matched on its instructions' bytes alone, so the second load runs translated (it did
+  not when those bytes changed: test_wmma_gemm_fixture failed now and then)."""
+  import ctypes, secrets
+  from mockgpu.emu.api import Dispatch, run
+  from mockgpu.emu.memory import MemoryMap
+  prog = b"".join(s_mov_b32(s[i % 8], secrets.randbits(31)).to_bytes() for i in range(20)) + s_endpgm().to_bytes()   # 84 bytes, new code
+  def load(tail: bytes):
+    buf = ctypes.create_string_buffer(len(prog) + len(tail) + 256)
+    addr = (ctypes.addressof(buf) + 255) & ~255
+    ctypes.memmove(addr, prog + tail, len(prog) + len(tail))
+    mem = MemoryMap()
+    mem.add(addr, len(prog) + len(tail), "code and the buffer after it")
+    return run(Dispatch(arch="gfx1100", code_addr=addr), mem)
+  xlat("sync")
+  first = load(b"\x11" * 16)
+  assert not first.extra["translated"] and load(b"\x22" * 16).extra["translated"]
