@@ -69,12 +69,11 @@ class SDMAQueue(Queue):
     # checked against the map alone (DeviceMemory.accessible)
     if type(self).put is Queue.put and type(gpu).accessible is DeviceMemory.accessible and fast_run() is not None:
       sd = self.sdma
+      ops = {f"op_{k}": getattr(sd, f"SDMA_OP_{op}") for k, op in (("nop", "NOP"), ("copy", "COPY"), ("fence", "FENCE"), ("poll", "POLL_REGMEM"),
+                                                                 ("timestamp", "TIMESTAMP"), ("write", "WRITE"), ("trap", "TRAP"))}
       self.fast = _Fast(ring=self.ring, ring_size=self.ring_size, rptr_addr=self.rptr_addr, doorbell=ctypes.addressof(self.doorbell),
-                        rptr=self._rptr, version=M64, live=ctypes.addressof(gpu.memory.cversion), op_nop=sd.SDMA_OP_NOP, op_copy=sd.SDMA_OP_COPY,
-                        op_fence=sd.SDMA_OP_FENCE, op_poll=sd.SDMA_OP_POLL_REGMEM, op_timestamp=sd.SDMA_OP_TIMESTAMP, op_write=sd.SDMA_OP_WRITE,
-                        op_trap=sd.SDMA_OP_TRAP,
-                        sub_copy=sd.SDMA_SUBOP_COPY_LINEAR, sub_timestamp=sd.SDMA_SUBOP_TIMESTAMP_GET_GLOBAL, count_mask=self.count_mask,
-                        budget=self.budget)
+                        rptr=self._rptr, version=M64, live=ctypes.addressof(gpu.memory.cversion), sub_copy=sd.SDMA_SUBOP_COPY_LINEAR,
+                        sub_timestamp=sd.SDMA_SUBOP_TIMESTAMP_GET_GLOBAL, count_mask=self.count_mask, budget=self.budget, **ops)
 
   @property
   def rptr(self) -> int: return self._rptr if self.fast is None else self.fast.rptr
