@@ -70,13 +70,13 @@ class MemoryMap:
   """Thread-safe set of non-overlapping allocations `(start, size, name, granule)`.
 
   Args: strict: byte-exact checks (see the module doc); default `MOCKGPU_STRICT`.
-  Every mutation bumps `version`, so consumers can cache derived snapshots; `cversion` holds the same number for C code that
-  reads it without the GIL (mock/sdma.c: its snapshot of the spans is stale once they differ)."""
+  Every mutation bumps `version`, so consumers can cache derived snapshots; it lives in the C word `cversion`, which C code
+  reads without the GIL (mock/sdma.c: its snapshot of the spans is stale once they differ)."""
   def __init__(self, strict: bool | None = None):
     self._lock = threading.Lock()
     self._starts: list[int] = []
     self._ranges: list[Range] = []
-    self.version, self.strict, self.cversion = 0, strict_default() if strict is None else strict, ctypes.c_uint64(0)
+    self.strict, self.cversion = strict_default() if strict is None else strict, ctypes.c_uint64(0)
     self._spans: tuple[int, Spans, Spans] | None = None
     self._granules: collections.Counter[int] = collections.Counter()   # granule -> ranges with it (`mapped` walks when one)
 
@@ -101,7 +101,7 @@ class MemoryMap:
       self._starts.insert(i, start)
       self._ranges.insert(i, r)
       self._granules[granule] += 1
-      self.version += 1; self.cversion.value = self.version
+      self.cversion.value += 1
     return r
 
   def remove(self, start: int) -> Range:
@@ -113,11 +113,14 @@ class MemoryMap:
       if i == len(self._starts) or self._starts[i] != start:
         raise EmuError(f"MemoryMap.remove: no range starts at {start:#x}; registered: {len(self._ranges)} ranges")
       del self._starts[i]
-      self.version += 1; self.cversion.value = self.version
+      self.cversion.value += 1
       r = self._ranges.pop(i)
       if not (n := self._granules[r.granule] - 1): del self._granules[r.granule]
       else: self._granules[r.granule] = n
       return r
+
+  @property
+  def version(self) -> int: return self.cversion.value
 
   def ranges(self) -> tuple[Range, ...]:
     """A consistent sorted snapshot of all allocations."""

@@ -98,7 +98,7 @@ class SDMAQueue(Queue):
 
   def _snapshot(self):
     """C's copy of the GPU's mapped ranges, at the map's version read before them (a newer one only makes C stop)."""
-    if self.fast.version != (v:=self.gpu.memory.version) or self.spans is None:
+    if self.fast.version != (v:=self.gpu.memory.version):   # M64 at first: no map has that version
       exact, mapped = self.gpu.memory.spans()
       self.spans = exact if self.gpu.memory.strict else mapped
       self.fast.spans, self.fast.nspans, self.fast.version = ctypes.addressof(self.spans.words()), len(self.spans), v
