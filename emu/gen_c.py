@@ -145,6 +145,7 @@ class Generated:
   handler_src: dict = field(default_factory=dict)   # generated handler name -> its C (with its OpInfo constants)
   xlat_src: dict = field(default_factory=dict)      # handler name -> its translator variant's C (_xvalu, X of _vopd_half)
   flows: tuple[int, ...] = ()         # hid -> FLOW (the HFLOW table): the translator runs PLAIN steps in blocks
+  fuse: tuple[str, ...] = ()          # the variants in xlat_src that are lane-local (write their rows only, cannot fail): translate.py fuses runs of them
 
 def _fw(fmt) -> int:
   n = fmt.name.removeprefix("FMT_NUM_")
@@ -319,10 +320,12 @@ def _full(n: int) -> str: return "0xffffffffull" if n == 32 else "~0ull"
 # zero: the members a compare writes only as its own lane's bit (D0, CDNA's and RDNA's CMPX EXEC), all bits 0 before the loop: each
 # lane runs as lane 0 from 0 and the bits are packed after the loop.
 def _lane_loop(n: int, inner: list[str], vcc: str = "", zero: tuple[str, ...] = (), nl: str = "") -> str:
-  """The loop over lanes 0..n-1 (nl: over the first `nl` of them, a runtime count; the lanes after keep their values and their
-  mask bits are 0. gcc's -O2 cost model leaves such a loop scalar: translated kernels compile with -fvect-cost-model=cheap)."""
+  """The loop over lanes 0..n-1 (nl: over lanes l0..nl-1, runtime bounds: the translator's variants, where a fused run takes
+  the lanes XCHUNK at a time (translate.py) and the others all active lanes from 0; the lanes after keep their values and their
+  mask bits are 0, a mask written ("rw") is whole only from l0 0. gcc's -O2 cost model leaves such a loop scalar: translated
+  kernels compile with -fvect-cost-model=cheap)."""
   part = bool(nl)
-  head = f"for (int L = 0; L < {nl or n}; L++)"
+  head = f"for (int L = {'l0' if part else 0}; L < {nl or n}; L++)"
   if zero:
     mem = {m: "s.D0.q[0]" if m == "D0" else f"s.{m}" for m in zero}
     return (f"{{ {' '.join(f'uint32_t bo{m}[{n}];' for m in zero)} for (int L = 0; L < {n}; L++) {{ s.laneId = 0; "
@@ -343,8 +346,8 @@ def _cmp_lanes(u: Usage) -> tuple[str, ...]:   # _lane_loop's zero for a compare
   return w if w and u.lane_index_only and u.lane_bits == set(w) else ()
 
 def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: ArchSpec, text: str,
-          modes: tuple[int, ...] = FAST_MODES, wide: frozenset = frozenset(), pure: bool = False) -> tuple[str, str | None]:
-  """(the handler's C, its translator variant's C or None: _xvalu). wide: the members `fn` reads as 64 bits (_wide_reads);
+          modes: tuple[int, ...] = FAST_MODES, wide: frozenset = frozenset(), pure: bool = False) -> tuple[str, str | None, bool]:
+  """(the handler's C, its translator variant's C or None: _xvalu, whether the variant may run in a fused run: Generated.fuse). wide: the members `fn` reads as 64 bits (_wide_reads);
   pure: `fn` cannot fault (no memory, register file or hook access, no bounded loop: _FAULTS)."""
   sb, sf, db, dfw = _opinfo(ops, f.name, name)
   fmt = f.name
@@ -380,7 +383,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   for nm, ex in (("SRC0", "in->src0 - 256"), ("SRC1", "in->src1 - 256"), ("SRC2", "in->src2 - 256"), ("DST", "in->vdst - 256"), ("VDST", "in->vdst - 256")):
     if nm in u.reads: pre.append(f"s.{nm} = (uint64_t)({ex});")
   L += ["  " + x for x in pre]
-  xv = None
+  xv, fuse = None, False
   if u.wave_vgpr or dsts:   # wave-wide: evaluated once, sources are scalars or register numbers
     for i in range(3):
       if sb[i]: L.append(f"  if ({e[i]} < 256) s.S{i}.q[0] = scalar_src(w, in, {e[i]}, {sb[i]}, {sf[i]});")
@@ -437,6 +440,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
       L.append("  lanes: ;")
       if fastok and has_dst and not (carry or cmp) and dm in ("32", "64"):   # SDWA (dpp_kind 4) takes the handler
         xv = _xvalu(h, e, sb, sf, db, dm, fmods, pre, fbody, modes, wave, "VCC" in u.writes, fmt == "VOP3SD", _writeback_scalars(u), zh, lanebit, pure)
+        fuse = pure and "VCC" not in u.writes and not _writeback_scalars(u)   # lane-local: writes its rows only, cannot fail
     L.append("  uint64_t ex = o.exec;")
     L.append("  while (ex) {")
     L.append("    int L = __builtin_ctzll(ex); ex &= ex - 1; s.laneId = (uint64_t)L;")
@@ -460,17 +464,18 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
     if fmt == "VOP3SD": L.append("  sdst_write(w, in->sdst, s.VCC & o.exec & w->c->wave_mask, w->c->wave_size);")
     else: L.append("  wr_vcc(w, s.VCC & o.exec);")
   L += ["  " + x for x in _writeback_scalars(u) if not x.startswith(("wr_exec", "w->scc")) or not cmp]
-  return oi + "\n".join(L) + "\n}\n", xv
+  return oi + "\n".join(L) + "\n}\n", xv, fuse
 
 # The translator's variant of a VALU handler's fast path (translate.py's blocks call XV_<handler> for a step while XFAST holds:
 # csrc/emu_xlat.h, the active lanes of an EMU_FAST_LANES wave are lanes 0..nl-1, the first of FAST_MODES, no poisoning): the
 # handler's lane loop in that mode over those lanes, with each source read straight from its VGPR row or as one scalar value (decided by the instruction's operand
 # fields, constants in a translated kernel, so the compiler keeps a scalar in a register and drops valu_fast's operand set-up).
-# It returns 0 for modifiers and DPP/SDWA (constants: folded away) and for a fault (nothing was written: the interpreter's
-# handler, XHANDLER, reruns the instruction and reports it), so its state never has its address taken and lives in registers;
-# the block runs the handler then, and for every step while XFAST does not hold. An op that cannot fault (pure) writes its
-# destination rows from the loop (lane by lane: each lane's sources are read before its write); XE_<handler> says whether it may
-# write EXEC (the block then checks XFAST again). V is the wave's VGPR file
+# It returns 0 for modifiers and DPP/SDWA (XG_<handler>, constants: folded away) and for a fault (nothing was written: the
+# interpreter's handler, XHANDLER, reruns the instruction and reports it), so its state never has its address taken and lives in
+# registers; the block runs the handler then, and for every step while XFAST does not hold. An op that cannot fault (pure) writes
+# its destination rows from the loop (lane by lane: each lane's sources are read before its write); XE_<handler> says whether it
+# may write EXEC (the block then checks XFAST again). It runs lanes l0..nl-1: 0..nl-1 alone, a chunk of XCHUNK in a fused run of
+# lane-local variants (Generated.fuse: pure, no mask or scalar written), whose lanes are independent. V is the wave's VGPR file
 # (w->v), which a block reads once, so every row address has one base the compiler sees through. Kept apart from the handlers
 # (Generated.xlat_src): only translated kernels compile them, after csrc/emu_xlat.h (XSRC32/64).
 
@@ -488,14 +493,15 @@ def _xvalu(h: str, e: tuple, sb: list, sf: list, db: int, dm: str, fmods: str, p
   n, xbody, res = _fast_lanes(wave), _xbody(body), f"s.D0.d[0]{' & 0xffff' if zh else ''}"
   loop = lambda out, hi: _mode_loops(modes[:1], _lane_loop(n, [*xbody, f"{out}[L] = {res};" + (f" {hi}[L] = s.D0.d[1];" if hi else "")], lanebit, nl="nl"))[1]
   ew = (vcc_w and sd) or any("EXEC" in x for x in wb)   # may write EXEC (an SDST naming it, the entry's own EXEC): XE_<h>
-  L = [f"enum {{ XE_{h} = {int(ew)} }};", f"static inline __attribute__((always_inline)) int XV_{h}(Wave *w, uint32_t *V, const Inst *in, int nl) {{",
-       f"  if (in->dpp_kind || {fmods}) return 0;", f"  if (nl > {n}) __builtin_unreachable();   /* XFAST: so the compiler knows the rows do not overlap within the loop */",
+  L = [f"enum {{ XE_{h} = {int(ew)} }};", f"static inline int XG_{h}(const Inst *in) {{ return !(in->dpp_kind || {fmods}); }}",
+       f"static inline __attribute__((always_inline)) int XV_{h}(Wave *w, uint32_t *V, const Inst *in, int l0, int nl) {{",
+       f"  if (!XG_{h}(in)) return 0;", f"  if (nl > {n}) __builtin_unreachable();   /* XFAST: so the compiler knows the rows do not overlap within the loop */",
        "  PC_STATE_IF(s, w, 0);", *("  " + x for x in pre), *(f"  {_xsrc(i, e[i], sb[i], sf[i])}" for i in range(3) if sb[i]),
        "  uint32_t *dd = V + (in->vdst - 256) * MAXLANES, *dd2 = V + ((in->vdst - 255) & (NVREG - 1)) * MAXLANES; (void)dd2;",
        *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i] and sb[i] <= 32), *(["  s.D0.d[1] = 0;"] if any("dd[L]" in b for b in xbody) and dm == "32" else [])]
   if pure: L.append(f"  {loop('dd', 'dd2' if dm != '32' else '')}")
   else: L += [f"  uint32_t outl[{n}], outh[{n}]; (void)outh; {loop('outl', 'outh' if db == 64 else '')}", "  if (UNLIKELY(s.fault)) return 0;",
-              f"  memcpy(dd, outl, 4 * nl);{' memcpy(dd2, outh, 4 * nl);' if dm != '32' else ''}"]
+              f"  memcpy(dd + l0, outl + l0, 4 * (nl - l0));{' memcpy(dd2 + l0, outh + l0, 4 * (nl - l0));' if dm != '32' else ''}"]
   if vcc_w: L.append("  const uint64_t xm = nl >= 64 ? ~0ull : (1ull << nl) - 1;   /* the active lanes' bits */\n" +
                      ("  sdst_write(w, in->sdst, s.VCC & xm & w->c->wave_mask, w->c->wave_size);" if sd else "  wr_vcc(w, s.VCC & xm);"))
   return "\n".join(L + ["  " + x for x in wb] + ["  return 1;", "}"]) + "\n"
@@ -680,7 +686,7 @@ def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int
   # writes `out` lane by lane: the caller's buffer, or the destination row itself when XP_<h> (the op cannot fault) and the other
   # half does not read it (translate.py D)
   xbody = [b.replace("tmp[L]", "out[L]") for b in _xbody(body)]
-  X = [f"enum {{ XP_{h} = {int(pure)} }};", f"static inline __attribute__((always_inline)) int X{h}(Wave *w, uint32_t *V, const Inst *in, int y, uint32_t *out, int nl) {{",
+  X = [f"enum {{ XP_{h} = {int(pure)} }};", f"static inline __attribute__((always_inline)) int X{h}(Wave *w, uint32_t *V, const Inst *in, int y, uint32_t *out, int l0, int nl) {{",
        "  if (nl > 32) __builtin_unreachable();", "  PC_STATE_IF(s, w, 0);", ops_of, *("  " + x for x in pre),
        *(f"  {_xsrc(i, f'e{i}', sb[i], sf[i])}" for i in range(2) if sb[i]), "  uint32_t *dd = V + (ed - 256) * MAXLANES;",
        *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i]), *(["  s.D0.d[1] = 0;"] * ("D0" in u.reads)),
@@ -942,7 +948,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   mat_c, mat_h = matrix.c_source(arch.family)
   fields_def, decoder = _decoder(arch, fmts)
   names, hbase = handler_names(arch)
-  handlers, tables, missing, decls, unmod, xlat = [], [], {}, [], set(), {}
+  handlers, tables, missing, decls, unmod, xlat, fuse = [], [], {}, [], set(), {}, set()
   flows = [0] * len(names)
   moded, cnames = {m[1] for m in _PC_FN.finditer(pcode_c) if "s->MODE" in m[2]}, []   # pc_* functions that read MODE (_mode_loops)
   pure = {m[1] for m in _PC_FN.finditer(pcode_c) if not _FAULTS.search(m[2])}
@@ -967,6 +973,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
                                              base_name, FAST_MODES if f"pc_{tgt}" in moded else (), wide.get(f"pc_{tgt}", frozenset()),
                                              f"pc_{tgt}" in pure)
           handlers.append(t)
+          if f"pc_{tgt}" in pure: fuse.add(f"VH_{name}")   # a half writes its rows only (no masks): lane-local when it cannot fault
           row.append(f"VH_{name}"); decls.append(f"void VH_{name}(Wave *w, const Inst *in, int y, uint32_t *out, uint64_t exec);")
         else: row.append("0"); missing[key] = f"VOPD target {tgt or base_name} has no compiled pseudocode"
         continue
@@ -992,9 +999,10 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       u, ops = _usage(arch.family, ents, ename), ops_tab.get(member, {})
       if f.name in _SALU: handlers.append(_salu(f, h, fn, u, ops))
       elif f.name in _VALU:
-        t, x = _valu(f, h, fn, u, ops, base_name, arch, ents[ename].text, FAST_MODES if fn in moded else (), wide.get(fn, frozenset()), fn in pure)
+        t, x, fu = _valu(f, h, fn, u, ops, base_name, arch, ents[ename].text, FAST_MODES if fn in moded else (), wide.get(fn, frozenset()), fn in pure)
         handlers.append(t)
         if x: xlat[h] = x
+        if fu: fuse.add(h)
       elif f.name == "VINTERP": handlers.append(vinterp(h, fn, u, ops, base_name))
       elif f.name in _VMEM or f.name in ("DS", "SMEM"):
         if "LDS" in name and f.name != "DS": row.append("h_unsupported"); missing[key] = "loads into LDS are not modelled"; continue
@@ -1037,4 +1045,4 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
                     "static void h_vopd(Wave *w, const Inst *in);" if vopd else "", *tables, "#include \"emu_sched.c\""])
   parts = ["\n".join([*head, always_inline(pcode_c, moded), pcode_c, *handlers[k::chunks]]) for k in range(chunks)]
   return Generated((main, *parts), names, hbase, missing, zeroed, tuple(cnames), {re.search(r"^void (\w+)\(", t, re.M)[1]: t for t in handlers},
-                   xlat, tuple(flows))
+                   xlat, tuple(flows), tuple(sorted(fuse)))

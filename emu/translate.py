@@ -84,6 +84,7 @@ class Parts:
   xlat_src: dict            # handler -> its translator variant's C (gen_c._xvalu, X of _vopd_half)
   names: tuple[str, ...]    # hid -> "FORMAT OPNAME"
   flows: tuple[int, ...]    # hid -> gen_c.FLOW: PLAIN steps run in blocks
+  fuse: tuple[str, ...]     # the lane-local variants of xlat_src (gen_c.Generated.fuse): a block fuses runs of them
 
 def write_parts(arch_name: str, lib_stem: str):
   """Generate the Parts of the emulator library `lib_stem` (pcode's emitter and gen_c: seconds to a minute of Python) into
@@ -98,7 +99,7 @@ def write_parts(arch_name: str, lib_stem: str):
   p = Parts(head, tuple(re.search(r"#define EMU_INST_FIELDS int32_t ([^;]*);", head)[1].replace(" ", "").split(",")),
             pc[:pc.index("static inline void pc_")],
             {m[1]: m[0] for m in re.finditer(r"^static inline void (pc_\w+)\(PcState \*s\) \{\n.*?^\}\n", pc, re.S | re.M)},
-            gen.cnames, gen.handler_src, gen.xlat_src, gen.handlers, gen.flows)
+            gen.cnames, gen.handler_src, gen.xlat_src, gen.handlers, gen.flows, gen.fuse)
   f = cbuild.cache_dir() / f"{lib_stem}.xlat.json"
   tmp = f.with_suffix(f".{os.getpid()}.tmp"); tmp.write_text(json.dumps(p.__dict__)); tmp.replace(f)
 
@@ -150,7 +151,7 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
   (XHANDLER), which keeps the C a kernel compiles small (tinygrad's 256 matmul kernel: 5.9 s of gcc; 25 s with the handlers
   inlined too, 8.6 s with the variants' other cases: any EXEC, the other fast mode)."""
   from mockgpu.emu.gen_c import FLOW
-  used, xused, steps, consts, fns, straight, nop, direct, exec_w = [], [], [], [], [], [], set(), {}, {}
+  used, xused, steps, consts, fns, straight, nop, direct, exec_w, fuse = [], [], [], [], [], [], set(), {}, {}, {}
   for k, (pc, nxt, vals) in enumerate(insts):
     hid = vals[1]
     cn = p.cnames[hid] if 0 <= hid < len(p.cnames) else "0"
@@ -161,20 +162,22 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
       # into buffers, then the rows written; a half that cannot fault writes its row from its loop: Y always (it runs last), X
       # when Y cannot fault either and reads no row X writes
       xused += [h for h in dict.fromkeys(vh) if h not in xused]   # both halves may be the same op (V_DUAL_FMAC_F32 twice)
-      direct[k] = f"D{k}(w, V, d)"
+      direct[k] = f"D{k}(w, V, {{}})"
+      if all(h in p.fuse for h in vh): fuse[k] = "1"
       fx, fy = (vals[11 + p.fields.index(n)] for n in ("vdstx", "vdsty"))
       xok, yok = (f"XP_{vh[0]} && XP_{vh[1]}", f"XP_{vh[1]}") if fx != fy else ("0", "0")
       if fx in (vals[11 + p.fields.index("srcy0")], vals[11 + p.fields.index("vsrcy1")]): xok = "0"
-      fns.append(f"static inline __attribute__((always_inline)) int D{k}(Wave *w, uint32_t *V, int nl) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES];"
+      fns.append(f"static inline __attribute__((always_inline)) int D{k}(Wave *w, uint32_t *V, int l0, int nl) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES];"
                  f" uint32_t *dx = V + (in->vdstx - 256) * MAXLANES, *dy = V + (in->vdsty - 256) * MAXLANES; const int px = {xok}, py = {yok};"
-                 f" if (!(X{vh[0]}(w, V, in, 0, px ? dx : ox, nl) && X{vh[1]}(w, V, in, 1, py ? dy : oy, nl))) return 0;"
-                 " if (!px) memcpy(dx, ox, 4 * nl); if (!py) memcpy(dy, oy, 4 * nl); return 1; }")
+                 f" if (!(X{vh[0]}(w, V, in, 0, px ? dx : ox, l0, nl) && X{vh[1]}(w, V, in, 1, py ? dy : oy, l0, nl))) return 0;"
+                 " if (!px) memcpy(dx + l0, ox + l0, 4 * (nl - l0)); if (!py) memcpy(dy + l0, oy + l0, 4 * (nl - l0)); return 1; }")
       straight.append(plain)
     elif cn == "h_nop": fns.append(""); straight.append(True); nop.add(k)   # S_WAITCNT, ...: counting only
     elif cn == "h_vopd": fns.append(""); straight.append(plain)   # a half without a variant: the interpreter's handler (XHANDLER)
     elif cn in p.xlat_src:   # in a block its fast path under XFAST, else the interpreter's handler
       if cn not in xused: xused.append(cn)
-      direct[k] = f"XV_{cn}(w, V, &X{k}, d)"
+      direct[k] = f"XV_{cn}(w, V, &X{k}, {{}})"
+      if cn in p.fuse: fuse[k] = f"XG_{cn}(&X{k})"
       exec_w[k] = f"XE_{cn}"   # gen_c._xvalu: 1 if the variant may write EXEC
       fns.append("")
       straight.append(plain)
@@ -190,15 +193,25 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
     icall = f"{{ const Inst *ic = &c->icache[{pc >> 2}]; ic->fn(w, ic); }}"   # the interpreter's handler (decoded before the dispatch)
     call = "(void)0" if k in nop else icall if straight[k] or not fns[k] or k in direct else f"S{k}(w)"
     if k in blocks:   # a block's fast path: counted once, each step inlined with its status check
-      n, body = blocks[k], []
+      n, body, pend = blocks[k], [], []
+      def fused():   # a run of lane-local steps (nops between them aside): on a full wave, the lanes XCHUNK at a time through every
+        # step (a chunk's rows stay in the host's registers from one step to the next), else (or a run of one) step by step
+        if len(pend) > 1: body.append(f"  if (d == EMU_FAST_LANES && {' && '.join(fuse[j] for j, _ in pend)}) for (int c0 = 0; c0 < EMU_FAST_LANES; "
+                                      "c0 += XCHUNK) { " + " ".join(f"(void){direct[j].format('c0, c0 + XCHUNK')};" for j, _ in pend) + " } else {")
+        body.extend(x for _, x in pend)
+        if len(pend) > 1: body.append("  }")
+        pend.clear()
       for j in range(k, k + n):
         pj, nj, _ = insts[j]
         if j in nop: continue
         run = (f"w->pc0 = {pj}u; w->pc = {nj}u; {'XHANDLER(w)' if j in direct or not fns[j] else f'S{j}(w)'};\n  if (UNLIKELY(c->status)) {{ c->icount -= {k + n - 1 - j}u; "
                f"xcount(c, H{k}, {j - k + 1}); record_inst(c, w, {pj}u, X{j}.raw, X{j}.size, X{j}.fmt, X{j}.opx ? X{j}.opx : X{j}.op); return 1; }}")
         again = " d = XFAST(w);" if any(i in direct for i in range(j + 1, k + n)) else ""   # EXEC or MODE may have changed
-        body.append(f"  if (UNLIKELY(!(d && {direct[j]}))) {{ {run}{again} }}" + (f" if ({exec_w[j]}){again}" if j in exec_w and again else "")
-                    if j in direct else f"  {run}" + again)
+        line = (f"  if (UNLIKELY(!(d && {direct[j].format('0, d')}))) {{ {run}{again} }}" + (f" if ({exec_w[j]}){again}" if j in exec_w and again else "")
+                if j in direct else f"  {run}" + again)
+        if j in fuse: pend.append((j, line)); continue
+        fused(); body.append(line)
+      fused()
       if any(j in direct for j in range(k, k + n)): body.insert(0, "  int d = XFAST(w); uint32_t *const V = w->v;")
       blk_fns.append(f"static const uint32_t H{k}[] = {{{', '.join(str(insts[j][2][1]) for j in range(k, k + n))}}};\n"   # its handlers, for op counts
                      f"static __attribute__((noinline)) int B{k}(Ctx *c, Wave *w) {{\n" + "\n".join(body) +
@@ -317,19 +330,23 @@ class Translator:
     the decoded instructions are a function of, so a cached translation is found before anything is decoded."""
     return [self.stem, _SOURCE, f"acc_off={k.acc_off}", *(f"{pc}:{k.code[pc:pc + 16].hex()}" for pc in k.pcs)]
 
+  def source(self, k: Kernel) -> str:
+    """The C of `k`'s translation (kernel_source of its decoded instructions, k.decoded: set when it compiles)."""
+    p = parts(self.arch, self.stem)   # the first time per library: a child interpreter runs the generator (seconds)
+    # Inst: 6 int32, lit, raw[4], then the decoded fields (csrc/emu_core.h); signed but lit and raw
+    return kernel_source(p, [(pc, pc + v[2], v) for pc, b in k.decoded
+                             for v in [tuple(int.from_bytes(b[o:o + 4], "little", signed=o < 24 or o >= 44) for o in range(0, 44 + 4 * len(p.fields), 4))]])
+
   def _compile(self, k: Kernel):
     try:
       from mockgpu.emu.build import CSRC, PCODE_DIR
       k.decoded = self._decode(k, k.acc_off)
       if not k.decoded: raise ValueError("none of its instructions decodes")
       t0 = []
-      def generate():   # Inst: 6 int32, lit, raw[4], then the decoded fields (csrc/emu_core.h); signed but lit and raw
-        p = parts(self.arch, self.stem)   # the first time per library: a child interpreter runs the generator (seconds)
-        insts = [(pc, pc + v[2], v) for pc, b in k.decoded
-                 for v in [tuple(int.from_bytes(b[o:o + 4], "little", signed=o < 24 or o >= 44) for o in range(0, 44 + 4 * len(p.fields), 4))]]
-        src = kernel_source(p, insts)
+      def generate():
+        src = self.source(k)
         t0.append(time.perf_counter())
-        return [src], {"arch": self.arch.name, "instructions": len(insts)}
+        return [src], {"arch": self.arch.name, "instructions": len(k.decoded)}
       path, _, built = cbuild.shared_library(f"xk-{self.arch.name}-", self._parts(k), _xcflags(), generate, KEEP, include=(CSRC, PCODE_DIR),
                                              what=f"a translated {self.arch.name} kernel")
       if built: self.rate = (time.perf_counter() - t0[0]) / len(k.decoded)   # gcc's time: the next kernels' estimate

@@ -355,3 +355,32 @@ def test_a_translation_is_found_again_whatever_follows_its_code(xlat):
   xlat("sync")
   first = load(b"\x11" * 16)
   assert not first.extra["translated"] and load(b"\x22" * 16).extra["translated"]
+
+def test_a_fused_run_is_exact(xlat):
+  # seven lane-local VALU steps in one block run fused on a full wave (translate.py: the lanes XCHUNK at a time through every
+  # step): a lane id (V_MBCNT reads laneId), a VCC lane bit (V_CNDMASK), a 64-bit shift writing two rows that a later step
+  # reads, a VOPD whose halves read each other's destination (read before the step writes them: the shift's sources too),
+  # and a chain of float ops; values exact in float32, so numpy is the oracle
+  from mockgpu.emu import translate
+  a, b = np.arange(32, dtype=np.float32) * 0.25 + 1, np.arange(32, dtype=np.float32) * 0.5 - 3
+  out = np.zeros((6, 32), np.uint32)
+  prog = code(v_lshlrev_b32_e32(v[1], 2, v[0]), global_load_b32(vdst=v[2], addr=v[1], saddr=s[2:3]), global_load_b32(vdst=v[3], addr=v[1], saddr=s[4:5]),
+              s_mov_b32(VCC_LO, 0x5a5a1234), s_waitcnt(simm16=0),
+              v_mbcnt_lo_u32_b32(v[4], -1, 0), v_cndmask_b32_e32(v[5], v[2], v[3]), v_fmac_f32_e32(v[5], v[2], v[3]), v_lshlrev_b64(v[6:7], 4, v[2:3]),
+              VOPD(VOPDOp.V_DUAL_ADD_F32, VOPDOp.V_DUAL_MUL_F32, vdstx=v[2], vdsty=v[3], srcx0=v[3], vsrcx1=v[5], srcy0=v[2], vsrcy1=v[5]),
+              v_add_nc_u32_e32(v[4], v[4], v[7]), v_mul_f32_e32(v[5], v[5], v[2]),
+              *(global_store_b32(addr=v[1], data=v[2 + i], saddr=s[0:1], offset=128 * i) for i in range(6)))
+  def fn():
+    bf = Bufs(out, a, b)
+    return run_code(prog, bf.mem, user_sgprs=bf.sgprs(), rsrc2=6 << 1, rsrc1=LOOP_RSRC1), out.copy()   # XFAST's float mode
+  (rs, ro), (gs, go) = _twice(fn, xlat)
+  _same_stats(rs, gs)
+  c = np.where(0x5a5a1234 >> np.arange(32) & 1, b, a) + a * b
+  x, y = b + c, a * c
+  ab = a.view(np.uint32).astype(np.uint64) | b.view(np.uint32).astype(np.uint64) << 32
+  want = [x.view(np.uint32), y.view(np.uint32), np.arange(32, dtype=np.uint32) + (ab << 4 >> 32).astype(np.uint32), (c * x).view(np.uint32),
+          (ab << 4).astype(np.uint32), (ab << 4 >> 32).astype(np.uint32)]
+  assert (ro == np.stack(want)).all() and (go == ro).all()
+  tr = next(t for t in translate._TRANSLATORS.values() if t.arch.name == "gfx1100")
+  src = tr.source(next(k for k in tr.kernels[prog[:64]] if k.state == "ready"))
+  assert [ln.count("c0, c0 + XCHUNK") for ln in src.splitlines() if "c0 += XCHUNK" in ln] == [7], "the seven steps did not run as one fused run"
