@@ -30,19 +30,22 @@ from mockgpu.emu.arch import ArchSpec
 __all__ = ["TIER", "mode", "Kernel", "Parts", "parts", "write_parts", "Translator", "translator", "kernel_source"]
 
 TIER = float(os.environ.get("MOCKGPU_EMU_XLAT_TIER", "1"))   # a kernel is translated once its interpreted seconds reach TIER x its estimated compile seconds
-COMPILE_S_PER_INST = 0.04   # the first estimate of gcc's seconds per instruction (tinygrad's matmul kernel, 137: 5.9 s); each build refines it
+COMPILE_S_PER_INST = 0.05   # the first estimate of gcc's seconds per instruction (tinygrad's matmul kernel, 137: 6.7 s); each build refines it
 TRACE_CAP = 1 << 16    # most instructions of one kernel the translator takes
 INLINE_PROSE = ("h_nop", "h_endpgm", "h_barrier", "h_sleep")   # hand-written handlers (csrc/emu_prose.h) inlined like generated ones
 KEEP = 200             # translated kernels kept in the library cache per arch
 CANDIDATES, ADDRS = 16, 4096   # kernels remembered per 64-byte code prefix and code addresses remembered (the most recent): lookups stay cheap
 HOT_KEEP = 4096         # kernels whose interpreted seconds the hot file keeps per arch (the most recently updated)
-BLOCK_MAX = 12          # most steps per block: in longer block functions gcc stops inlining the handlers' helpers (measured: 6, 12, 24)
+BLOCK_MAX = 96          # most steps per block: longer blocks hold longer fused runs (with _xcflags' inlining limit; matmul one-off: 12, 24, 64, 96, 200 -> 183, 196, 207, 221, 220 M/s)
 
 def _xcflags() -> tuple[str, ...]:
-  """A translated kernel's compiler flags: the emulator library's, and the cheap vectoriser cost model, whose -O2 default
-  leaves the direct steps' loops over a runtime count of lanes (XFAST) scalar."""
+  """A translated kernel's compiler flags: the emulator library's; for gcc the cheap vectoriser cost model, whose -O2 default
+  leaves the direct steps' loops over a runtime count of lanes (XFAST) scalar, no size limit on inlining into a large
+  function, whose default (2700 insns) left a long block calling its handlers' helpers, and no loops turned into library calls
+  (a fused chunk's V_MOV became a memmove call). Matmul, one-off, 96-step blocks: 36 -> 194 -> 225 M/s."""
   from mockgpu.emu.build import CFLAGS
-  return (*CFLAGS, "-fvect-cost-model=cheap")
+  return (*CFLAGS, *(() if "clang" in cbuild.compiler()[1] else
+                     ("-fvect-cost-model=cheap", "--param=large-function-insns=100000", "-fno-tree-loop-distribute-patterns")))
 
 def mode() -> str:
   m = os.environ.get("MOCKGPU_EMU_XLAT", "auto") or "auto"
