@@ -320,23 +320,23 @@ def _full(n: int) -> str: return "0xffffffffull" if n == 32 else "~0ull"
 # zero: the members a compare writes only as its own lane's bit (D0, CDNA's and RDNA's CMPX EXEC), all bits 0 before the loop: each
 # lane runs as lane 0 from 0 and the bits are packed after the loop.
 def _lane_loop(n: int, inner: list[str], vcc: str = "", zero: tuple[str, ...] = (), nl: str = "") -> str:
-  """The loop over lanes 0..n-1 (nl: over lanes l0..nl-1, runtime bounds: the translator's variants, where a fused run takes
-  the lanes XCHUNK at a time (translate.py) and the others all active lanes from 0; the lanes after keep their values and their
-  mask bits are 0, a mask written ("rw") is whole only from l0 0. gcc's -O2 cost model leaves such a loop scalar: translated
-  kernels compile with -fvect-cost-model=cheap; a count from 0 to nl - l0 with L = l0 + i instead, constant in a fused chunk,
-  left L's evolution unknown under -fwrapv and the chunk's loops scalar: matmul 225 -> 42 M/s)."""
+  """The loop over lanes 0..n-1 (nl: over the first `nl` rows' lanes of V, a runtime count, lane L being the wave's lane
+  lb + L (laneId, its VCC bit): the translator's variants, where a fused run passes V + lb for each chunk of XCHUNK lanes, a
+  constant count, and the others every active lane from 0; the lanes after keep their values and their mask bits are 0, a mask
+  written ("rw") is whole only from lb 0. gcc's -O2 cost model leaves a runtime count's loop scalar: translated kernels compile
+  with -fvect-cost-model=cheap)."""
   part = bool(nl)
-  head = f"for (int L = {'l0' if part else 0}; L < {nl or n}; L++)"
+  head, ln = f"for (int L = 0; L < {nl or n}; L++)", "lb + L" if part else "L"
   if zero:
     mem = {m: "s.D0.q[0]" if m == "D0" else f"s.{m}" for m in zero}
     return (f"{{ {' '.join(f'uint32_t bo{m}[{n}];' for m in zero)} for (int L = 0; L < {n}; L++) {{ s.laneId = 0; "
             f"{' '.join(f'{x} = 0;' for x in mem.values())} {' '.join(inner)} {' '.join(f'bo{m}[L] = (uint32_t){x};' for m, x in mem.items())} }} "
             f"{' '.join(f'{x} = lanes_pack(bo{m}, {n});' for m, x in mem.items())} }}")
-  if not vcc: return f"{head} {{ s.laneId = (uint64_t)L; {' '.join(inner)} }}"
+  if not vcc: return f"{head} {{ s.laneId = (uint64_t)({ln}); {' '.join(inner)} }}"
   w = vcc == "rw"
   vdecl, pack = (f"uint32_t vout[{n}]; ", f"lanes_pack_n(vout, {nl})" if part else f"lanes_pack(vout, {n})") if w else ("", "")
   return (f"{{ const uint64_t vin = s.VCC; uint64_t cin[{n}]; {vdecl}lanes_unpack(vin, cin, {n}); "
-          f"{head} {{ s.laneId = 0; s.VCC = cin[L]; {' '.join(inner)}{' vout[L] = (uint32_t)s.VCC;' if w else ''} }} "
+          f"{head} {{ s.laneId = 0; s.VCC = cin[{ln}]; {' '.join(inner)}{' vout[L] = (uint32_t)s.VCC;' if w else ''} }} "
           f"s.VCC = {f'(vin & ~{_full(n)}) | {pack}' if w else 'vin'}; }}")
 
 def _vcc_lanes(u: Usage) -> str:   # _lane_loop's vcc for an entry of usage `u`
@@ -475,8 +475,9 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
 # interpreter's handler, XHANDLER, reruns the instruction and reports it), so its state never has its address taken and lives in
 # registers; the block runs the handler then, and for every step while XFAST does not hold. An op that cannot fault (pure) writes
 # its destination rows from the loop (lane by lane: each lane's sources are read before its write); XE_<handler> says whether it
-# may write EXEC (the block then checks XFAST again). It runs lanes l0..nl-1: 0..nl-1 alone, a chunk of XCHUNK in a fused run of
-# lane-local variants (Generated.fuse: pure, no mask or scalar written), whose lanes are independent. V is the wave's VGPR file
+# may write EXEC (the block then checks XFAST again). It runs lanes lb..lb+nl-1 with V + lb as its VGPR file: 0..nl-1 alone, a
+# chunk of XCHUNK in a fused run of lane-local variants (Generated.fuse: pure, no mask or scalar written), whose lanes are
+# independent. V is the wave's VGPR file
 # (w->v), which a block reads once, so every row address has one base the compiler sees through. Kept apart from the handlers
 # (Generated.xlat_src): only translated kernels compile them, after csrc/emu_xlat.h (XSRC32/64).
 
@@ -495,14 +496,14 @@ def _xvalu(h: str, e: tuple, sb: list, sf: list, db: int, dm: str, fmods: str, p
   loop = lambda out, hi: _mode_loops(modes[:1], _lane_loop(n, [*xbody, f"{out}[L] = {res};" + (f" {hi}[L] = s.D0.d[1];" if hi else "")], lanebit, nl="nl"))[1]
   ew = (vcc_w and sd) or any("EXEC" in x for x in wb)   # may write EXEC (an SDST naming it, the entry's own EXEC): XE_<h>
   L = [f"enum {{ XE_{h} = {int(ew)} }};", f"static inline int XG_{h}(const Inst *in) {{ return !(in->dpp_kind || {fmods}); }}",
-       f"static inline __attribute__((always_inline)) int XV_{h}(Wave *w, uint32_t *V, const Inst *in, int l0, int nl) {{",
+       f"static inline __attribute__((always_inline)) int XV_{h}(Wave *w, uint32_t *V, const Inst *in, int lb, int nl) {{",
        f"  if (!XG_{h}(in)) return 0;", f"  if (nl > {n}) __builtin_unreachable();   /* XFAST: so the compiler knows the rows do not overlap within the loop */",
        "  PC_STATE_IF(s, w, 0);", *("  " + x for x in pre), *(f"  {_xsrc(i, e[i], sb[i], sf[i])}" for i in range(3) if sb[i]),
        "  uint32_t *dd = V + (in->vdst - 256) * MAXLANES, *dd2 = V + ((in->vdst - 255) & (NVREG - 1)) * MAXLANES; (void)dd2;",
        *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i] and sb[i] <= 32), *(["  s.D0.d[1] = 0;"] if any("dd[L]" in b for b in xbody) and dm == "32" else [])]
   if pure: L.append(f"  {loop('dd', 'dd2' if dm != '32' else '')}")
   else: L += [f"  uint32_t outl[{n}], outh[{n}]; (void)outh; {loop('outl', 'outh' if db == 64 else '')}", "  if (UNLIKELY(s.fault)) return 0;",
-              f"  memcpy(dd + l0, outl + l0, 4 * (nl - l0));{' memcpy(dd2 + l0, outh + l0, 4 * (nl - l0));' if dm != '32' else ''}"]
+              f"  memcpy(dd, outl, 4 * nl);{' memcpy(dd2, outh, 4 * nl);' if dm != '32' else ''}"]
   if vcc_w: L.append("  const uint64_t xm = nl >= 64 ? ~0ull : (1ull << nl) - 1;   /* the active lanes' bits */\n" +
                      ("  sdst_write(w, in->sdst, s.VCC & xm & w->c->wave_mask, w->c->wave_size);" if sd else "  wr_vcc(w, s.VCC & xm);"))
   return "\n".join(L + ["  " + x for x in wb] + ["  return 1;", "}"]) + "\n"
@@ -687,7 +688,7 @@ def _vopd_half(h: str, fn: str, u: Usage, ops: dict, name: str, modes: tuple[int
   # writes `out` lane by lane: the caller's buffer, or the destination row itself when XP_<h> (the op cannot fault) and the other
   # half does not read it (translate.py D)
   xbody = [b.replace("tmp[L]", "out[L]") for b in _xbody(body)]
-  X = [f"enum {{ XP_{h} = {int(pure)} }};", f"static inline __attribute__((always_inline)) int X{h}(Wave *w, uint32_t *V, const Inst *in, int y, uint32_t *out, int l0, int nl) {{",
+  X = [f"enum {{ XP_{h} = {int(pure)} }};", f"static inline __attribute__((always_inline)) int X{h}(Wave *w, uint32_t *V, const Inst *in, int y, uint32_t *out, int lb, int nl) {{",
        "  if (nl > 32) __builtin_unreachable();", "  PC_STATE_IF(s, w, 0);", ops_of, *("  " + x for x in pre),
        *(f"  {_xsrc(i, f'e{i}', sb[i], sf[i])}" for i in range(2) if sb[i]), "  uint32_t *dd = V + (ed - 256) * MAXLANES;",
        *(f"  s.S{i}.d[1] = 0;" for i in range(3) if sb[i]), *(["  s.D0.d[1] = 0;"] * ("D0" in u.reads)),

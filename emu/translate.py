@@ -165,21 +165,21 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
       # into buffers, then the rows written; a half that cannot fault writes its row from its loop: Y always (it runs last), X
       # when Y cannot fault either and reads no row X writes
       xused += [h for h in dict.fromkeys(vh) if h not in xused]   # both halves may be the same op (V_DUAL_FMAC_F32 twice)
-      direct[k] = f"D{k}(w, V, {{}})"
+      direct[k] = f"D{k}(w, {{v}}, {{n}})"   # V (+ a fused chunk's first lane), lane base and count
       if all(h in p.fuse for h in vh): fuse[k] = "1"
       fx, fy = (vals[11 + p.fields.index(n)] for n in ("vdstx", "vdsty"))
       xok, yok = (f"XP_{vh[0]} && XP_{vh[1]}", f"XP_{vh[1]}") if fx != fy else ("0", "0")
       if fx in (vals[11 + p.fields.index("srcy0")], vals[11 + p.fields.index("vsrcy1")]): xok = "0"
-      fns.append(f"static inline __attribute__((always_inline)) int D{k}(Wave *w, uint32_t *V, int l0, int nl) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES];"
+      fns.append(f"static inline __attribute__((always_inline)) int D{k}(Wave *w, uint32_t *V, int lb, int nl) {{ const Inst *in = &X{k}; uint32_t ox[MAXLANES], oy[MAXLANES];"
                  f" uint32_t *dx = V + (in->vdstx - 256) * MAXLANES, *dy = V + (in->vdsty - 256) * MAXLANES; const int px = {xok}, py = {yok};"
-                 f" if (!(X{vh[0]}(w, V, in, 0, px ? dx : ox, l0, nl) && X{vh[1]}(w, V, in, 1, py ? dy : oy, l0, nl))) return 0;"
-                 " if (!px) memcpy(dx + l0, ox + l0, 4 * (nl - l0)); if (!py) memcpy(dy + l0, oy + l0, 4 * (nl - l0)); return 1; }")
+                 f" if (!(X{vh[0]}(w, V, in, 0, px ? dx : ox, lb, nl) && X{vh[1]}(w, V, in, 1, py ? dy : oy, lb, nl))) return 0;"
+                 " if (!px) memcpy(dx, ox, 4 * nl); if (!py) memcpy(dy, oy, 4 * nl); return 1; }")
       straight.append(plain)
     elif cn == "h_nop": fns.append(""); straight.append(True); nop.add(k)   # S_WAITCNT, ...: counting only
     elif cn == "h_vopd": fns.append(""); straight.append(plain)   # a half without a variant: the interpreter's handler (XHANDLER)
     elif cn in p.xlat_src:   # in a block its fast path under XFAST, else the interpreter's handler
       if cn not in xused: xused.append(cn)
-      direct[k] = f"XV_{cn}(w, V, &X{k}, {{}})"
+      direct[k] = f"XV_{cn}(w, {{v}}, &X{k}, {{n}})"
       if cn in p.fuse: fuse[k] = f"XG_{cn}(&X{k})"
       exec_w[k] = f"XE_{cn}"   # gen_c._xvalu: 1 if the variant may write EXEC
       fns.append("")
@@ -200,7 +200,7 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
       def fused():   # a run of lane-local steps (nops between them aside): on a full wave, the lanes XCHUNK at a time through every
         # step (a chunk's rows stay in the host's registers from one step to the next), else (or a run of one) step by step
         if len(pend) > 1: body.append(f"  if (d == EMU_FAST_LANES && {' && '.join(fuse[j] for j, _ in pend)}) for (int c0 = 0; c0 < EMU_FAST_LANES; "
-                                      "c0 += XCHUNK) { " + " ".join(f"(void){direct[j].format('c0, c0 + XCHUNK')};" for j, _ in pend) + " } else {")
+                                      "c0 += XCHUNK) { " + " ".join(f"(void){direct[j].format(v='V + c0', n='c0, XCHUNK')};" for j, _ in pend) + " } else {")
         body.extend(x for _, x in pend)
         if len(pend) > 1: body.append("  }")
         pend.clear()
@@ -210,7 +210,7 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
         run = (f"w->pc0 = {pj}u; w->pc = {nj}u; {'XHANDLER(w)' if j in direct or not fns[j] else f'S{j}(w)'};\n  if (UNLIKELY(c->status)) {{ c->icount -= {k + n - 1 - j}u; "
                f"xcount(c, H{k}, {j - k + 1}); record_inst(c, w, {pj}u, X{j}.raw, X{j}.size, X{j}.fmt, X{j}.opx ? X{j}.opx : X{j}.op); return 1; }}")
         again = " d = XFAST(w);" if any(i in direct for i in range(j + 1, k + n)) else ""   # EXEC or MODE may have changed
-        line = (f"  if (UNLIKELY(!(d && {direct[j].format('0, d')}))) {{ {run}{again} }}" + (f" if ({exec_w[j]}){again}" if j in exec_w and again else "")
+        line = (f"  if (UNLIKELY(!(d && {direct[j].format(v='V', n='0, d')}))) {{ {run}{again} }}" + (f" if ({exec_w[j]}){again}" if j in exec_w and again else "")
                 if j in direct else f"  {run}" + again)
         if j in fuse: pend.append((j, line)); continue
         fused(); body.append(line)

@@ -87,8 +87,8 @@ static inline __attribute__((always_inline)) int XFAST(Wave *w) {   /* the activ
   uint64_t e = rd_exec(w);
   return w->c->poison || (w->mode & 0xff) != EMU_FAST_MODE || w->c->wave_size != EMU_FAST_LANES || !e || (e & (e + 1)) ? 0 : __builtin_popcountll(e);
 }
-/* lanes per chunk of a fused run (translate.py kernel_source): one 256-bit vector of 32-bit lanes (translated matmul, one-off:
- * 165, 190, 179, 173 M/s for 4, 8, 16, 32) */
+/* lanes per chunk of a fused run (translate.py kernel_source): one 256-bit vector of 32-bit lanes (translated matmul, one-off,
+ * the first version of fused runs: 165, 190, 179, 173 M/s for 4, 8, 16, 32) */
 #define XCHUNK 8
 /* source i of a translator variant (mockgpu.emu.gen_c._xvalu): lane L of its VGPR row (xr) or the one scalar value */
 #define XSRC32(i, L) (xr##i ? xlo##i[L] : (uint32_t)xv##i)

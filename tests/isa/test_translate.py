@@ -358,9 +358,9 @@ def test_a_translation_is_found_again_whatever_follows_its_code(xlat):
 
 def test_a_fused_run_is_exact(xlat):
   # seven lane-local VALU steps in one block run fused on a full wave (translate.py: the lanes XCHUNK at a time through every
-  # step): a lane id (V_MBCNT reads laneId), a VCC lane bit (V_CNDMASK), a 64-bit shift writing two rows that a later step
-  # reads, a VOPD whose halves read each other's destination (read before the step writes them: the shift's sources too),
-  # and a chain of float ops; values exact in float32, so numpy is the oracle
+  # step, lane lb + L being row lane L of V + lb): a lane id (V_MBCNT reads laneId), a VCC lane bit (V_CNDMASK), a 64-bit
+  # shift writing two rows that a later step reads, a VOPD whose halves read each other's destination (read before the step
+  # writes them: the shift's sources too), and a chain of float ops; values exact in float32, so numpy is the oracle
   from mockgpu.emu import translate
   a, b = np.arange(32, dtype=np.float32) * 0.25 + 1, np.arange(32, dtype=np.float32) * 0.5 - 3
   out = np.zeros((6, 32), np.uint32)
@@ -383,4 +383,4 @@ def test_a_fused_run_is_exact(xlat):
   assert (ro == np.stack(want)).all() and (go == ro).all()
   tr = next(t for t in translate._TRANSLATORS.values() if t.arch.name == "gfx1100")
   src = tr.source(next(k for k in tr.kernels[prog[:64]] if k.state == "ready"))
-  assert [ln.count("c0, c0 + XCHUNK") for ln in src.splitlines() if "c0 += XCHUNK" in ln] == [7], "the seven steps did not run as one fused run"
+  assert [ln.count("V + c0, ") for ln in src.splitlines() if "c0 += XCHUNK" in ln] == [7], "the seven steps did not run as one fused run"
