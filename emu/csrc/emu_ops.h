@@ -213,8 +213,11 @@ static inline __attribute__((always_inline)) uint64_t lanes_pack(const uint32_t 
   for (int k = 0; k < n / 32; k++) { uint32_t v = 0; for (int L = 0; L < 32; L++) v |= (b[32 * k + L] & 1) << L; m |= (uint64_t)v << 32 * k; }
   return m;
 }
-/* lanes_pack of the first nl (<= 64) lanes, the others' bits 0: a partial loop's mask without zeroing the lanes it did not run */
+/* lanes_pack of the first nl (<= 64) lanes, the others' bits 0: a partial loop's mask without zeroing the lanes it did not run;
+   a whole wave's (the translator's full-wave steps: nl known only at run time) takes the vectorised loop, not the 32 serial ORs */
 static inline __attribute__((always_inline)) uint64_t lanes_pack_n(const uint32_t *b, int nl) {
+  if (nl == 32) return lanes_pack(b, 32);
+  if (nl == 64) return lanes_pack(b, 64);
   uint64_t m = 0;
   for (int L = 0; L < nl; L++) m |= (uint64_t)(b[L] & 1) << L;
   return m;
