@@ -59,12 +59,12 @@ _SOURCE = pathlib.Path(__file__).read_text()   # part of every translation's cac
 @dataclass
 class Kernel:
   """What the translator knows of the code at one address: the instructions its dispatches decoded (pcs, with the code bytes
-  they were read from; their decoded Insts once it compiles), the interpreter's time on them, and the translated function
+  they were read from; their decoded Insts), the interpreter's time on them, and the translated function
   once compiled."""
   code: bytes = b""                 # the code bytes from offset 0 to the end of the last known instruction
   pcs: tuple[int, ...] = ()
   acc_off: int = 0                  # the AccVGPR offset its dispatches decoded with (CDNA: from RSRC3)
-  decoded: list = field(default_factory=list)   # Translator._decode, when it compiles
+  decoded: list = field(default_factory=list)   # Translator._decode of pcs, whenever they grow (its key is made of it)
   seconds: float = 0.0              # wall seconds of its interpreted dispatches in this process
   key: str = ""                     # its translation's cache key (cbuild.key of Translator._parts)
   prior: float = 0.0                # interpreted seconds earlier processes left for that key (Translator.hot)
@@ -299,8 +299,9 @@ class Translator:
         k.code = ctypes.string_at(code_addr, min(new[-1] + 16, code_end - code_addr))
       grew, k.pcs = tuple(new) != k.pcs or acc_off != k.acc_off, tuple(new)
       if keep: k.seconds += seconds
-      if grew:   # keyed by the bytes, not the decode (a ctypes call per instruction): the decode is a function of them
-        k.acc_off, k.key = acc_off, cbuild.key(self._parts(k), _xcflags())
+      if grew:   # keyed by the decoded instructions' bytes (the decode is a function of them)
+        k.acc_off, k.decoded = acc_off, self._decode(k, acc_off)
+        k.key = cbuild.key(self._parts(k), _xcflags())
         k.prior = self.hot().get(k.key, 0.0)
       if not k.pcs: return
       cached = grew and cbuild.verify(f"xk-{self.arch.name}-{k.key}")[0] is not None
@@ -329,12 +330,13 @@ class Translator:
 
   def _parts(self, k: Kernel) -> list[str]:
     """What a translation's library is keyed by: the emulator library (its generator and headers, so its decoder), this
-    module's source (kernel_source), the AccVGPR offset and each instruction's bytes (the up to 16 its decode reads): what
-    the decoded instructions are a function of, so a cached translation is found before anything is decoded."""
-    return [self.stem, _SOURCE, f"acc_off={k.acc_off}", *(f"{pc}:{k.code[pc:pc + 16].hex()}" for pc in k.pcs)]
+    module's source (kernel_source), the AccVGPR offset and each decoded instruction's bytes (k.decoded: its size, not the 16
+    bytes its decode reads, the ones after the last instruction being another buffer's, which may change from one load of
+    the same code to the next, and missed the cache)."""
+    return [self.stem, _SOURCE, f"acc_off={k.acc_off}", *(f"{pc}:{k.code[pc:pc + int.from_bytes(b[8:12], 'little')].hex()}" for pc, b in k.decoded)]
 
   def source(self, k: Kernel) -> str:
-    """The C of `k`'s translation (kernel_source of its decoded instructions, k.decoded: set when it compiles)."""
+    """The C of `k`'s translation (kernel_source of its decoded instructions, k.decoded)."""
     p = parts(self.arch, self.stem)   # the first time per library: a child interpreter runs the generator (seconds)
     # Inst: 6 int32, lit, raw[4], then the decoded fields (csrc/emu_core.h); signed but lit and raw
     return kernel_source(p, [(pc, pc + v[2], v) for pc, b in k.decoded
@@ -343,7 +345,6 @@ class Translator:
   def _compile(self, k: Kernel):
     try:
       from mockgpu.emu.build import CSRC, PCODE_DIR
-      k.decoded = self._decode(k, k.acc_off)
       if not k.decoded: raise ValueError("none of its instructions decodes")
       t0 = []
       def generate():

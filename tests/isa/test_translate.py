@@ -356,6 +356,25 @@ def test_a_translation_is_found_again_whatever_follows_its_code(xlat):
   first = load(b"\x11" * 16)
   assert not first.extra["translated"] and load(b"\x22" * 16).extra["translated"]
 
+def test_a_translation_key_is_its_instructions_bytes_alone():
+  # the library cache is keyed by the decoded instructions' bytes: two processes (translators) loading the same code with other
+  # bytes after it (the 12 after its 4-byte S_ENDPGM are within the 16 a decode reads) find the same translation; another
+  # instruction byte is another key
+  import ctypes
+  from mockgpu.emu import translate, cbackend
+  from mockgpu.emu.arch import get_arch
+  arch = get_arch("gfx1100")
+  dll, lib = cbackend.load(arch)
+  def key(code: bytes) -> str:
+    buf = ctypes.create_string_buffer(code)
+    t = translate.Translator(arch, dll, lib.path.stem)
+    t.observe(ctypes.addressof(buf), ctypes.addressof(buf) + len(code), [0, 4, 8], 0.0, 0, sync=False)   # 0 s: below the tier
+    (k,) = [k for c in t.kernels.values() for k in c]
+    assert k.state == "cold" and len(k.decoded) == 3
+    return k.key
+  prog, other = (code(s_mov_b32(s[4], 1), s_add_u32(s[4], s[4], n)) for n in (2, 3))   # 12 bytes, S_ENDPGM at 8
+  assert key(prog + b"\x11" * 16) == key(prog + b"\x22" * 16) != key(other + b"\x11" * 16)
+
 def test_a_fused_run_is_exact(xlat):
   # seven lane-local VALU steps in one block run fused on a full wave (translate.py: the lanes XCHUNK at a time through every
   # step, lane lb + L being row lane L of V + lb): a lane id (V_MBCNT reads laneId), a VCC lane bit (V_CNDMASK), a 64-bit
