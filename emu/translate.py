@@ -151,8 +151,9 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
   of its own, or the interpreter's handler. A block's VALU and VOPD steps inline only their translator variants' fast paths,
   which run while XFAST holds (csrc/emu_xlat.h: the active lanes are lanes 0..n-1, the first fast float mode; checked at the block's start and
   after each step that may change EXEC or MODE; no modifiers); every other case runs the interpreter's compiled handler
-  (XHANDLER), which keeps the C a kernel compiles small (tinygrad's 256 matmul kernel: 5.9 s of gcc; 25 s with the handlers
-  inlined too, 8.6 s with the variants' other cases: any EXEC, the other fast mode)."""
+  (XHANDLER), which keeps the C a kernel compiles small (tinygrad's 256 matmul kernel: 6.7 s of gcc; 25 s with the handlers
+  inlined too, 8.6 s with the variants' other cases: any EXEC, the other fast mode). Consecutive lane-local ones (Parts.fuse)
+  form fused runs: on a full wave, every step of the run on XCHUNK lanes at a time (docs/emu.md "Fused runs")."""
   from mockgpu.emu.gen_c import FLOW
   used, xused, steps, consts, fns, straight, nop, direct, exec_w, fuse = [], [], [], [], [], [], set(), {}, {}, {}
   for k, (pc, nxt, vals) in enumerate(insts):
