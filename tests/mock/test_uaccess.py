@@ -286,3 +286,13 @@ def test_nv_channel_memory_unmapped_by_the_cpu_stops_the_channel():
     ch.run()
     print("channel:", type(ch.error).__name__, ch.error)""")
   assert "channel: QueueFault GPFIFO channel 0 (token 1): pushbuffer segment addr=" in out and "no longer host memory" in out
+
+def test_earlier_engine_libraries_leave_the_cache(tmp_path, monkeypatch):
+  # the engines were once two cache families ("mock-copy-", "mock-idle-"); loading the one library they became removes their
+  # entries (every file of each stem), and nothing else in the cache
+  monkeypatch.setenv("MOCKGPU_CACHE", str(tmp_path))
+  old = [tmp_path / f"{fam}{'0' * 20}{ext}" for fam in uaccess.RETIRED for ext in (".so", ".json", ".lock")]
+  other = tmp_path / f"emu-gfx1100-{'0' * 20}.so"
+  for f in (*old, other): f.write_bytes(b"")
+  assert uaccess.dma_library.__wrapped__() is not None   # as the first load in a process does (dma_library is loaded once)
+  assert not [f.name for f in old if f.exists()] and other.exists() and list(tmp_path.glob("mock-dma-*.so"))
