@@ -333,7 +333,6 @@ class KFD:
     """One scheduling round over every queue of every GPU (round-robin). Returns True if any queue made progress."""
     with self.lock:
       progress = False
-      self._take_traps()
       for q in [q for g in self.gpus.values() for q in g.queues]: progress |= q.run()
       if progress: self.cond.notify_all()
       return progress

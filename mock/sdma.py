@@ -8,7 +8,7 @@ for ring space).
 Where GPU addresses are host addresses checked against the GPU's MemoryMap alone (the KFD model), the packets tinygrad's
 copies use run in C first (mock/sdma.c, `_Fast`): from the queue's step, and from the device thread's idle wait without the
 GIL as soon as the doorbell moves (`fast_words`), so a copy runs beside tinygrad's Python instead of waiting for the GIL (a
-TRAP's KFD event is raised by the next round or WAIT_EVENTS: `take_traps`). C stops at any packet it cannot complete (a poll
+TRAP's KFD event is raised by the queue's next step or WAIT_EVENTS: `take_traps`). C stops at any packet it cannot complete (a poll
 that must wait, a bad address or packet, a changed map) and the
 handlers below execute it: they are the reference semantics and report every error. Not with MOCKGPU_TRACE (every packet
 is printed from Python)."""
@@ -84,7 +84,7 @@ class SDMAQueue(Queue):
 
   def take_traps(self):
     """Raise the KFD events of the TRAPs C ran (it records their contexts), in the order they ran: called under the KFD lock
-    by every round and by WAIT_EVENTS."""
+    by each step after C and by WAIT_EVENTS (TRAPs the idle wait ran, with no round since)."""
     f = self.fast
     while f is not None and f.traps_taken != f.traps:
       self.gpu.kfd.interrupt(self.gpu, f.trap_ctx[f.traps_taken % 16])
@@ -106,12 +106,12 @@ class SDMAQueue(Queue):
   def bad(self, msg:str) -> PacketError: return PacketError("SDMA", self.where, self.header, msg)
 
   def step(self) -> bool:
-    if self.fast is not None and self.rptr != self.declined:   # C first, from a packet it has not stopped at before
+    before = self.rptr
+    if self.fast is not None and before != self.declined:   # C first, from a packet it has not stopped at before
       self._snapshot()
-      before = self.rptr
       if fast_run()(ctypes.byref(self.fast)) == 1: self.declined = self.rptr
-      if self.rptr != before: return True
-    self.take_traps()   # the events of the TRAPs C ran come before anything of the packet Python runs now
+    self.take_traps()   # the events of the TRAPs C ran (here or in the idle wait) before anything of a packet Python runs
+    if self.rptr != before: return True
     pos, end = self.rptr, self.put
     if pos >= end: return False
     self.where, self.header = f"ring byte {pos:#x}", (header:=self.dword(pos // 4))
