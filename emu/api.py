@@ -172,8 +172,9 @@ def run(dispatch: Dispatch, memory: MemoryMap, *, budget: int | None = None, tim
     threads: most threads the C backend runs the workgroups on (default default_threads()); results, counts and fault
       reports are the same for every count (docs/emu.md, "Multi-core dispatch"). Stats.extra["threads"] says how many ran.
     hold_gil: the C backend's GIL policy (None: the GIL is released for the whole call, as for any foreign call). Asked, with
-      the GIL held, at the start and every 10 ms (1 ms the first time); while it returns True the dispatch keeps the GIL,
-      handing it over for a moment at each asking, and may run on `threads_held` threads (default `threads`). The mock GPUs
+      the GIL held, at the start; while it returns True the dispatch keeps the GIL, gives the other Python threads a turn
+      every 100 ms and asks again after each, and may run on `threads_held` threads (default `threads`); while it returns
+      False the dispatch runs released and asks again 1 ms later, then after twice as long each time up to every 10 ms. The mock GPUs
       pass mockgpu.mock.device.host_spins: tinygrad's thread spinning on the dispatch's signal then sleeps instead of taking
       a core from the emulator (docs/emu.md, "The GIL").
   Returns: Stats.

@@ -90,8 +90,8 @@ def device_work(fn, thread, model):
 def host_spins() -> bool:
   """The mock GPUs' GIL policy for a dispatch (`mockgpu.emu.api.run`'s hold_gil): True while a Python thread spins in tinygrad's
   `HCQSignal.wait`. The dispatch then keeps the GIL: the spinning thread sleeps, and its core runs the emulator (docs/emu.md,
-  "The GIL"). Other threads get the GIL each time the dispatch asks again (every 10 ms): which of them want it cannot be told
-  from their frames (a thread blocked in a foreign call and one preempted right after it look alike)."""
+  "The GIL"). Other threads get a turn every 100 ms of a held dispatch: which of them want the GIL cannot be told from their
+  frames (a thread blocked in a foreign call and one preempted right after it look alike)."""
   from tinygrad.runtime.support.hcq import HCQSignal
   wait, me = HCQSignal.wait.__code__, threading.get_ident()
   for tid, f in sys._current_frames().items():

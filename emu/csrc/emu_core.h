@@ -99,7 +99,7 @@ typedef struct {
  * a workgroup that stopped the dispatch (UINT64_MAX: none): no thread runs past it, one running a higher one leaves it */
 typedef struct Par {
   _Alignas(64) uint64_t next;
-  _Alignas(64) uint64_t stop, total, chunk; uint32_t started, nmax; void *ks;
+  _Alignas(64) uint64_t stop, total, chunk; uint32_t started, nmax, home; void *ks;
   void *xlat;   /* ks, started of nmax: run_parallel's workers; xlat: the translated kernel they run (adopted mid-dispatch by the calling thread) */
 } Par;
 /* the calling thread's hold on the GIL during a dispatch with a GIL policy (emu_xlat.h) */

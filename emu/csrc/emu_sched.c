@@ -292,6 +292,24 @@ typedef struct {
 } Worker;
 
 static void *worker_run(void *arg);
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+/* The workers leave the calling thread's CPU (Par.home, where a new thread starts) as they start, if another is theirs: a
+ * thread waiting for the GIL wakes every switch interval (the mock GPUs' 0.2 ms) and keeps its CPU's average idle time
+ * below the kernel's threshold for pulling a waiting thread over (sched_migration_cost, 0.5 ms), so a worker started next
+ * to the calling thread shared its CPU for milliseconds while the other idled (docs/emu.md "The GIL"). */
+static uint32_t home_cpu(void) { unsigned cpu = UINT32_MAX; return syscall(SYS_getcpu, &cpu, (void *)0, (void *)0) ? UINT32_MAX : cpu; }
+static void leave_home(uint32_t home) {
+  unsigned long m[16] = {0}; const unsigned W = 8 * sizeof(unsigned long);
+  if (home >= 16 * W || syscall(SYS_sched_getaffinity, 0, sizeof m, m) <= 0 || !(m[home / W] >> (home % W) & 1)) return;
+  m[home / W] &= ~(1ul << (home % W));
+  for (unsigned i = 0; i < 16; i++) if (m[i]) { syscall(SYS_sched_setaffinity, 0, sizeof m, m); return; }
+}
+#else
+static uint32_t home_cpu(void) { return UINT32_MAX; }
+static void leave_home(uint32_t home) { (void)home; }
+#endif
 /* with the GIL held (the calling thread, Ctx.gil): start the workers the GIL policy's thread count adds */
 static void par_grow(Par *p) {
   Worker *ks = p->ks;
@@ -300,6 +318,7 @@ static void par_grow(Par *p) {
 
 static void *worker_run(void *arg) {
   Worker *k = arg; Ctx *c = &k->c; Par *p = c->par;
+  if (k != p->ks) leave_home(p->home);
   for (uint64_t idx = 0, end = 0;; idx++) {
     if (UNLIKELY(c->gil)) {
       if (c->icount >= c->gil_at) gil_poll(c);
@@ -363,7 +382,7 @@ static int run_parallel(Ctx *c, uint32_t nth, uint32_t nmax, uint64_t total) {
     ready = i + 1;
   }
   if (!ready) { free(ks[0].c.slots); free(ks[0].c.res); free(ks[0].c.icache); free(ks); return 0; }
-  par.nmax = ready; par.started = 1;
+  par.nmax = ready; par.started = 1; par.home = home_cpu();
   for (; par.started < nth && par.started < ready; par.started++) if (pthread_create(&ks[par.started].th, 0, worker_run, &ks[par.started])) break;
   worker_run(&ks[0]);
   uint32_t started = par.started;

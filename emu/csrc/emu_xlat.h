@@ -19,27 +19,31 @@ static double elapsed(Ctx *c) {
 /* The GIL, for a dispatch with a policy (api.run(hold_gil=...): emu_run is called holding it; Ctx.gil on the calling thread
  * only). While the policy says so (the mock GPUs': a Python thread spins on a signal, mockgpu.mock.device.host_spins) the
  * dispatch keeps the GIL, so tinygrad's thread spinning on the dispatch's signal sleeps instead of taking a core from the
- * emulator, and it may use threads_held threads; otherwise it runs released, as any foreign call, on `threads`. A released dispatch
+ * emulator, and it may use threads_held threads; otherwise it runs released, as any foreign call, on `threads`. gil_poll, at
+ * workgroup boundaries and time checks: a released dispatch takes the GIL back (waiting at most Python's switch interval) and
  * asks the policy again GIL_FIRST after the start, then after twice as long each time up to every GIL_PERIOD (tinygrad usually
- * starts waiting a few ms after a submission), a held one every GIL_PERIOD (each asking hands the GIL to the spinning thread
- * until Python's switch interval takes it back: docs/emu.md "The GIL"); gil_poll, at workgroup boundaries and time checks, asks
- * with the GIL (a released one is taken back, waiting at most Python's switch interval). Asking runs the policy's Python code, which hands a held GIL to a thread that has
- * asked for it meanwhile (Python's eval breaker), so a thread that writes what a kernel polls still gets to run. */
+ * starts waiting a few ms after a submission); a held one gives the other Python threads a turn every GIL_TURN (released and
+ * taken back: the spinning thread runs until the switch interval ends its turn), then asks. Asking while held, with the
+ * spinning thread waiting for the GIL longer than a switch interval, would hand it over too (the policy's Python code meets
+ * the eval breaker): a turn of up to 5 ms for the calling thread each time, which is why a held dispatch asks only after a
+ * turn (docs/emu.md "The GIL"). The turns let a thread that writes what a kernel polls get to run. */
 #define GIL_FIRST 0.001
 #define GIL_PERIOD 0.01
+#define GIL_TURN 0.1
 #define GIL_ICOUNT (1u << 14)   /* wave-instructions between two looks at the clock */
 static void gil_start(Ctx *c, Gil *g) {
   c->gil = g; c->gil_at = GIL_ICOUNT;
   if (!(g->held = c->a->gil_hold())) g->ts = c->a->gil_save();
-  g->period = g->held ? GIL_PERIOD : GIL_FIRST; g->next = elapsed(c) + g->period;
+  g->period = GIL_FIRST; g->next = elapsed(c) + (g->held ? GIL_TURN : GIL_FIRST);
 }
 static __attribute__((noinline, cold)) void gil_poll(Ctx *c) {
   Gil *g = c->gil; EmuArgs *a = c->a;
   c->gil_at = c->icount + GIL_ICOUNT;
   if (elapsed(c) < g->next) return;
-  if (!g->held) a->gil_restore(g->ts);
-  if (!(g->held = a->gil_hold())) g->ts = a->gil_save();
-  g->period = 2 * g->period < GIL_PERIOD ? 2 * g->period : GIL_PERIOD; g->next = elapsed(c) + g->period;
+  if (g->held) g->ts = a->gil_save();   /* the other threads' turn */
+  a->gil_restore(g->ts);
+  if (!(g->held = a->gil_hold())) { g->ts = a->gil_save(); g->period = 2 * g->period < GIL_PERIOD ? 2 * g->period : GIL_PERIOD; }
+  g->next = elapsed(c) + (g->held ? GIL_TURN : g->period);
 }
 static void gil_end(Ctx *c) { if (c->gil && !c->gil->held) c->a->gil_restore(c->gil->ts); }
 
