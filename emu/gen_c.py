@@ -377,7 +377,9 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
   if ic: L.append("  o.clamp = in->clmp; o.post = o.clamp;")
   pre = _set_scalars(u, "valu")   # the state the pseudocode reads besides its sources (also in the translator's XV_ variant)
   if "VCC" in u.reads | u.writes:
-    pre.append(f"s.VCC = {'scalar_src(w, in, in->src2, 64, 0) & w->c->wave_mask' if vcc_src2 else 'rd_vcc(w)'};")
+    # a wave32 lane mask in SGPRs: the low one alone (rd_vcc: one 32-bit load); constants keep their 64-bit value's low half
+    mask = "scalar_src(w, in, in->src2, w->c->wave_size == 64 || in->src2 >= 128 ? 64 : 32, 0) & w->c->wave_mask"
+    pre.append(f"s.VCC = {mask if vcc_src2 else 'rd_vcc(w)'};")
   if cmp: pre.append(("s.D0.q[0] = 0;" if "D0" in u.writes else "") + (" s.EXEC = 0;" if "EXEC" in u.writes else ""))
   if mix or "OPSEL" in u.reads: pre.append("s.OPSEL = in->opsel; s.OPSEL_HI = in->opsel_hi | in->opsel_hi2 << 2;")
   if mix or "NEG" in u.reads: pre.append("s.NEG = in->neg;")   # V_DOT*_IU*: NEG[0]/NEG[1] make S0/S1 signed
