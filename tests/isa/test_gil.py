@@ -45,7 +45,7 @@ def _poll(flag, out, **kw):
                                                            out.ctypes.data >> 32), rsrc2=4 << 1, timeout=10, **kw)
 
 def test_a_held_dispatch_asks_after_each_turn_only():
-  # held for ~0.35 s: the policy is asked at the start and after each 100 ms turn (about 4), not every few ms (asking while
+  # held for ~0.4 s: the policy is asked at the start and after each 100 ms turn (about 4), not every few ms (asking while
   # the spinning thread waits hands it the GIL for a switch interval: a stalled worker each time)
   flag, out = np.zeros(PAGE // 4, np.uint32), np.zeros(PAGE // 4, np.uint32)
   asked, t0 = [], time.perf_counter()
@@ -53,10 +53,10 @@ def test_a_held_dispatch_asks_after_each_turn_only():
   def writer(): time.sleep(0.35); ctypes.c_uint32.from_address(flag.ctypes.data).value = 7   # writes at its first turn after 0.35 s
   t = threading.Thread(target=writer)
   t.start()
-  try: st = _poll(flag, out, hold_gil=policy)
+  try: _poll(flag, out, hold_gil=policy)
   finally: t.join()
-  assert (out[:32] == 7).all() and st.seconds >= 0.35
-  assert 3 <= len(asked) <= 8 and min(b - a for a, b in zip(asked, asked[1:])) >= 0.09, asked
+  assert (out[:32] == 7).all()
+  assert len(asked) >= 3 and min(b - a for a, b in zip(asked, asked[1:])) >= 0.09, asked   # the turns: 100 ms apart, not a few ms
 
 def _allowed(tid) -> set[int]:
   line = next(l for l in open(f"/proc/self/task/{tid}/status") if l.startswith("Cpus_allowed_list:"))
@@ -69,9 +69,9 @@ def test_workers_leave_the_calling_threads_cpu():
   flag, out = np.zeros(PAGE // 4, np.uint32), np.zeros(PAGE // 4, np.uint32)
   mine, before = _allowed(threading.get_native_id()), set(os.listdir("/proc/self/task"))
   seen = []
-  def watcher():
+  def watcher():   # the worker's set as it starts and once it moved (it sets its own after it appears in /proc)
     end = time.monotonic() + 5
-    while not seen and time.monotonic() < end:
+    while time.monotonic() < end and not (seen and (seen[-1] != mine or len(mine) == 1)):
       for tid in set(os.listdir("/proc/self/task")) - before - {str(threading.get_native_id())}:
         try: seen.append(_allowed(tid))
         except (OSError, StopIteration): pass
@@ -82,7 +82,7 @@ def test_workers_leave_the_calling_threads_cpu():
   try: st = _poll(flag, out, grid=(2, 1, 1), threads=2)
   finally: t.join()
   assert st.extra["threads"] == 2 and (out[:32] == 7).all() and seen
-  assert seen[0] < mine and len(mine - seen[0]) == 1 if len(mine) > 1 else seen[0] == mine, (mine, seen)
+  assert seen[-1] < mine and len(mine - seen[-1]) == 1 if len(mine) > 1 else seen[-1] == mine, (mine, seen[-1])
 
 def test_threads_grow_once_the_policy_holds_and_results_stay():
   # the policy says no at the start (one thread), yes when asked again 1 ms later: the dispatch takes the GIL and starts the
