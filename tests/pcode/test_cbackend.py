@@ -84,3 +84,12 @@ def test_ldexp_is_exact(clib):
   lib = clib("rdna3")
   assert run(lib, "VOP3Op_V_LDEXP_F32", S0=f2b(1.5), S1=3).D0.d[0] == f2b(12.0)
   assert run(lib, "VOP3Op_V_LDEXP_F32", S0=f2b(2.0**-140), S1=200).D0.d[0] == f2b(2.0**60)
+
+@pytest.mark.parametrize("arch, op", [("rdna3", "VOP2Op_V_ADD_CO_CI_U32_E32"), ("rdna3", "VOP3SDOp_V_ADD_CO_CI_U32"), ("cdna", "VOP2Op_V_ADDC_CO_U32_E32")])
+def test_add_with_carry_in_halves(clib, arch, op):
+  # the sum tmp = S0 + S1 + carry-in is held as two 32-bit halves (cemit.split_sums); D0 and the carry-out against exact sums
+  assert "l_tmp_hi" in emit(arch, [op]) and "l_tmp_hi" not in emit("rdna3", ["SOP2Op_S_ADD_I32"])   # a signed sum stays whole
+  lib = clib(arch)
+  for a, b, cin in [(0xffffffff, 0xffffffff, 1), (0xffffffff, 0, 1), (0xffffffff, 1, 0), (0x80000000, 0x7fffffff, 0), (5, 7, 1), (0, 0, 0)]:
+    s = run(lib, op, S0=a, S1=b, VCC=cin | 0xf0, laneId=0)
+    assert (s.D0.d[0], s.VCC) == ((a + b + cin) & 0xffffffff, 0xf0 | int(a + b + cin >= 2**32)), (a, b, cin)
