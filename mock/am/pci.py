@@ -9,14 +9,14 @@ fake frames and the host address space (`mmu.HostVA`), and each sees the others'
 bus address: that is how tinygrad's AM driver maps a peer's buffer for peer-to-peer copies (`PCIIfaceBase.p2p_paddrs`: the
 peer's paddr + its BAR0 bus address, as SYSTEM PTEs), and the page walker mirrors the peer's VRAM memfd there."""
 from __future__ import annotations
-import errno, os, threading
+import atexit, contextlib, errno, os, threading
 from mockgpu.mock.am.device import BAR2_BYTES, PCIGPU
 from mockgpu.mock.am.mmu import HostVA, PageMap
 from mockgpu.mock.am.regs import BAR5_BYTES
 from mockgpu.mock.errors import MockDeviceError
 from mockgpu.mock.profiles import GPUProfile
 
-__all__ = ["PCI_ROOT", "PAGEMAP", "COMPACT", "MAX_GPUS", "PCIBus", "handles", "system", "bus", "bar_bus"]
+__all__ = ["PCI_ROOT", "PAGEMAP", "COMPACT", "MAX_GPUS", "PCIBus", "handles", "system", "bus", "bar_bus", "drop_lock_at_exit"]
 
 PCI_ROOT, PAGEMAP, COMPACT = "/sys/bus/pci/devices", "/proc/self/pagemap", "/proc/sys/vm/compact_unevictable_allowed"
 # bus addresses of the BARs of device 0 and the step per device: all below 2^44 (the GPU's physical address space on gfx11) and
@@ -30,6 +30,16 @@ def bus(index:int=0) -> str:
   """The PCI address of device `index`: the PCI domain is this process's id (16 bits), so concurrent processes never share
   tinygrad's per-device lock file ($TMPDIR/am_<bus>.lock)."""
   return f"{os.getpid() & 0xFFFF:04x}:{FIRST_BUS + index:02x}:00.0"
+
+def drop_lock_at_exit(pcibus:str):
+  """Removes tinygrad's lock file for the AM device at `pcibus` ($TMPDIR/am_<pcibus>.lock) when this process exits. The mock
+  addresses are per process, so each file would otherwise stay behind: one per test process that opened a mock device."""
+  from tinygrad.helpers import temp
+  path, pid = temp(f"am_{pcibus.lower()}.lock"), os.getpid()
+  def drop():
+    if os.getpid() == pid:   # not in a forked child: the parent still holds the lock
+      with contextlib.suppress(FileNotFoundError): os.unlink(path)
+  atexit.register(drop)
 
 def bar_bus(index:int, bar:int) -> int:
   """The bus address of BAR `bar` (0, 2 or 5) of device `index`."""
@@ -58,6 +68,7 @@ class PCIBus:
     with self.lock:
       if (g:=self.gpus.get(i)) is None:
         g = self.gpus[i] = PCIGPU(self.profile, self.autorun, lambda: self.peers(i), pagemap=self.pagemap, host=self.host, index=i)
+        if self.autorun: drop_lock_at_exit(bus(i))
       return g
 
   def peers(self, i:int) -> tuple[tuple[int, int, int], ...]:

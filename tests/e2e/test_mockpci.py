@@ -37,15 +37,20 @@ def test_two_gpus_copy_peer_to_peer_and_compute_on_each(run, fw_env):
     b = a.to("AMD:1").realize()   # SDMA of GPU 0 writes GPU 1's VRAM, mapped on GPU 0 through GPU 1's BAR0 (P2P)
     s0, s1 = (a * 2 + 1).sum(axis=1).numpy(), (b @ b).numpy()
     back = (b - 3).to("AMD:0").numpy()
+    import os
+    from tinygrad.helpers import temp
     from mockgpu.mock.am.pci import system, bar_bus
-    bus = system()
-    out({"devs": [Device["AMD:0"].iface.pci_dev.pcibus, Device["AMD:1"].iface.pci_dev.pcibus], "built": sorted(bus.gpus),
+    bus, devs = system(), [Device["AMD:0"].iface.pci_dev.pcibus, Device["AMD:1"].iface.pci_dev.pcibus]
+    locks = [temp(f"am_{d}.lock") for d in devs]
+    out({"devs": devs, "locks": locks, "held": [os.path.exists(p) for p in locks], "built": sorted(bus.gpus),
          "peer_runs": {i: sum(1 for va, (sz, pa, sysm) in g.mmu.runs.items() if sysm and pa >= bar_bus(0, 0)) for i, g in bus.gpus.items()},
          "s0": s0.tolist(), "s1": s1.tolist(), "back": back.tolist(), "bad": [g.mmu.bad for g in bus.gpus.values()]})""", "MOCKPCI+AMD",
     MOCKGPU_GPUS="2", **fw_env)
   import numpy as np
   res, x = r.result, np.arange(4096, dtype=np.float32).reshape(64, 64) / 7
   assert res["built"] == [0, 1] and res["devs"][0] != res["devs"][1] and res["bad"] == [0, 0]
+  import os   # tinygrad's lock file per device existed while the process ran and is gone after it (per-process mock addresses)
+  assert res["held"] == [True, True] and not any(os.path.exists(p) for p in res["locks"])
   assert res["peer_runs"]["0"] >= 1 and res["peer_runs"]["1"] >= 1   # each GPU mapped a buffer of the other through its BAR0
   np.testing.assert_allclose(res["s0"], (x * 2 + 1).sum(axis=1), rtol=1e-5)
   np.testing.assert_allclose(res["s1"], x @ x, rtol=1e-5)

@@ -7,7 +7,7 @@ def _cc() -> str: return os.environ.get("CC") or ("clang" if shutil.which("clang
 
 def test_tensor_ops_and_big_copies_over_mockusb(run, fw_env):
   r = run("""
-    import time, numpy as np
+    import os, time, numpy as np
     t = time.perf_counter()
     from tinygrad import Tensor, Device
     d = Device["AMD"]
@@ -27,7 +27,9 @@ def test_tensor_ops_and_big_copies_over_mockusb(run, fw_env):
     buf.deallocate()
     res["still_mapped"] = any(int(l.split("-")[0], 16) <= va < int(l.split()[0].split("-")[1], 16) for l in open("/proc/self/maps"))
     res["after"] = (Tensor.arange(4096, dtype=dtypes.float32) * 3).numpy().tolist()
-    out({**res, "bad": c.gpu.mmu.bad, "stats": c.stats, "link": c.link})""",
+    from tinygrad.helpers import temp
+    lock = temp(f"am_{d.iface.pci_dev.pcibus}.lock")
+    out({**res, "bad": c.gpu.mmu.bad, "stats": c.stats, "link": c.link, "lock": lock, "held": os.path.exists(lock)})""",
     "MOCKUSB+AMD", GMMU="0", CC=_cc(), **fw_env)
   import numpy as np
   res = r.result
@@ -38,6 +40,7 @@ def test_tensor_ops_and_big_copies_over_mockusb(run, fw_env):
   np.testing.assert_allclose(np.array(res["mm"], dtype=np.float32), m @ m.T, rtol=1e-5)
   assert res["still_mapped"] and res["after"] == [3.0 * i for i in range(4096)]
   assert res["stats"]["control"] > 1000 and res["stats"]["bulk"] > 1000   # every register access is a USB transfer
+  assert res["held"] and not os.path.exists(res["lock"])   # tinygrad's lock file is removed as the process exits
   print(f"MOCKUSB gfx950 boot: {res['boot_s']:.2f} s")
 
 def test_gfx942_over_mockusb(run, fw_env):

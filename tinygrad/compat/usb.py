@@ -10,6 +10,8 @@ __all__ = ["MockUSB3"]
 
 VENDOR, PRODUCT = 0xADD1, 0x0001   # the ids tinygrad's USBIface looks for first (its custom ASM24 firmware)
 
+def _address() -> str: return f"usb:{os.getpid()}-1"   # "usb:<bus>-<address>", the bus being this process's id
+
 def _usb_dev() -> bool:
   from tinygrad.helpers import DEV
   return any(t.interface == "MOCKUSB" for t in DEV.value)
@@ -22,13 +24,15 @@ class MockUSB3:
   def list_devices(cls, vendor:int, dev:int) -> list[tuple[str, str]]:
     """[(handle, "usb:<bus>-<address>")] of the mock device if (vendor, dev) are its ids and DEV is MOCKUSB, else []. The
     "bus" is this process's id, so concurrent processes never share tinygrad's per-device lock file."""
-    return [("mockgpu-asm24", f"usb:{os.getpid()}-1")] if (vendor, dev) == (VENDOR, PRODUCT) and _usb_dev() else []
+    return [("mockgpu-asm24", _address())] if (vendor, dev) == (VENDOR, PRODUCT) and _usb_dev() else []
 
   def __init__(self, dev, *args, ctrl=None, **kwargs):
     """`dev`: a handle from list_devices; `ctrl`: the controller (an `ASM24`; default the process's: tests pass their own)."""
+    from mockgpu.mock.am.pci import drop_lock_at_exit
     from mockgpu.mock.am.usb import system
     if dev != "mockgpu-asm24": raise ValueError(f"MockUSB3({dev!r}): not a handle from MockUSB3.list_devices")
     self.ctrl, self._tags = ctrl or system(), itertools.count(1)
+    if ctrl is None: drop_lock_at_exit(_address())
 
   # every transfer is a driver call into the mock (mockgpu.usage, the "mock s" of `mockgpu ci`)
   def control_write(self, request:int, value:int=0, index:int=0, data:bytes=b'', timeout:int=1000):
