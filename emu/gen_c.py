@@ -297,7 +297,7 @@ def _salu(f: Format, h: str, fn: str, u: Usage, ops: dict) -> str:
     if nm in u.reads: L.append(f"  s.{nm} = (uint64_t)in->{fld};")
   if "VCC" in u.reads | u.writes: L.append("  s.VCC = rd_vcc(w);")
   L += [f"  {fn}(&s);", f"  {_CHECK}"]
-  if "D0" in u.writes and db: L.append(f"  sdst_write(w, in->sdst, s.D0.q[0], {db});" if db <= 64 else f"  sdst_write_reg(w, in->sdst, &s.D0, {db});")
+  if "D0" in u.writes and db: L.append(f"  sdst_write(w, in->sdst, {_d0(db)}, {db});" if db <= 64 else f"  sdst_write_reg(w, in->sdst, &s.D0, {db});")
   if "VCC" in u.writes: L.append("  wr_vcc(w, s.VCC);")
   L += ["  " + x for x in _writeback_scalars(u)]
   return "\n".join(L) + "\n}\n"
@@ -309,6 +309,10 @@ def _srcm(bits: int, packed: bool) -> str:
 def _fast_lanes(arch: ArchSpec) -> int:
   """Lanes of the full-EXEC fast path (a fixed-count loop the compiler vectorises): the arch's only wave size, else 32."""
   return arch.wave_sizes[0] if len(arch.wave_sizes) == 1 else 32
+
+# D0 as an SGPR write of `db` bits reads it: a 32-bit result as its low word, which the operation stored as such (a 64-bit read of a
+# member just written as 32 bits waits for the store: ~2% of the translated matmul in S_ADD_I32 alone)
+def _d0(db: int) -> str: return "s.D0.d[0]" if db <= 32 else "s.D0.q[0]"
 
 def _full(n: int) -> str: return "0xffffffffull" if n == 32 else "~0ull"
 
@@ -335,7 +339,7 @@ def _lane_loop(n: int, inner: list[str], vcc: str = "", zero: tuple[str, ...] = 
   if not vcc: return f"{head} {{ s.laneId = (uint64_t)({ln}); {' '.join(inner)} }}"
   w = vcc == "rw"
   vdecl, pack = (f"uint32_t vout[{n}]; ", f"lanes_pack_n(vout, {nl})" if part else f"lanes_pack(vout, {n})") if w else ("", "")
-  return (f"{{ const uint64_t vin = s.VCC; uint64_t cin[{n}]; {vdecl}lanes_unpack(vin, cin, {n}); "
+  return (f"{{ const uint64_t vin = s.VCC; uint32_t cin[{n}]; {vdecl}lanes_unpack(vin, cin, {n}); "
           f"{head} {{ s.laneId = 0; s.VCC = cin[{ln}]; {' '.join(inner)}{' vout[L] = (uint32_t)s.VCC;' if w else ''} }} "
           f"s.VCC = {f'(vin & ~{_full(n)}) | {pack}' if w else 'vin'}; }}")
 
@@ -392,7 +396,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
       if sb[i]: L.append(f"  if ({e[i]} < 256) s.S{i}.q[0] = scalar_src(w, in, {e[i]}, {sb[i]}, {sf[i]});")
     L += ["  s.laneId = 0;", f"  {fn}(&s);", f"  {_CHECK}"]
     if "D0" in u.writes:
-      L.append(f"  sdst_write(w, in->vdst - 256, s.D0.q[0], {db});" if dsts else "  { DSTLOCALS(o) uint64_t ex = o.exec; while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; DST32(o, L, s.D0.d[0]); } }")
+      L.append(f"  sdst_write(w, in->vdst - 256, {_d0(db)}, {db});" if dsts else "  { DSTLOCALS(o) uint64_t ex = o.exec; while (ex) { int L = __builtin_ctzll(ex); ex &= ex - 1; DST32(o, L, s.D0.d[0]); } }")
   else:
     for i in range(3):
       if sb[i]: L.append(f"  SRCLOCALS(o, {i})")

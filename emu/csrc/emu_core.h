@@ -8,6 +8,9 @@
 #include <math.h>
 #include <time.h>
 #include <stdio.h>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)

@@ -203,14 +203,21 @@ static inline uint32_t post_f16(const VOps *o, uint32_t x) {   /* omod: the prod
   return x;
 }
 static inline uint32_t post_f16_at(const VOps *o, uint32_t x, int sh) { return (x & ~(0xffffu << sh)) | post_f16(o, x >> sh) << sh; }
-/* lane masks of the fast lane loops (gen_c._lane_loop): bit L of `m` as lane L's 0/1 word, and back; 32 lanes at a time, so both
-   loops vectorise (shift counts of the element's width) */
-static inline __attribute__((always_inline)) void lanes_unpack(uint64_t m, uint64_t *b, int n) {
+/* lane masks of the fast lane loops (gen_c._lane_loop): bit L of `m` as lane L's 0/1 word, and back (n a multiple of 32). The
+   unpacking loop vectorises (32 lanes at a time: shift counts of the element's width, 32-bit words as the lane loops' other
+   operands). Packing moves each word's bit 0 to its sign and takes eight signs at once (movmskps) with AVX2: the vectorised
+   shift-and-OR ended in a horizontal OR, a long chain between a carry step and the next one reading its mask */
+static inline __attribute__((always_inline)) void lanes_unpack(uint64_t m, uint32_t *b, int n) {
   for (int k = 0; k < n / 32; k++) { const uint32_t v = (uint32_t)(m >> 32 * k); for (int L = 0; L < 32; L++) b[32 * k + L] = v >> L & 1; }
 }
 static inline __attribute__((always_inline)) uint64_t lanes_pack(const uint32_t *b, int n) {
   uint64_t m = 0;
+#if defined(__AVX2__)
+  for (int k = 0; k < n / 8; k++)
+    m |= (uint64_t)(uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(b + 8 * k)), 31))) << 8 * k;
+#else
   for (int k = 0; k < n / 32; k++) { uint32_t v = 0; for (int L = 0; L < 32; L++) v |= (b[32 * k + L] & 1) << L; m |= (uint64_t)v << 32 * k; }
+#endif
   return m;
 }
 /* lanes_pack of the first nl (<= 64) lanes, the others' bits 0: a partial loop's mask without zeroing the lanes it did not run;
