@@ -314,6 +314,11 @@ def _fast_lanes(arch: ArchSpec) -> int:
 # member just written as 32 bits waits for the store: ~2% of the translated matmul in S_ADD_I32 alone)
 def _d0(db: int) -> str: return "s.D0.d[0]" if db <= 32 else "s.D0.q[0]"
 
+# a lane loop's D0 as 32-bit rows: a 64-bit result split from its 64-bit member (its halves read through the union's 32-bit view
+# kept V_LSHLREV_B64's loop scalar: gcc does not vectorise that access)
+HI64 = "(uint32_t)(s.D0.q[0] >> 32)"
+def _lo(db: int, zh: bool) -> str: return "(uint32_t)s.D0.q[0]" if db == 64 else f"s.D0.d[0]{' & 0xffff' if zh else ''}"
+
 def _full(n: int) -> str: return "0xffffffffull" if n == 32 else "~0ull"
 
 # The straight loop over `n` lanes running `inner`. vcc "r"/"rw": the entry reads (and writes) VCC only as its own lane's bit,
@@ -430,7 +435,7 @@ def _valu(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, wave: Arch
       # pass of the active lanes (a compare's mask bits masked with EXEC); a fault with some lanes inactive may be theirs, so
       # the per-lane loop below reruns the instruction from its set-up
       n = _fast_lanes(wave)
-      inner = fbody + ([f"outl[L] = s.D0.d[0]{' & 0xffff' if zh else ''};" + (" outh[L] = s.D0.d[1];" if db == 64 else "")] if has_dst else [])
+      inner = fbody + ([f"outl[L] = {_lo(db, zh)};" + (f" outh[L] = {HI64};" if db == 64 else "")] if has_dst else [])
       cond, loops = _mode_loops(modes, _lane_loop(n, inner, lanebit, zero))
       full = _full(n)
       L.append(f"  if (LIKELY(o.exec && !(o.exec & ~{full}) && w->c->wave_size == {n} && !o.post && {cond})) {{")
@@ -498,8 +503,9 @@ def _xbody(body: list[str]) -> list[str]:
 
 def _xvalu(h: str, e: tuple, sb: list, sf: list, db: int, dm: str, fmods: str, pre: list[str], body: list[str], modes: tuple[int, ...],
            wave: ArchSpec, vcc_w: bool, sd: bool, wb: list[str], zh: bool, lanebit: str = "", pure: bool = False) -> str:
-  n, xbody, res = _fast_lanes(wave), _xbody(body), f"s.D0.d[0]{' & 0xffff' if zh else ''}"
-  loop = lambda out, hi: _mode_loops(modes[:1], _lane_loop(n, [*xbody, f"{out}[L] = {res};" + (f" {hi}[L] = s.D0.d[1];" if hi else "")], lanebit, nl="nl"))[1]
+  n, xbody = _fast_lanes(wave), _xbody(body)
+  loop = lambda out, hi: _mode_loops(modes[:1], _lane_loop(n, [*xbody, f"{out}[L] = {_lo(db, zh)};" + (f" {hi}[L] = {HI64};" if hi else "")],
+                                                           lanebit, nl="nl"))[1]
   ew = (vcc_w and sd) or any("EXEC" in x for x in wb)   # may write EXEC (an SDST naming it, the entry's own EXEC): XE_<h>
   L = [f"enum {{ XE_{h} = {int(ew)} }};", f"static inline int XG_{h}(const Inst *in) {{ return !(in->dpp_kind || {fmods}); }}",
        f"static inline __attribute__((always_inline)) int XV_{h}(Wave *w, uint32_t *V, const Inst *in, int lb, int nl) {{",
