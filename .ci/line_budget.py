@@ -7,8 +7,8 @@ import pathlib, sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # package -> budget: the counts when the budget was set (2026-12: 2734, 5174, 3326, 4344, 289), plus ~7-10 % headroom;
 # tinygrad raised for the second fuzzer round (issue 13: known findings, wrap-aware symbolic, idiv/oob/render generators);
-# emu raised for the kernel translator and the GIL policy of a dispatch (issue 15)
-BUDGET = {"pcode": 2900, "emu": 6000, "mock": 3600, "tinygrad": 6400, "(root)": 320}
+# emu raised for the kernel translator and the GIL policy of a dispatch (issue 15), then for the translator's load groups
+BUDGET = {"pcode": 2900, "emu": 6100, "mock": 3600, "tinygrad": 6400, "(root)": 320}
 
 def files(pkg:str) -> list[pathlib.Path]:
   if pkg == "(root)": return sorted(p for p in ROOT.glob("*.py") if p.name != "setup.py")

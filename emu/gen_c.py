@@ -146,6 +146,7 @@ class Generated:
   xlat_src: dict = field(default_factory=dict)      # handler name -> its translator variant's C (_xvalu, X of _vopd_half)
   flows: tuple[int, ...] = ()         # hid -> FLOW (the HFLOW table): the translator runs PLAIN steps in blocks
   fuse: tuple[str, ...] = ()          # the variants in xlat_src that are lane-local (write their rows only, cannot fail): translate.py fuses runs of them
+  groups: dict = field(default_factory=dict)   # plain global load handler -> (its load-group C: _load_group, address field, dwords): translate.py
 
 def _fw(fmt) -> int:
   n = fmt.name.removeprefix("FMT_NUM_")
@@ -568,7 +569,28 @@ def _plain_fast(kind: str, n: int, r: str) -> list[str]:
           f"    for (uint64_t e = ex; e; e &= e - 1) {{ int L = __builtin_ctzll(e); uint8_t *p = (uint8_t *)(uintptr_t)A[L]; for (int k = 0; k < {n}; k++) {cp} }}",
           "    w->c->atomic = 0; return;", "  }", "  }"]
 
-def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, text: str = "") -> str:
+def _load_group(h: str, A: str, OFF: str, OFFW: int, n: int) -> str:
+  """The load-group entries of plain global load `h` (n dwords, address field A, offset field OFF of OFFW bits) for the
+  translator: consecutive loads of one address VGPR pair and SGPR base (LLVM's immediate offsets off one pointer: tinygrad's
+  matmul loads eight B128s in two such runs) scan the lanes' addresses once. GC_ (the run's first load): every lane of an
+  EMU_FAST_LANES wave active, the lanes' addresses sharing their high dword or an SGPR base, the lowest and highest address
+  over the run's offsets [omin, omax] inside one registered range -> 1 and that base; which holds every load's own range, so
+  each then copies as its fast path would (G_) and none can fault; else 0, and each load runs as it is."""
+  va = f"w->v + (in->{A} - 256) * MAXLANES"
+  return (f"static inline int64_t GO_{h}(const Inst *in) {{ return sext((uint64_t)in->{OFF}, {OFFW}); }}\n"
+          f"static inline __attribute__((always_inline)) int GC_{h}(Wave *w, const Inst *in, int64_t omin, int64_t omax, uint64_t *base) {{\n"
+          "  if (w->c->wave_size != EMU_FAST_LANES || rd_exec(w) != w->c->wave_mask) return 0;\n"
+          f"  const int sa = in->saddr != ENC_NULL && in->saddr != 0x7f; const uint32_t *va = {va}, *vah = w->v + ((in->{A} - 255) & (NVREG - 1)) * MAXLANES;\n"
+          "  uint32_t dh = 0, mn = ~0u, mx = 0; const uint32_t h0 = vah[0];\n"
+          "  for (int L = 0; L < EMU_FAST_LANES; L++) { dh |= vah[L] ^ h0; mn = va[L] < mn ? va[L] : mn; mx = va[L] > mx ? va[L] : mx; }\n"
+          "  const uint64_t b = sa ? ((uint64_t)w->s[in->saddr + 1] << 32 | w->s[in->saddr]) : (uint64_t)h0 << 32;\n"
+          "  const uint64_t lo = b + (uint64_t)omin + mn, hi = b + (uint64_t)omax + mx;   /* a wrap on either side leaves lo > hi */\n"
+          f"  if ((!sa && dh) || lo > hi || !lanes_in_range(w, lo, hi, {4 * n})) return 0;\n"
+          "  *base = b; return 1;\n}\n"
+          f"static inline __attribute__((always_inline)) void G_{h}(Wave *w, const Inst *in, uint64_t base) {{\n"
+          f"  w->c->space = SP_GLOBAL; plain_ld_full(w->v + (in->vdst - 256) * MAXLANES, base + (uint64_t)GO_{h}(in), {va}, 0, EMU_FAST_LANES, {n}); w->c->atomic = 0;\n}}\n")
+
+def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, text: str = "", groups: dict | None = None) -> str:
   fmt = f.name
   atomic = "ATOMIC" in name or (fmt == "DS" and u.writes & {"MEM"} and "RETURN_DATA" in u.writes)
   # RDNA3 names first, RDNA4 (VGLOBAL/VSCRATCH/VFLAT, SMEM) second: address/data VGPR, immediate offset and its width, return bit
@@ -636,6 +658,7 @@ def _mem(f: Format, h: str, fn: str, u: Usage, ops: dict, name: str, text: str =
     pl = plain_dwords(text)
     if space == "SP_GLOBAL" and fmt not in _FLAT and pl:
       L[-1:-1] = _plain_fast(pl[0], pl[1], "r_vdst" if pl[0] == "load" else "r_data0")
+      if pl[0] == "load" and groups is not None: groups[h] = (_load_group(h, A, OFF, OFFW, pl[1]), A, pl[1])
     if space == "SP_SCRATCH": L.append("    s.ADDR = (uint32_t)(ssa + (sve ? va[L] : 0) + off);")
     else: L.append("    s.ADDR = (sa ? sbase + va[L] : ((uint64_t)vah[L] << 32 | va[L])) + off;")
     if fmt in _FLAT: L.append("    w->c->space = flat_space(s.ADDR);")
@@ -962,7 +985,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
   mat_c, mat_h = matrix.c_source(arch.family)
   fields_def, decoder = _decoder(arch, fmts)
   names, hbase = handler_names(arch)
-  handlers, tables, missing, decls, unmod, xlat, fuse = [], [], {}, [], set(), {}, set()
+  handlers, tables, missing, decls, unmod, xlat, fuse, groups = [], [], {}, [], set(), {}, set(), {}
   flows = [0] * len(names)
   moded, cnames = {m[1] for m in _PC_FN.finditer(pcode_c) if "s->MODE" in m[2]}, []   # pc_* functions that read MODE (_mode_loops)
   pure = {m[1] for m in _PC_FN.finditer(pcode_c) if not _FAULTS.search(m[2])}
@@ -1020,7 +1043,7 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
       elif f.name == "VINTERP": handlers.append(vinterp(h, fn, u, ops, base_name))
       elif f.name in _VMEM or f.name in ("DS", "SMEM"):
         if "LDS" in name and f.name != "DS": row.append("h_unsupported"); missing[key] = "loads into LDS are not modelled"; continue
-        handlers.append(_mem(f, h, fn, u, ops, name, ents[ename].text))
+        handlers.append(_mem(f, h, fn, u, ops, name, ents[ename].text, groups))
       elif f.name in buffer.BUFFER_FORMATS:
         if "LDS" in name: row.append("h_unsupported"); missing[key] = "buffer loads into LDS are not modelled"; continue
         handlers.append(buffer.c_handler(f, h, fn, u, ops, name))
@@ -1059,4 +1082,4 @@ def generate(arch: ArchSpec, pcode_c: str, pcode_fns: set[str], chunks: int = 2)
                     "static void h_vopd(Wave *w, const Inst *in);" if vopd else "", *tables, "#include \"emu_sched.c\""])
   parts = ["\n".join([*head, always_inline(pcode_c, moded), pcode_c, *handlers[k::chunks]]) for k in range(chunks)]
   return Generated((main, *parts), names, hbase, missing, zeroed, tuple(cnames), {re.search(r"^void (\w+)\(", t, re.M)[1]: t for t in handlers},
-                   xlat, tuple(flows), tuple(sorted(fuse)))
+                   xlat, tuple(flows), tuple(sorted(fuse)), groups)

@@ -88,6 +88,7 @@ class Parts:
   names: tuple[str, ...]    # hid -> "FORMAT OPNAME"
   flows: tuple[int, ...]    # hid -> gen_c.FLOW: PLAIN steps run in blocks
   fuse: tuple[str, ...]     # the lane-local variants of xlat_src (gen_c.Generated.fuse): a block fuses runs of them
+  groups: dict              # plain global load handler -> (its load-group C, address field, dwords) (gen_c.Generated.groups)
 
 def write_parts(arch_name: str, lib_stem: str):
   """Generate the Parts of the emulator library `lib_stem` (pcode's emitter and gen_c: seconds to a minute of Python) into
@@ -102,7 +103,7 @@ def write_parts(arch_name: str, lib_stem: str):
   p = Parts(head, tuple(re.search(r"#define EMU_INST_FIELDS int32_t ([^;]*);", head)[1].replace(" ", "").split(",")),
             pc[:pc.index("static inline void pc_")],
             {m[1]: m[0] for m in re.finditer(r"^static inline void (pc_\w+)\(PcState \*s\) \{\n.*?^\}\n", pc, re.S | re.M)},
-            gen.cnames, gen.handler_src, gen.xlat_src, gen.handlers, gen.flows, gen.fuse)
+            gen.cnames, gen.handler_src, gen.xlat_src, gen.handlers, gen.flows, gen.fuse, gen.groups)
   f = cbuild.cache_dir() / f"{lib_stem}.xlat.json"
   tmp = f.with_suffix(f".{os.getpid()}.tmp"); tmp.write_text(json.dumps(p.__dict__)); tmp.replace(f)
 
@@ -155,10 +156,12 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
   inlined too, 8.6 s with the variants' other cases: any EXEC, the other fast mode). Consecutive lane-local ones (Parts.fuse)
   form fused runs: on a full wave, every step of the run on XCHUNK lanes at a time (docs/emu.md "Fused runs")."""
   from mockgpu.emu.gen_c import FLOW
-  used, xused, steps, consts, fns, straight, nop, direct, exec_w, fuse = [], [], [], [], [], [], set(), {}, {}, {}
+  used, xused, steps, consts, fns, straight, nop, direct, exec_w, fuse, cns, gused = [], [], [], [], [], [], set(), {}, {}, {}, [], []
+  fld = lambda j, name: insts[j][2][11 + p.fields.index(name)]
   for k, (pc, nxt, vals) in enumerate(insts):
     hid = vals[1]
     cn = p.cnames[hid] if 0 <= hid < len(p.cnames) else "0"
+    cns.append(cn)
     consts.append(f"static const Inst X{k} = {{0, {', '.join(map(str, vals[:7]))}, {{{', '.join(map(str, vals[7:11]))}}}, {', '.join(map(str, vals[11:]))}}};")
     vh = _vopd_halves(p, hid, vals) if cn == "h_vopd" else ()
     plain = 0 <= hid < len(p.flows) and p.flows[hid] == FLOW["PLAIN"]
@@ -197,7 +200,7 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
     icall = f"{{ const Inst *ic = &c->icache[{pc >> 2}]; ic->fn(w, ic); }}"   # the interpreter's handler (decoded before the dispatch)
     call = "(void)0" if k in nop else icall if straight[k] or not fns[k] or k in direct else f"S{k}(w)"
     if k in blocks:   # a block's fast path: counted once, each step inlined with its status check
-      n, body, pend = blocks[k], [], []
+      n, body, pend, gpend = blocks[k], [], [], []
       def fused():   # a run of lane-local steps (nops between them aside): on a full wave, the lanes XCHUNK at a time through every
         # step (a chunk's rows stay in the host's registers from one step to the next), else (or a run of one) step by step
         if len(pend) > 1: body.append(f"  if (d == EMU_FAST_LANES && {' && '.join(fuse[j] for j, _ in pend)}) for (int c0 = 0; c0 < EMU_FAST_LANES; "
@@ -205,6 +208,23 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
         body.extend(x for _, x in pend)
         if len(pend) > 1: body.append("  }")
         pend.clear()
+      def grouped():   # a run of plain global loads off one address VGPR pair and SGPR base (gen_c._load_group): the lanes'
+        # addresses scanned and checked once for the run (GC_); each load then copies (G_), else each runs as it is
+        if len(gpend) > 1:
+          h, (j0, _), (jl, _) = cns[gpend[0][0]], gpend[0], gpend[-1]
+          if h not in gused: gused.append(h)
+          body.append(f"  {{ const int64_t go[] = {{{', '.join(f'GO_{h}(&X{j})' for j, _ in gpend)}}}; int64_t omin = go[0], omax = go[0]; uint64_t gb;"
+                      f" for (int i = 1; i < {len(gpend)}; i++) {{ omin = go[i] < omin ? go[i] : omin; omax = go[i] > omax ? go[i] : omax; }}\n"
+                      f"  if (GC_{h}(w, &X{j0}, omin, omax, &gb)) {{ w->pc0 = {insts[jl][0]}u; w->pc = {insts[jl][1]}u; "
+                      + " ".join(f"G_{h}(w, &X{j}, gb);" for j, _ in gpend) + " } else {")
+        body.extend(x for _, x in gpend)
+        if len(gpend) > 1: body.append("  } }")
+        gpend.clear()
+      def joins(j):   # load j continues the pending run: same handler, address and base, its address rows not loaded into before
+        if not gpend: return True
+        i0, A, nd = gpend[0][0], p.groups[cns[j]][1], p.groups[cns[j]][2]
+        return (cns[j] == cns[i0] and fld(j, A) == fld(i0, A) and fld(j, "saddr") == fld(i0, "saddr") and
+                not any(fld(i, "vdst") <= a < fld(i, "vdst") + nd for i, _ in gpend for a in (fld(j, A), fld(j, A) + 1)))
       for j in range(k, k + n):
         pj, nj, _ = insts[j]
         if j in nop: continue
@@ -213,9 +233,13 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
         again = " d = XFAST(w);" if any(i in direct for i in range(j + 1, k + n)) else ""   # EXEC or MODE may have changed
         line = (f"  if (UNLIKELY(!(d && {direct[j].format(v='V', n='0, d')}))) {{ {run}{again} }}" + (f" if ({exec_w[j]}){again}" if j in exec_w and again else "")
                 if j in direct else f"  {run}" + again)
-        if j in fuse: pend.append((j, line)); continue
-        fused(); body.append(line)
-      fused()
+        if j in fuse: grouped(); pend.append((j, line)); continue
+        fused()
+        if j not in direct and cns[j] in p.groups:
+          if not joins(j): grouped()
+          gpend.append((j, line)); continue
+        grouped(); body.append(line)
+      fused(); grouped()
       if any(j in direct for j in range(k, k + n)): body.insert(0, "  int d = XFAST(w); uint32_t *const V = w->v;")
       blk_fns.append(f"static const uint32_t H{k}[] = {{{', '.join(str(insts[j][2][1]) for j in range(k, k + n))}}};\n"   # its handlers, for op counts
                      f"static __attribute__((noinline)) int B{k}(Ctx *c, Wave *w) {{\n" + "\n".join(body) +
@@ -226,7 +250,7 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
                    f"if (B{k}(c, w)) return 1; {after} }}")
     steps.append(f"  L{k}: XSTEP({pc}u, {nxt}u, X{k}, {call})" + ("" if k + 1 < len(insts) and insts[k + 1][0] == nxt else " continue;"))
   hsrc = [re.sub(r"^void (\w+)\((Wave)", r"static inline __attribute__((always_inline)) void \1(\2", p.handler_src[h], flags=re.M) for h in used]
-  hsrc += [p.xlat_src[h] for h in xused]
+  hsrc += [p.xlat_src[h] for h in xused] + [p.groups[h][0] for h in gused]
   need = sorted({f for h in hsrc for f in re.findall(r"\b(pc_\w+)\(&s\)", h)})
   pcfns, head, pcpre = p.pcfns, p.head, p.pcpre
   cases = " ".join(f"case {pc}u: goto {'B' if k in blocks else 'L'}{k};" for k, (pc, _, _) in enumerate(insts))

@@ -403,3 +403,38 @@ def test_a_fused_run_is_exact(xlat):
   tr = next(t for t in translate._TRANSLATORS.values() if t.arch.name == "gfx1100")
   src = tr.source(next(k for k in tr.kernels[prog[:64]] if k.state == "ready"))
   assert [ln.count("V + c0, ") for ln in src.splitlines() if "c0 += XCHUNK" in ln] == [7], "the seven steps did not run as one fused run"
+
+@pytest.mark.parametrize("case", ["ok", "fault_after_the_group", "fault_in_the_group"])
+def test_a_load_group_is_exact(xlat, case):
+  # consecutive B128 loads off one address VGPR pair (or one SGPR base) are checked once as a group (translate.py, gen_c
+  # _load_group); the group's last load may overwrite the address rows, and a load off the rows it loaded starts anew (its
+  # addresses point into an unregistered gap of the same allocation in one case: a load wrongly grouped would read it
+  # unchecked); a group reaching past its buffer falls back to each load's own check, so the fault reports match
+  from mockgpu.emu import translate
+  arena, out = np.zeros(1 << 16, np.uint32), np.zeros((24, 32), np.uint32)
+  a, b = arena[:1024], arena[2048:2048 + 128]
+  a[:] = np.arange(1024, dtype=np.uint32) * 7 + 3; b[:] = np.arange(128, dtype=np.uint32) * 5 + 1
+  lanes = np.arange(32, dtype=np.uint64)
+  ptr = (arena.ctypes.data + 4 * 8192 if case == "fault_after_the_group" else b.ctypes.data) + 16 * lanes
+  a[128:256].reshape(32, 4)[:, 0], a[128:256].reshape(32, 4)[:, 1] = ptr & 0xffffffff, ptr >> 32
+  ld = lambda d, off, **k: global_load_b128(vdst=v[d:d + 3], offset=off, **({"addr": v[2:3], "saddr": NULL} | k))
+  prog = code(v_lshlrev_b32_e32(v[1], 4, v[0]), v_mov_b32_e32(v[3], s[3]), v_add_co_u32(v[2], VCC_LO, s[2], v[1]), v_add_co_ci_u32_e32(v[3], 0, v[3]),
+              ld(8, 1024), ld(12, 0), ld(2, 512), ld(16, 0), ld(20, 1536, addr=v[1], saddr=s[2:3]), ld(24, 2048, addr=v[1], saddr=s[2:3]),
+              s_waitcnt(simm16=0), v_lshlrev_b32_e32(v[30], 2, v[0]),
+              *(global_store_b32(addr=v[30], data=v[r], saddr=s[0:1], offset=128 * i) for i, r in enumerate([*range(8, 28), *range(2, 6)])))
+  def fn():
+    bf = Bufs(out, a[:600] if case == "fault_in_the_group" else a, b)   # 2400 bytes: the second SGPR-based load passes the end
+    try: return run_code(prog, bf.mem, user_sgprs=bf.sgprs(), rsrc2=6 << 1), out.copy(), None
+    except GPUFault as e: return None, None, dataclasses.replace(e.report, pc_addr=0)
+  xlat("off"); ref = fn()
+  xlat("sync"); fn(); got = fn()
+  tr = next(t for t in translate._TRANSLATORS.values() if t.arch.name == "gfx1100")
+  src = tr.source(next(k for k in tr.kernels[prog[:64]] if k.state == "ready"))
+  assert [ln.count("G_H_GLOBAL_GLOBAL_LOAD_B128(w, &X") for ln in src.splitlines() if "if (GC_" in ln] == [3, 2]
+  if case != "ok":
+    assert ref[0] is None and ref[2] == got[2] and (ref[2].kind, ref[2].pc) == ("read", 44 if case == "fault_after_the_group" else 60), (ref[2], got[2])
+    return
+  assert got[0].extra.get("translated") and (ref[1] == got[1]).all()
+  rows = lambda x, base: x[base + 4 * np.arange(32)[None, :] + np.arange(4)[:, None]]
+  want = np.concatenate([rows(a, 256), rows(a, 0), rows(b, 0), rows(a, 384), rows(a, 512), rows(a, 128)])
+  assert (ref[1] == want).all()
