@@ -438,3 +438,31 @@ def test_a_load_group_is_exact(xlat, case):
   rows = lambda x, base: x[base + 4 * np.arange(32)[None, :] + np.arange(4)[:, None]]
   want = np.concatenate([rows(a, 256), rows(a, 0), rows(b, 0), rows(a, 384), rows(a, 512), rows(a, 128)])
   assert (ref[1] == want).all()
+
+@pytest.mark.parametrize("fault", [False, True])
+def test_a_load_group_is_exact_wave64(xlat, fault):
+  # gfx950's DWORDX4 loads as groups of a full wave64 (64-bit address, then SGPR base): numpy's values, or the interpreter's
+  # fault report for a group whose last load passes its buffer's end (lanes 58-63)
+  from tinygrad.runtime.autogen.amd.cdna import ins as C
+  from mockgpu.emu import translate
+  a, out = np.arange(1024, dtype=np.uint32) * 3 + 5, np.zeros((16, 64), np.uint32)
+  ld = lambda d, off, **k: C.global_load_dwordx4(vdst=C.v[d:d + 3], offset=off, **({"addr": C.v[2], "saddr": C.EXEC_HI} | k))   # 0x7f: "off"
+  prog = code(C.v_lshlrev_b32_e32(C.v[1], 4, C.v[0]), C.v_mov_b32_e32(C.v[3], C.s[3]), C.v_add_co_u32_e32(C.v[2], C.s[2], C.v[1]),
+              C.v_addc_co_u32_e32(C.v[3], 0, C.v[3]), ld(8, 1024), ld(12, 0), ld(16, 2048, addr=C.v[1], saddr=C.s[2:3]),
+              ld(20, 3072, addr=C.v[1], saddr=C.s[2:3]), C.s_waitcnt(simm16=0), C.v_lshlrev_b32_e32(C.v[30], 2, C.v[0]),
+              *(C.global_store_dword(addr=C.v[30], data=C.v[8 + i], saddr=C.s[0:1], offset=256 * i) for i in range(16)), end=False) + C.s_endpgm().to_bytes()
+  def fn():
+    bf = Bufs(out, a[:1000] if fault else a)
+    try: return run_code(prog, bf.mem, arch="gfx950", wave64=True, block=(64, 1, 1), user_sgprs=bf.sgprs(), rsrc2=4 << 1, rsrc3=0), out.copy(), None
+    except GPUFault as e: return None, None, dataclasses.replace(e.report, pc_addr=0)
+  xlat("off"); ref = fn()
+  xlat("sync"); fn(); got = fn()
+  tr = next(t for t in translate._TRANSLATORS.values() if t.arch.name == "gfx950")
+  src = tr.source(next(k for k in tr.kernels[prog[:64]] if k.state == "ready"))
+  assert [ln.count("G_H_GLOBAL_GLOBAL_LOAD_DWORDX4(w, &X") for ln in src.splitlines() if "if (GC_" in ln] == [2, 2]
+  if fault:
+    assert ref[0] is None and ref[2] == got[2] and (ref[2].kind, ref[2].pc) == ("read", 40), (ref[2], got[2])
+    return
+  assert got[0].extra.get("translated") and (ref[1] == got[1]).all()
+  rows = lambda base: a[base + 4 * np.arange(64)[None, :] + np.arange(4)[:, None]]
+  assert (ref[1] == np.concatenate([rows(256), rows(0), rows(512), rows(768)])).all()
