@@ -154,7 +154,8 @@ def kernel_source(p: Parts, insts: list[tuple[int, int, tuple[int, ...]]]) -> st
   after each step that may change EXEC or MODE; no modifiers); every other case runs the interpreter's compiled handler
   (XHANDLER), which keeps the C a kernel compiles small (tinygrad's 256 matmul kernel: 6.7 s of gcc; 25 s with the handlers
   inlined too, 8.6 s with the variants' other cases: any EXEC, the other fast mode). Consecutive lane-local ones (Parts.fuse)
-  form fused runs: on a full wave, every step of the run on XCHUNK lanes at a time (docs/emu.md "Fused runs")."""
+  form fused runs: on a full wave, every step of the run on XCHUNK lanes at a time (docs/emu.md "Fused runs"); consecutive plain
+  global loads off one address form load groups, whose lanes' addresses are checked once (gen_c._load_group, "Load groups")."""
   from mockgpu.emu.gen_c import FLOW
   used, xused, steps, consts, fns, straight, nop, direct, exec_w, fuse, cns, gused = [], [], [], [], [], [], set(), {}, {}, {}, [], []
   fld = lambda j, name: insts[j][2][11 + p.fields.index(name)]
