@@ -100,9 +100,10 @@ static void init_wave(Ctx *c, Wave *w, int id) {
   uint32_t bx = a->block[0], by = a->block[1], nt = bx * by * a->block[2], t0 = id * c->wave_size;
   uint32_t x = t0 % bx, y = t0 / bx % by, z = t0 / (bx * by);   /* lane 0's thread ids; the others count on (no divisions per lane) */
   uint64_t exec = 0;
-  if (x + c->wave_size <= bx && t0 + c->wave_size <= nt) {   /* the whole wave in one row of x: a vectorised loop (locals: no aliasing) */
-    uint32_t *v = w->v, yz = y << 10 | z << 20;
-    for (uint32_t L = 0, n = c->wave_size; L < n; L++) v[L] = (x + L) | yz;
+  if (x + c->wave_size <= bx && t0 + c->wave_size <= nt) {   /* the whole wave in one row of x: a vectorised loop (locals: no aliasing; */
+    uint32_t *v = w->v, yz = y << 10 | z << 20;                 /* a constant count: -O2 leaves a loop over a runtime one scalar) */
+    if (c->wave_size == 32) for (uint32_t L = 0; L < 32; L++) v[L] = (x + L) | yz;
+    else for (uint32_t L = 0; L < 64; L++) v[L] = (x + L) | yz;
     wr_exec(w, c->wave_mask); return;
   }
   for (uint32_t L = 0; L < c->wave_size; L++) {
