@@ -195,10 +195,16 @@ static __attribute__((noinline)) int launch(Ctx *c, uint64_t idx) {
     Wave *w = &s->m.waves[i];
     w->v = s->m.vgpr + (uint64_t)i * NVREG * MAXLANES;
     w->scratch = s->m.scratch + (uint64_t)i * c->scratch_lane * MAXLANES;
-    if (reused) {   /* as a fresh wave: what earlier workgroups left in the slot's registers and scratch reads 0 (pybackend: new Wave) */
-      memset(w->v, 0, (size_t)c->vrows * MAXLANES * sizeof(uint32_t));
-      if (c->scratch_hi == c->scratch_lane) memset(w->scratch, 0, (size_t)c->scratch_lane * MAXLANES);
-      else if (c->scratch_hi) for (uint32_t L = 0; L < MAXLANES; L++) memset(w->scratch + (size_t)L * c->scratch_lane, 0, c->scratch_hi);
+    if (reused) {   /* as a fresh wave: what earlier workgroups left in the slot's registers and scratch reads 0 (pybackend: new Wave).
+                     * A wave32 wave's own lanes only: no wave32 instruction touches lanes 32-63 (lane selects and loops are bounded
+                     * by the wave size), which keep calloc's zeros; the whole rows were a fifth of the elementwise kernel's time */
+      if (c->wave_size == MAXLANES) memset(w->v, 0, (size_t)c->vrows * MAXLANES * sizeof(uint32_t));
+      else for (uint32_t r = 0; r < c->vrows; r++) {   /* four 32-byte stores a row (memset's 128 bytes became a rep stos per row) */
+        typedef uint32_t v8u __attribute__((vector_size(32)));
+        v8u *p = (v8u *)(w->v + (size_t)r * MAXLANES); p[0] = p[1] = p[2] = p[3] = (v8u){0};
+      }
+      if (c->scratch_hi == c->scratch_lane) memset(w->scratch, 0, (size_t)c->scratch_lane * c->wave_size);
+      else if (c->scratch_hi) for (uint32_t L = 0; L < c->wave_size; L++) memset(w->scratch + (size_t)L * c->scratch_lane, 0, c->scratch_hi);
     }
     init_wave(c, w, (int)i);
     w->ordinal = s->ordinal0 + i; w->released = 0;
