@@ -22,7 +22,7 @@ from mockgpu.errors import BuildError
 __all__ = ["cache_dir", "compiler", "key", "run", "run_all", "compile_c", "library", "shared_library", "verify", "prune", "module_files", "atomic_write", "CC_ENV"]
 
 CC_ENV = "MOCKGPU_CC"   # the one variable that selects the C compiler
-STALE_S = 6 * 3600      # a temporary, object or library-less source file this old in the cache belongs to a build that died
+STALE_S = 6 * 3600      # a temporary, object or library-less source or lock file this old in the cache belongs to a build that died
 def cache_dir() -> pathlib.Path:
   """$MOCKGPU_CACHE, else $XDG_CACHE_HOME/mockgpu, else ~/.cache/mockgpu (created)."""
   if (d:=os.environ.get("MOCKGPU_CACHE")): p = pathlib.Path(d)
@@ -169,7 +169,7 @@ def library(stem:str, produce:Callable[[pathlib.Path], dict], announce:str|None=
 
 def prune(prefix:str, keep:int) -> list[pathlib.Path]:
   """Delete all but the `keep` most recently used libraries named `<prefix>*.so`, with every file of their stem (metadata,
-  lock, sources), and any temporary, object or library-less source file older than STALE_S (a build that died). A library another process holds open
+  lock, sources), and any temporary, object or library-less source or lock file older than STALE_S (a build that died). A library another process holds open
   stays valid for it (unlinked files live on). Returns what was removed."""
   d, gone = cache_dir(), []
   def used(p:pathlib.Path) -> float:
@@ -180,7 +180,7 @@ def prune(prefix:str, keep:int) -> list[pathlib.Path]:
     for f in d.glob(so.name.removesuffix(".so") + ".*"):
       f.unlink(missing_ok=True)
       gone.append(f)
-  orphans = (c for c in d.glob("*.c") if not (d / f"{c.name.split('.')[0]}.so").exists())   # sources of a build that never finished
+  orphans = (c for c in (*d.glob("*.c"), *d.glob("*.lock")) if not (d / f"{c.name.split('.')[0]}.so").exists())   # a build that never finished
   for f in (*d.glob("*.tmp"), *d.glob("*.o"), *orphans):   # left by a process that died mid-build (a daemon thread's at exit)
     if 0 < used(f) < time.time() - STALE_S: f.unlink(missing_ok=True); gone.append(f)
   return gone

@@ -193,9 +193,9 @@ def test_prune_keeps_most_recent_per_arch(cache):
 def test_prune_removes_what_a_dead_build_left(cache):
   # a process killed mid-build (or a daemon thread's build cut at exit) leaves its temporary library and objects behind
   # (its sources too; a built library's kept sources, MOCKGPU_KEEP_SOURCES, stay)
-  dead = ["emu-gfx1100-dead.0.c", "emu-gfx1100-dead.0.o", "emu-gfx1100-dead.abc.so.tmp", "meta.json.x1.tmp"]
-  live = ["emu-gfx1100-live.0.c", "emu-gfx1100-live.0.o", "emu-gfx1100-live.def.so.tmp"]   # a build running now
-  kept = ["emu-gfx1100-kept.0.c", "emu-gfx1100-kept.json", "emu-gfx1100-kept.so"]
+  dead = ["emu-gfx1100-dead.0.c", "emu-gfx1100-dead.0.o", "emu-gfx1100-dead.abc.so.tmp", "emu-gfx1100-dead.lock", "meta.json.x1.tmp"]
+  live = ["emu-gfx1100-live.0.c", "emu-gfx1100-live.0.o", "emu-gfx1100-live.def.so.tmp", "emu-gfx1100-live.lock"]   # a build running now
+  kept = ["emu-gfx1100-kept.0.c", "emu-gfx1100-kept.json", "emu-gfx1100-kept.so", "emu-gfx1100-kept.lock"]
   for name in dead + live + kept: (cache / name).write_text("x")
   for name in dead + kept: os.utime(cache / name, (1e9, 1e9))
   assert sorted(p.name for p in build.prune("gfx1100", keep=2)) == dead
