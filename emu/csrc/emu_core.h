@@ -119,7 +119,7 @@ struct Ctx {
   EmuArgs *a;
   uint64_t code_addr, code_end;     /* the mapped range holding the code */
   uint64_t hit_lo, hit_hi;          /* last global range hit */
-  uint64_t prev_lo, prev_hi;        /* the one before it (kernels alternate between two buffers) */
+  uint64_t prev[3][2];              /* the ranges hit before it, most recent first ([lo, hi)): kernels go round a few buffers */
   Inst *icache; uint64_t icache_n;  /* indexed by pc/4 */
   uint64_t icount, budget, next_time_check;   /* budget: the icount at which the running workgroup's budget runs out (use_slot) */
   uint64_t wg_base;                 /* icount minus what the running workgroup executed before (use_slot) */
@@ -200,9 +200,10 @@ static void set_status(Wave *w, int st, const char *msg) {
 
 /* ---------------- global memory: every access is checked against the registered ranges first ---------------- */
 static int range_find(Ctx *c, uint64_t addr, uint64_t n) {
-  if (addr >= c->prev_lo && addr + n <= c->prev_hi && addr + n > addr) {
-    uint64_t l = c->prev_lo, h = c->prev_hi; c->prev_lo = c->hit_lo; c->prev_hi = c->hit_hi; c->hit_lo = l; c->hit_hi = h; return 1;
-  }
+  for (int i = 0; i < 3; i++)   /* an earlier hit: it and the last one swap places (x * y + 1 reads two buffers and writes a third) */
+    if (addr >= c->prev[i][0] && addr + n <= c->prev[i][1] && addr + n > addr) {
+      uint64_t l = c->prev[i][0], h = c->prev[i][1]; c->prev[i][0] = c->hit_lo; c->prev[i][1] = c->hit_hi; c->hit_lo = l; c->hit_hi = h; return 1;
+    }
   const MRange *r = c->a->ranges; int64_t lo = 0, hi = c->a->nranges - 1;
   while (lo <= hi) {
     int64_t mid = (lo + hi) >> 1;
@@ -210,7 +211,8 @@ static int range_find(Ctx *c, uint64_t addr, uint64_t n) {
     else if (r[mid].start > addr) hi = mid - 1;
     else {
       if (addr + n > r[mid].end || addr + n < addr) return 0;
-      c->prev_lo = c->hit_lo; c->prev_hi = c->hit_hi; c->hit_lo = r[mid].start; c->hit_hi = r[mid].end; return 1;
+      memmove(c->prev[1], c->prev[0], sizeof(c->prev) - sizeof(c->prev[0])); c->prev[0][0] = c->hit_lo; c->prev[0][1] = c->hit_hi;
+      c->hit_lo = r[mid].start; c->hit_hi = r[mid].end; return 1;
     }
   }
   return 0;
