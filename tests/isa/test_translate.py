@@ -380,7 +380,6 @@ def test_a_fused_run_is_exact(xlat):
   # step, lane lb + L being row lane L of V + lb): a lane id (V_MBCNT reads laneId), a VCC lane bit (V_CNDMASK), a 64-bit
   # shift writing two rows that a later step reads, a VOPD whose halves read each other's destination (read before the step
   # writes them: the shift's sources too), and a chain of float ops; values exact in float32, so numpy is the oracle
-  from mockgpu.emu import translate
   a, b = np.arange(32, dtype=np.float32) * 0.25 + 1, np.arange(32, dtype=np.float32) * 0.5 - 3
   out = np.zeros((6, 32), np.uint32)
   prog = code(v_lshlrev_b32_e32(v[1], 2, v[0]), global_load_b32(vdst=v[2], addr=v[1], saddr=s[2:3]), global_load_b32(vdst=v[3], addr=v[1], saddr=s[4:5]),
@@ -400,9 +399,24 @@ def test_a_fused_run_is_exact(xlat):
   want = [x.view(np.uint32), y.view(np.uint32), np.arange(32, dtype=np.uint32) + (ab << 4 >> 32).astype(np.uint32), (c * x).view(np.uint32),
           (ab << 4).astype(np.uint32), (ab << 4 >> 32).astype(np.uint32)]
   assert (ro == np.stack(want)).all() and (go == ro).all()
-  tr = next(t for t in translate._TRANSLATORS.values() if t.arch.name == "gfx1100")
-  src = tr.source(next(k for k in tr.kernels[prog[:64]] if k.state == "ready"))
-  assert [ln.count("V + c0, ") for ln in src.splitlines() if "c0 += XCHUNK" in ln] == [7], "the seven steps did not run as one fused run"
+  assert [ln.count("V + c0, ") for ln in _source("gfx1100", prog).splitlines() if "c0 += XCHUNK" in ln] == [7], "the seven steps did not run as one fused run"
+
+def _source(arch: str, prog: bytes) -> str:
+  """The C of `prog`'s ready translation on `arch`."""
+  from mockgpu.emu import translate
+  tr = next(t for t in translate._TRANSLATORS.values() if t.arch.name == arch)
+  return tr.source(next(k for k in tr.kernels[prog[:64]] if k.state == "ready"))
+
+def _load_groups(xlat, fn, arch: str, prog: bytes, handler: str, fault):
+  """fn(fault) interpreted and translated (a dispatch that faults leaves no translation: fn(False) gets it translated), each
+  (Stats, output, None) or (None, None, its fault report without the absolute pc), and the number of loads in each load
+  group of `prog`'s translation (`handler`'s G_ calls after a GC_ check)."""
+  def once():
+    try: return (*fn(fault), None)
+    except GPUFault as e: return None, None, dataclasses.replace(e.report, pc_addr=0)
+  xlat("off"); ref = once()
+  xlat("sync"); fn(False); got = once()
+  return ref, got, [ln.count(f"G_{handler}(w, &X") for ln in _source(arch, prog).splitlines() if "if (GC_" in ln]
 
 @pytest.mark.parametrize("case", ["ok", "fault_after_the_group", "fault_in_the_group"])
 def test_a_load_group_is_exact(xlat, case):
@@ -410,27 +424,22 @@ def test_a_load_group_is_exact(xlat, case):
   # _load_group); the group's last load may overwrite the address rows, and a load off the rows it loaded starts anew (its
   # addresses point into an unregistered gap of the same allocation in one case: a load wrongly grouped would read it
   # unchecked); a group reaching past its buffer falls back to each load's own check, so the fault reports match
-  from mockgpu.emu import translate
   arena, out = np.zeros(1 << 16, np.uint32), np.zeros((24, 32), np.uint32)
   a, b = arena[:1024], arena[2048:2048 + 128]
   a[:] = np.arange(1024, dtype=np.uint32) * 7 + 3; b[:] = np.arange(128, dtype=np.uint32) * 5 + 1
   lanes = np.arange(32, dtype=np.uint64)
-  ptr = (arena.ctypes.data + 4 * 8192 if case == "fault_after_the_group" else b.ctypes.data) + 16 * lanes
-  a[128:256].reshape(32, 4)[:, 0], a[128:256].reshape(32, 4)[:, 1] = ptr & 0xffffffff, ptr >> 32
   ld = lambda d, off, **k: global_load_b128(vdst=v[d:d + 3], offset=off, **({"addr": v[2:3], "saddr": NULL} | k))
   prog = code(v_lshlrev_b32_e32(v[1], 4, v[0]), v_mov_b32_e32(v[3], s[3]), v_add_co_u32(v[2], VCC_LO, s[2], v[1]), v_add_co_ci_u32_e32(v[3], 0, v[3]),
               ld(8, 1024), ld(12, 0), ld(2, 512), ld(16, 0), ld(20, 1536, addr=v[1], saddr=s[2:3]), ld(24, 2048, addr=v[1], saddr=s[2:3]),
               s_waitcnt(simm16=0), v_lshlrev_b32_e32(v[30], 2, v[0]),
               *(global_store_b32(addr=v[30], data=v[r], saddr=s[0:1], offset=128 * i) for i, r in enumerate([*range(8, 28), *range(2, 6)])))
-  def fn():
-    bf = Bufs(out, a[:600] if case == "fault_in_the_group" else a, b)   # 2400 bytes: the second SGPR-based load passes the end
-    try: return run_code(prog, bf.mem, user_sgprs=bf.sgprs(), rsrc2=6 << 1), out.copy(), None
-    except GPUFault as e: return None, None, dataclasses.replace(e.report, pc_addr=0)
-  xlat("off"); ref = fn()
-  xlat("sync"); fn(); got = fn()
-  tr = next(t for t in translate._TRANSLATORS.values() if t.arch.name == "gfx1100")
-  src = tr.source(next(k for k in tr.kernels[prog[:64]] if k.state == "ready"))
-  assert [ln.count("G_H_GLOBAL_GLOBAL_LOAD_B128(w, &X") for ln in src.splitlines() if "if (GC_" in ln] == [3, 2]
+  def fn(bad):
+    p = (arena.ctypes.data + 4 * 8192 if bad == "fault_after_the_group" else b.ctypes.data) + 16 * lanes
+    a[128:256].reshape(32, 4)[:, 0], a[128:256].reshape(32, 4)[:, 1] = p & 0xffffffff, p >> 32
+    bf = Bufs(out, a[:600] if bad == "fault_in_the_group" else a, b)   # 2400 bytes: the second SGPR-based load passes the end
+    return run_code(prog, bf.mem, user_sgprs=bf.sgprs(), rsrc2=6 << 1), out.copy()
+  ref, got, groups = _load_groups(xlat, fn, "gfx1100", prog, "H_GLOBAL_GLOBAL_LOAD_B128", case)
+  assert groups == [3, 2]
   if case != "ok":
     assert ref[0] is None and ref[2] == got[2] and (ref[2].kind, ref[2].pc) == ("read", 44 if case == "fault_after_the_group" else 60), (ref[2], got[2])
     return
@@ -444,22 +453,17 @@ def test_a_load_group_is_exact_wave64(xlat, fault):
   # gfx950's DWORDX4 loads as groups of a full wave64 (64-bit address, then SGPR base): numpy's values, or the interpreter's
   # fault report for a group whose last load passes its buffer's end (lanes 58-63)
   from tinygrad.runtime.autogen.amd.cdna import ins as C
-  from mockgpu.emu import translate
   a, out = np.arange(1024, dtype=np.uint32) * 3 + 5, np.zeros((16, 64), np.uint32)
   ld = lambda d, off, **k: C.global_load_dwordx4(vdst=C.v[d:d + 3], offset=off, **({"addr": C.v[2], "saddr": C.EXEC_HI} | k))   # 0x7f: "off"
   prog = code(C.v_lshlrev_b32_e32(C.v[1], 4, C.v[0]), C.v_mov_b32_e32(C.v[3], C.s[3]), C.v_add_co_u32_e32(C.v[2], C.s[2], C.v[1]),
               C.v_addc_co_u32_e32(C.v[3], 0, C.v[3]), ld(8, 1024), ld(12, 0), ld(16, 2048, addr=C.v[1], saddr=C.s[2:3]),
               ld(20, 3072, addr=C.v[1], saddr=C.s[2:3]), C.s_waitcnt(simm16=0), C.v_lshlrev_b32_e32(C.v[30], 2, C.v[0]),
               *(C.global_store_dword(addr=C.v[30], data=C.v[8 + i], saddr=C.s[0:1], offset=256 * i) for i in range(16)), end=False) + C.s_endpgm().to_bytes()
-  def fn():
-    bf = Bufs(out, a[:1000] if fault else a)
-    try: return run_code(prog, bf.mem, arch="gfx950", wave64=True, block=(64, 1, 1), user_sgprs=bf.sgprs(), rsrc2=4 << 1, rsrc3=0), out.copy(), None
-    except GPUFault as e: return None, None, dataclasses.replace(e.report, pc_addr=0)
-  xlat("off"); ref = fn()
-  xlat("sync"); fn(); got = fn()
-  tr = next(t for t in translate._TRANSLATORS.values() if t.arch.name == "gfx950")
-  src = tr.source(next(k for k in tr.kernels[prog[:64]] if k.state == "ready"))
-  assert [ln.count("G_H_GLOBAL_GLOBAL_LOAD_DWORDX4(w, &X") for ln in src.splitlines() if "if (GC_" in ln] == [2, 2]
+  def fn(bad):
+    bf = Bufs(out, a[:1000] if bad else a)
+    return run_code(prog, bf.mem, arch="gfx950", wave64=True, block=(64, 1, 1), user_sgprs=bf.sgprs(), rsrc2=4 << 1, rsrc3=0), out.copy()
+  ref, got, groups = _load_groups(xlat, fn, "gfx950", prog, "H_GLOBAL_GLOBAL_LOAD_DWORDX4", fault)
+  assert groups == [2, 2]
   if fault:
     assert ref[0] is None and ref[2] == got[2] and (ref[2].kind, ref[2].pc) == ("read", 40), (ref[2], got[2])
     return
